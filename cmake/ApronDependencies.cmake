@@ -1,0 +1,31 @@
+# Every dependency comes from a Debian package (or the CUDA toolkit). Required ones stop the configure
+# with the package name to install; optional ones switch a feature off and say so.
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+
+find_package(PNG REQUIRED)            # libpng-dev
+find_package(JPEG REQUIRED)           # libjpeg62-turbo-dev
+find_package(CLI11 CONFIG REQUIRED)   # libcli11-dev
+pkg_check_modules(HWY REQUIRED IMPORTED_TARGET libhwy)  # libhwy-dev
+
+find_package(TIFF)                    # libtiff-dev (optional: TIFF files)
+set(APRON_HAVE_TIFF ${TIFF_FOUND})
+message(STATUS "apron: TIFF support ${APRON_HAVE_TIFF}")
+
+# CUDA toolkit: found => the CUDA backend builds (kernels need no GPU to compile).
+set(APRON_HAVE_CUDA OFF)
+if(NOT APRON_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)  # Hopper (H100/H200), the lent GPUs
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(APRON_HAVE_CUDA ON)
+  elseif(APRON_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "APRON_CUDA=ON but no CUDA compiler was found")
+  endif()
+endif()
+message(STATUS "apron: CUDA backend ${APRON_HAVE_CUDA}")

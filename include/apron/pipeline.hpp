@@ -1,0 +1,55 @@
+#pragma once
+// Pipelines: operations run in order on one image, intermediates kept in memory.
+//
+//   apron::Pipeline p({"gaussian:sigma=2", "sobel:dx=1"});
+//   apron::Image out = p.run(apron::read_image("in.png"), {.out_type = apron::PixelType::f32});
+//
+// Types: the first operation reads the input's type; every operation writes the output type
+// (RunOptions::out_type, default the input's type), and later operations read that type.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "apron/image.hpp"
+#include "apron/ops.hpp"
+
+namespace apron {
+
+enum class Backend : unsigned char { automatic, cpu, reference, cuda };
+const char* to_string(Backend b);
+std::optional<Backend> parse_backend(std::string_view name);
+
+struct StageTiming {
+    std::string stage;
+    double milliseconds = 0;
+};
+
+struct RunOptions {
+    Backend backend = Backend::automatic;
+    int threads = 0;                      // CPU threads; 0 = all cores
+    std::optional<PixelType> out_type;    // default: the input's type
+    std::vector<StageTiming>* timings = nullptr;  // when set, one entry per step is appended
+};
+
+class Pipeline {
+public:
+    Pipeline() = default;
+    explicit Pipeline(const std::vector<std::string>& specs);
+    void add(std::string_view spec) { ops_.push_back(parse_operation(spec)); }
+    void add(OpProgram op) { ops_.push_back(std::move(op)); }
+    const std::vector<OpProgram>& operations() const { return ops_; }
+    bool empty() const { return ops_.empty(); }
+
+    Image run(ConstImageView input, const RunOptions& options = {}) const;
+    // What run() would do on an image of this shape: one line per step with its algorithm.
+    std::string describe(const ImageShape& input, const RunOptions& options = {}) const;
+
+private:
+    std::vector<OpProgram> ops_;
+};
+
+// Backends usable in this build and on this machine, e.g. {"cpu", "reference"}.
+std::vector<std::string> available_backends();
+
+} // namespace apron

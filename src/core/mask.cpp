@@ -1,0 +1,205 @@
+#include "apron/mask.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include "apron/errors.hpp"
+
+namespace apron {
+
+Mask::Mask(int w, int h, std::vector<double> values)
+    : width(w), height(h), anchor_x(w / 2), anchor_y(h / 2), weights(std::move(values)) {
+    if (w < 1 || h < 1 || w > max_mask_side || h > max_mask_side)
+        fail("mask", "size " + std::to_string(w) + "x" + std::to_string(h) + " outside 1.." +
+                         std::to_string(max_mask_side));
+    if (weights.size() != std::size_t(w) * h)
+        fail("mask", "expected " + std::to_string(std::size_t(w) * h) + " weights, got " +
+                         std::to_string(weights.size()));
+    for (double v : weights)
+        if (!std::isfinite(v)) fail("mask", "weight is not a finite number");
+}
+
+double Mask::sum() const { return std::accumulate(weights.begin(), weights.end(), 0.0); }
+double Mask::abs_sum() const {
+    double s = 0;
+    for (double v : weights) s += std::fabs(v);
+    return s;
+}
+
+Mask flipped(const Mask& m) {
+    Mask f = m;
+    for (int j = 0; j < m.height; ++j)
+        for (int i = 0; i < m.width; ++i) f.at(m.width - 1 - i, m.height - 1 - j) = m.at(i, j);
+    f.anchor_x = m.width - 1 - m.anchor_x;
+    f.anchor_y = m.height - 1 - m.anchor_y;
+    return f;
+}
+
+namespace {
+
+// Splits text into lines that carry content (not blank, not '#' comments), keeping line numbers.
+struct Line { int number; std::string text; };
+std::vector<Line> content_lines(std::string_view text) {
+    std::vector<Line> out;
+    int number = 0;
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+        std::size_t end = text.find('\n', pos);
+        if (end == std::string_view::npos) end = text.size();
+        ++number;
+        std::string line(text.substr(pos, end - pos));
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        const auto first = line.find_first_not_of(" \t");
+        if (first != std::string::npos && line[first] != '#') out.push_back({number, line});
+        pos = end + 1;
+    }
+    return out;
+}
+
+bool parse_number(const std::string& token, double& value) {
+    if (token.empty()) return false;
+    char* end = nullptr;
+    errno = 0;
+    value = std::strtod(token.c_str(), &end);
+    return end == token.c_str() + token.size() && errno != ERANGE && std::isfinite(value);
+}
+
+std::vector<std::string> tokens(const std::string& line) {
+    std::istringstream in(line);
+    std::vector<std::string> out;
+    for (std::string t; in >> t;) out.push_back(t);
+    return out;
+}
+
+} // namespace
+
+Mask parse_mask_text(std::string_view text, const std::string& source) {
+    if (text.find('\0') != std::string_view::npos) fail(source, "mask file contains a NUL byte (not a text file)");
+    const auto lines = content_lines(text);
+    if (lines.empty()) fail(source, "empty mask file (expected 'W H' then H rows of W weights)");
+    const auto header = tokens(lines[0].text);
+    double wd = 0, hd = 0;
+    if (header.size() != 2 || !parse_number(header[0], wd) || !parse_number(header[1], hd) ||
+        wd != std::floor(wd) || hd != std::floor(hd))
+        fail(source, "line " + std::to_string(lines[0].number) + ": expected the mask size 'W H'");
+    if (wd < 1 || hd < 1 || wd > max_mask_side || hd > max_mask_side)
+        fail(source, "mask size " + header[0] + "x" + header[1] + " outside 1.." + std::to_string(max_mask_side));
+    const int w = int(wd), h = int(hd);
+    if (lines.size() - 1 != std::size_t(h))
+        fail(source, "expected " + std::to_string(h) + " rows of weights, found " + std::to_string(lines.size() - 1));
+    std::vector<double> values;
+    values.reserve(std::size_t(w) * h);
+    for (int j = 0; j < h; ++j) {
+        const auto& line = lines[std::size_t(j) + 1];
+        const auto row = tokens(line.text);
+        if (row.size() != std::size_t(w))
+            fail(source, "line " + std::to_string(line.number) + ": expected " + std::to_string(w) + " weights, found " +
+                             std::to_string(row.size()));
+        for (const auto& t : row) {
+            double v = 0;
+            if (!parse_number(t, v))
+                fail(source, "line " + std::to_string(line.number) + ": '" + t + "' is not a finite number");
+            values.push_back(v);
+        }
+    }
+    return Mask(w, h, std::move(values));
+}
+
+Mask read_mask_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(path, "cannot open mask file");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    if (text.size() > (std::size_t(64) << 20)) fail(path, "mask file larger than 64 MiB");
+    return parse_mask_text(text, path);
+}
+
+std::optional<IntegerMask> integer_form(const Mask& m) {
+    double max_abs = 0;
+    for (double v : m.weights) max_abs = std::max(max_abs, std::fabs(v));
+    // Find the smallest divisor that makes every weight an integer. Candidate divisors come from the
+    // weights themselves: for each weight, the denominator of its best rational approximation.
+    auto is_integral_at = [&](std::int64_t d) {
+        for (double v : m.weights) {
+            const double s = v * double(d);
+            if (std::fabs(s) > 9.0e15) return false;
+            if (std::fabs(s - std::nearbyint(s)) > 1e-12 * std::max(1.0, std::fabs(s))) return false;
+        }
+        return true;
+    };
+    std::int64_t d = 1;
+    for (double v : m.weights) {
+        // Smallest multiplier k of the running divisor that makes this weight integral.
+        if (is_integral_at(d)) break;
+        const double s = v * double(d);
+        if (std::fabs(s - std::nearbyint(s)) <= 1e-12 * std::max(1.0, std::fabs(s))) continue;
+        std::int64_t k = 2;
+        for (; k * d <= max_mask_divisor; ++k) {
+            const double t = v * double(k * d);
+            if (std::fabs(t - std::nearbyint(t)) <= 1e-12 * std::max(1.0, std::fabs(t))) break;
+        }
+        if (k * d > max_mask_divisor) return std::nullopt;
+        d *= k;
+    }
+    if (!is_integral_at(d)) return std::nullopt;
+    IntegerMask im;
+    im.divisor = d;
+    im.weights.reserve(m.weights.size());
+    for (double v : m.weights) {
+        const double s = std::nearbyint(v * double(d));
+        im.weights.push_back(std::int64_t(s));
+        im.abs_sum += std::int64_t(std::fabs(s));
+        if (im.abs_sum > (std::int64_t(1) << 52)) return std::nullopt;
+    }
+    (void)max_abs;
+    return im;
+}
+
+std::optional<SeparableMask> separable_form(const Mask& m, double rel_tol) {
+    // Pivot on the largest weight: row = the pivot's row, column = the pivot's column / pivot.
+    std::size_t p = 0;
+    for (std::size_t k = 1; k < m.weights.size(); ++k)
+        if (std::fabs(m.weights[k]) > std::fabs(m.weights[p])) p = k;
+    const double pivot = m.weights[p];
+    if (pivot == 0.0) return std::nullopt;  // all-zero mask: the direct path handles it trivially
+    const int pi = int(p % m.width), pj = int(p / m.width);
+    SeparableMask s;
+    s.row.resize(m.width);
+    s.column.resize(m.height);
+    for (int i = 0; i < m.width; ++i) s.row[i] = m.at(i, pj);
+    for (int j = 0; j < m.height; ++j) s.column[j] = m.at(pi, j) / pivot;
+    const double tol = rel_tol * std::fabs(pivot);
+    for (int j = 0; j < m.height; ++j)
+        for (int i = 0; i < m.width; ++i)
+            if (std::fabs(s.column[j] * s.row[i] - m.at(i, j)) > tol) return std::nullopt;
+    return s;
+}
+
+std::optional<IntegerSeparableMask> integer_separable_form(const IntegerMask& im, int width, int height) {
+    auto at = [&](int i, int j) { return im.weights[std::size_t(j) * width + i]; };
+    std::size_t p = 0;
+    while (p < im.weights.size() && im.weights[p] == 0) ++p;
+    if (p == im.weights.size()) return std::nullopt;
+    const int pi = int(p % width), pj = int(p / width);
+    // row = the pivot's row divided by its gcd (a primitive vector); then each column factor is integral.
+    std::int64_t g = 0;
+    for (int i = 0; i < width; ++i) g = std::gcd(g, at(i, pj));
+    IntegerSeparableMask s;
+    s.divisor = im.divisor;
+    s.row.resize(width);
+    s.column.resize(height);
+    for (int i = 0; i < width; ++i) s.row[i] = at(i, pj) / g;
+    for (int j = 0; j < height; ++j) {
+        if (at(pi, j) % s.row[pi] != 0) return std::nullopt;
+        s.column[j] = at(pi, j) / s.row[pi];
+    }
+    for (int j = 0; j < height; ++j)
+        for (int i = 0; i < width; ++i)
+            if (s.column[j] * s.row[i] != at(i, j)) return std::nullopt;
+    return s;
+}
+
+} // namespace apron

@@ -1,0 +1,160 @@
+// Linear operations: user masks, separable vectors, Gaussian, box, sharpen, unsharp, emboss, Laplacian.
+#include <cmath>
+
+#include "apron/errors.hpp"
+#include "core/registry_parts.hpp"
+
+namespace apron {
+
+std::vector<ParamSpec> linear_params(bool with_normalise, const char* default_border) {
+    std::vector<ParamSpec> p = {
+        {"border", ParamKind::border, default_border, "border mode: " + std::string(border_mode_names())},
+        {"value", ParamKind::number, "0", "pixel value outside the image for border=constant"},
+        {"scale", ParamKind::number, "1", "out = scale * normalise(sum) + delta"},
+        {"delta", ParamKind::number, "0", "added after scaling"},
+    };
+    if (with_normalise)
+        p.insert(p.begin() + 2, ParamSpec{"normalize", ParamKind::normalise, "none",
+                                          "none | sum (divide by the sum of weights) | book (8-bit rule of SPEC.md)"});
+    return p;
+}
+
+OpProgram linear_program(Mask mask, const OpArgs& args) {
+    LinearStep s;
+    s.mask = std::move(mask);
+    s.border = args.border("border");
+    s.border_value = args.number("value");
+    s.scale = args.number("scale");
+    s.delta = args.number("delta");
+    if (args.has("normalize")) s.normalise = args.normalise("normalize");
+    return OpProgram{{}, {Step{std::move(s)}}};
+}
+
+Mask outer_mask(const std::vector<double>& column, const std::vector<double>& row) {
+    std::vector<double> w;
+    w.reserve(column.size() * row.size());
+    for (double c : column)
+        for (double r : row) w.push_back(c * r);
+    return Mask(int(row.size()), int(column.size()), std::move(w));
+}
+
+Mask mask3x3(std::initializer_list<double> w) { return Mask(3, 3, std::vector<double>(w)); }
+
+namespace {
+
+// exp(-x^2 / (2 sigma^2)) on -radius..radius, normalised to sum 1 (SciPy's gaussian_filter kernel).
+std::vector<double> gaussian_kernel(double sigma, int radius) {
+    std::vector<double> k(std::size_t(2 * radius + 1));
+    double sum = 0;
+    for (int x = -radius; x <= radius; ++x) sum += k[std::size_t(x + radius)] = std::exp(-0.5 * x * x / (sigma * sigma));
+    for (double& v : k) v /= sum;
+    return k;
+}
+
+int radius_for(const OpArgs& a, const char* radius_name, double sigma) {
+    return a.has(radius_name) ? a.integer(radius_name) : int(std::ceil(3.0 * sigma));
+}
+
+Mask gaussian_mask(const OpArgs& a) {
+    const double sx = a.number("sigma");
+    const double sy = a.has("sigma_y") ? a.number("sigma_y") : sx;
+    const int rx = radius_for(a, "radius", sx);
+    const int ry = a.has("radius_y") ? a.integer("radius_y") : a.has("radius") && !a.has("sigma_y") ? rx
+                                                                                                      : radius_for(a, "radius_y", sy);
+    return outer_mask(gaussian_kernel(sy, ry), gaussian_kernel(sx, rx));
+}
+
+std::vector<ParamSpec> gaussian_params() {
+    std::vector<ParamSpec> p = {
+        {"sigma", ParamKind::number, "", "standard deviation in pixels (x, and y unless sigma_y)", 0, 1000, {}, false, true},
+        {"sigma_y", ParamKind::number, "", "standard deviation along y", 0, 1000, {}, true, true},
+        {"radius", ParamKind::integer, "", "half-width of the mask; default ceil(3 sigma)", 0, 2048, {}, true},
+        {"radius_y", ParamKind::integer, "", "half-height of the mask; default from sigma_y or radius", 0, 2048, {}, true},
+    };
+    for (auto& q : linear_params(false)) p.push_back(q);
+    return p;
+}
+
+} // namespace
+
+void add_linear_operations(std::vector<OpInfo>& ops) {
+    auto with = [](std::vector<ParamSpec> first, bool normalise) {
+        for (auto& q : linear_params(normalise)) first.push_back(q);
+        return first;
+    };
+    ops.push_back({"correlate", "linear", "correlation with a mask file: out(x,y) = sum m(i,j) in(x+i-cx, y+j-cy)",
+                   "The mask file format: first line 'W H', then H lines of W numbers; '#' comments. "
+                   "Centre cx = W/2, cy = H/2 (as SciPy and OpenCV's default anchor).",
+                   with({{"mask", ParamKind::mask, "", "mask file (GenConv format)"}}, true),
+                   [](const OpArgs& a) { return linear_program(a.mask("mask"), a); },
+                   {"correlate:mask=samples/masks/edge3x3.kernel", "correlate:mask=samples/masks/even4x4.kernel,border=wrap,normalize=sum", "correlate:mask=samples/masks/random7x5.kernel,border=constant,value=7", "correlate:mask=samples/masks/binomial5x5.kernel,border=mirror", "correlate:mask=samples/masks/edge3x3.kernel,normalize=book,border=nearest"}});
+    ops.push_back({"convolve", "linear", "true convolution with a mask file (the mask flipped), as scipy.ndimage.convolve",
+                   "out(x,y) = sum m(i,j) in(x-i+cx, y-j+cy), for odd and even mask sizes.",
+                   with({{"mask", ParamKind::mask, "", "mask file (GenConv format)"}}, true),
+                   [](const OpArgs& a) { return linear_program(flipped(a.mask("mask")), a); },
+                   {"convolve:mask=samples/masks/even4x4.kernel", "convolve:mask=samples/masks/random7x5.kernel,border=nearest,scale=0.5,delta=3"}});
+    ops.push_back({"separable", "linear", "correlation with column (x) row vectors: m(i,j) = column[j] * row[i]",
+                   "Vectors are numbers separated by ':' e.g. row=1:2:1,column=-1:0:1.",
+                   with({{"row", ParamKind::vector, "", "horizontal weights"},
+                         {"column", ParamKind::vector, "1", "vertical weights (default 1: a horizontal-only filter)"}},
+                        true),
+                   [](const OpArgs& a) { return linear_program(outer_mask(a.vector("column"), a.vector("row")), a); },
+                   {"separable:row=1:2:1,column=-1:0:1", "separable:row=0.25:0.5:0.25:0.125,border=wrap"}});
+    ops.push_back({"gaussian", "linear", "Gaussian blur, two separable passes",
+                   "Weights exp(-x^2/(2 sigma^2)) on -radius..radius normalised to sum 1 in each direction "
+                   "(scipy.ndimage.gaussian_filter with radius=).",
+                   gaussian_params(), [](const OpArgs& a) { return linear_program(gaussian_mask(a), a); },
+                   {"gaussian:sigma=1", "gaussian:sigma=2.5,border=mirror", "gaussian:sigma=1,sigma_y=3,border=constant,value=100", "gaussian:sigma=0.7,radius=4,border=wrap"}});
+    ops.push_back({"box", "linear", "mean over a W x H box",
+                   "All weights 1/(W*H); exact for integer images (integer weights over one divisor).",
+                   with({{"width", ParamKind::integer, "3", "box width", 1, max_mask_side},
+                         {"height", ParamKind::integer, "", "box height (default: width)", 1, max_mask_side, {}, true}},
+                        false),
+                   [](const OpArgs& a) {
+                       const int w = a.integer("width"), h = a.has("height") ? a.integer("height") : w;
+                       return linear_program(Mask(w, h, std::vector<double>(std::size_t(w) * h, 1.0 / (double(w) * h))), a);
+                   },
+                   {"box:width=3", "box:width=4,height=2,border=nearest", "box:width=15,border=wrap"}});
+    ops.push_back({"sharpen", "linear", "sharpen: identity plus strength times the 4-neighbour Laplacian",
+                   "3x3 weights [0 -s 0; -s 1+4s -s; 0 -s 0] with s = strength (s=1: the classic [0 -1 0; -1 5 -1; 0 -1 0]).",
+                   with({{"strength", ParamKind::number, "1", "s >= 0", 0, 1000}}, false),
+                   [](const OpArgs& a) {
+                       const double s = a.number("strength");
+                       return linear_program(mask3x3({0, -s, 0, -s, 1 + 4 * s, -s, 0, -s, 0}), a);
+                   },
+                   {"sharpen", "sharpen:strength=0.8,border=nearest"}});
+    {
+        auto params = gaussian_params();
+        params.insert(params.begin() + 1, ParamSpec{"amount", ParamKind::number, "1", "out = in + amount * (in - gaussian(in))", 0, 1000});
+        ops.push_back({"unsharp", "linear", "unsharp mask: in + amount * (in - gaussian(in))",
+                       "Equivalent to correlate with (1+amount)*delta - amount*G where G is the gaussian op's mask; "
+                       "run as a separable blur and a pixel-wise combination.",
+                       params, [](const OpArgs& a) {
+                           OpProgram blur = linear_program(gaussian_mask(a), a);
+                           auto& s = std::get<LinearStep>(blur.steps[0].action);
+                           s.scale = 1;
+                           s.delta = 0;
+                           const double amount = a.number("amount");
+                           Step combine{CombineStep{(1 + amount) * a.number("scale"), -amount * a.number("scale"), a.number("delta")}, -1, 0};
+                           blur.steps.push_back(combine);
+                           return blur;
+                       },
+                   {"unsharp:sigma=1.5,amount=0.7", "unsharp:sigma=1,amount=2,border=wrap"}});
+    }
+    ops.push_back({"emboss", "linear", "emboss (relief) 3x3",
+                   "Weights [-2 -1 0; -1 1 1; 0 1 2]; add delta=128 for the usual mid-grey relief on u8.",
+                   linear_params(false), [](const OpArgs& a) { return linear_program(mask3x3({-2, -1, 0, -1, 1, 1, 0, 1, 2}), a); },
+                   {"emboss:delta=128"}});
+    ops.push_back({"laplacian", "linear", "Laplacian, 4- or 8-neighbour",
+                   "neighbours=4: [0 1 0; 1 -4 1; 0 1 0] (scipy.ndimage.laplace, OpenCV ksize=1); "
+                   "neighbours=8: [1 1 1; 1 -8 1; 1 1 1].",
+                   with({{"neighbours", ParamKind::choice, "4", "4 or 8", -1e300, 1e300, {"4", "8"}}}, false),
+                   [](const OpArgs& a) {
+                       return linear_program(a.text("neighbours") == "8" ? mask3x3({1, 1, 1, 1, -8, 1, 1, 1, 1})
+                                                                         : mask3x3({0, 1, 0, 1, -4, 1, 0, 1, 0}),
+                                             a);
+                   },
+                   {"laplacian", "laplacian:neighbours=8,border=mirror,delta=128"}});
+}
+
+} // namespace apron

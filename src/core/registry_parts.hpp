@@ -1,0 +1,24 @@
+#pragma once
+// Each family of operations registers itself from its own file; registry.cpp calls them in this order,
+// which is also the order `apron ops` lists them in.
+#include <vector>
+
+#include "apron/ops.hpp"
+
+namespace apron {
+
+void add_linear_operations(std::vector<OpInfo>& ops);      // ops_linear.cpp
+void add_edge_operations(std::vector<OpInfo>& ops);        // ops_edges.cpp
+void add_morphology_operations(std::vector<OpInfo>& ops);  // ops_morphology.cpp
+void add_preset_operations(std::vector<OpInfo>& ops);      // ops_presets.cpp
+
+// Parameters shared by every linear operation: border, value, scale, delta (and normalize when asked).
+std::vector<ParamSpec> linear_params(bool with_normalise, const char* default_border = "reflect");
+// A one-step program from a mask and the shared linear parameters.
+OpProgram linear_program(Mask mask, const OpArgs& args);
+// The rank-1 mask column (x) row: weight(i, j) = column[j] * row[i].
+Mask outer_mask(const std::vector<double>& column, const std::vector<double>& row);
+// A 3x3 mask from its nine weights, row by row.
+Mask mask3x3(std::initializer_list<double> weights);
+
+} // namespace apron

@@ -1,0 +1,105 @@
+// The reference executor: SPEC.md in code. Plain loops, double accumulation (exact for integer masks),
+// no cleverness. Every other backend is tested against it; it is not meant to be fast.
+#include <cmath>
+#include <cstdint>
+#include <memory>
+
+#include "core/border_index.hpp"
+#include "core/dispatch.hpp"
+#include "core/linear_finish.hpp"
+#include "core/pixel.hpp"
+#include "plan/plan.hpp"
+
+namespace apron {
+namespace {
+
+// Reads sample (x, y, c) through the border; `outside` is returned for constant borders.
+template <class T>
+double sample(ConstImageView in, long long x, long long y, int c, BorderMode mode, double outside) {
+    const int xi = map_index(x, in.width(), mode), yi = map_index(y, in.height(), mode);
+    if (xi < 0 || yi < 0) return outside;
+    return double(in.row<T>(yi)[std::size_t(xi) * in.channels() + c]);
+}
+
+class ReferenceExecutor final : public Executor {
+public:
+    void linear(const LinearPlan& p, ConstImageView in, ImageView out) override {
+        with_type(p.in, [&]<class In>() { with_type(p.out, [&]<class Out>() { linear_typed<In, Out>(p, in, out); }); });
+    }
+
+    void morph(const MorphPlan& p, ConstImageView in, ImageView out) override {
+        with_type(p.type, [&]<class T>() { morph_typed<T>(p, in, out); });
+    }
+
+    void combine(const CombinePlan& p, ConstImageView a, ConstImageView b, ImageView out) override {
+        with_type(p.a_type, [&]<class A>() {
+            with_type(p.b_type, [&]<class B>() {
+                with_type(p.out, [&]<class Out>() {
+                    for (int y = 0; y < out.height(); ++y)
+                        for (int k = 0; k < out.width() * out.channels(); ++k) {
+                            double v = p.step.a * double(a.row<A>(y)[k]);
+                            if (p.step.b != 0) v += p.step.b * double(b.row<B>(y)[k]);
+                            out.row<Out>(y)[k] = store_pixel<Out>(v + p.step.c);
+                        }
+                });
+            });
+        });
+    }
+
+private:
+    template <class In, class Out>
+    static void linear_typed(const LinearPlan& p, ConstImageView in, ImageView out) {
+        const Mask& m = p.step.mask;
+        const int channels = in.channels();
+        // Constant border value as the sample type would hold it (SPEC: the border reads as a pixel).
+        const double outside = double(store_pixel<In>(p.step.border_value));
+        for (int y = 0; y < out.height(); ++y)
+            for (int x = 0; x < out.width(); ++x)
+                for (int c = 0; c < channels; ++c) {
+                    double sum = 0;
+                    for (int j = 0; j < m.height; ++j)
+                        for (int i = 0; i < m.width; ++i) {
+                            const double w = p.exact ? double(p.integer_mask.weights[std::size_t(j) * m.width + i])
+                                                     : m.at(i, j);
+                            if (w == 0) continue;
+                            sum += w * sample<In>(in, x + i - m.anchor_x, y + j - m.anchor_y, c, p.step.border, outside);
+                        }
+                    out.row<Out>(y)[std::size_t(x) * channels + c] =
+                        p.exact ? finish_exact<Out>(std::int64_t(sum), p.finish) : finish_float<Out, double>(sum, p.finish);
+                }
+    }
+
+    template <class T>
+    static void morph_typed(const MorphPlan& p, ConstImageView in, ImageView out) {
+        const Mask& e = p.step.element;
+        const bool dilate = p.step.kind == MorphKind::dilate;
+        const double identity = dilate ? lowest_value<T>() : highest_value<T>();
+        const double outside = double(store_pixel<T>(p.step.border_value));
+        const int channels = in.channels();
+        for (int y = 0; y < out.height(); ++y)
+            for (int x = 0; x < out.width(); ++x)
+                for (int c = 0; c < channels; ++c) {
+                    double best = identity;
+                    for (int j = 0; j < e.height; ++j)
+                        for (int i = 0; i < e.width; ++i) {
+                            if (e.at(i, j) == 0) continue;
+                            const long long sx = x + i - e.anchor_x, sy = y + j - e.anchor_y;
+                            double v;
+                            if (!p.step.border) {
+                                if (sx < 0 || sy < 0 || sx >= in.width() || sy >= in.height()) continue;
+                                v = double(in.row<T>(int(sy))[std::size_t(sx) * channels + c]);
+                            } else {
+                                v = sample<T>(in, sx, sy, c, *p.step.border, outside);
+                            }
+                            best = dilate ? std::fmax(best, v) : std::fmin(best, v);
+                        }
+                    out.row<T>(y)[std::size_t(x) * channels + c] = T(best);
+                }
+    }
+};
+
+} // namespace
+
+std::unique_ptr<Executor> make_reference_executor() { return std::make_unique<ReferenceExecutor>(); }
+
+} // namespace apron

@@ -1,0 +1,38 @@
+// Device discovery for `apron info` and `--backend auto`. Kernels arrive with the CUDA backend.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+
+#include "apron/devices.hpp"
+
+namespace apron {
+
+std::vector<std::string> cuda_devices() {
+    std::vector<std::string> out;
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        cudaGetLastError();  // clear the sticky "no device" error
+        return out;
+    }
+    for (int d = 0; d < count; ++d) {
+        cudaDeviceProp p{};
+        if (cudaGetDeviceProperties(&p, d) != cudaSuccess) continue;
+        char line[256];
+        std::snprintf(line, sizeof line, "%d: %s, sm_%d%d, %d SMs, %.1f GiB", d, p.name, p.major, p.minor,
+                      p.multiProcessorCount, double(p.totalGlobalMem) / (1u << 30));
+        out.push_back(line);
+    }
+    return out;
+}
+
+std::string cuda_status() {
+    int count = 0;
+    const cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return std::string("built, no device (") + cudaGetErrorString(e) + ")";
+    }
+    return "built, " + std::to_string(count) + " device(s)";
+}
+
+} // namespace apron

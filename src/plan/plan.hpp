@@ -1,0 +1,84 @@
+#pragma once
+// The planner's output: for every step of every operation, the algorithm and the precomputed data a
+// backend needs (integer weights, separable factors, finish constants). Backends only execute plans.
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "apron/image.hpp"
+#include "apron/mask.hpp"
+#include "apron/ops.hpp"
+#include "apron/pipeline.hpp"
+#include "core/linear_finish.hpp"
+
+namespace apron {
+
+enum class LinearAlgorithm : unsigned char { direct, separable };
+enum class Accumulator : unsigned char { f32, f64 };
+
+struct LinearPlan {
+    LinearStep step;            // mask already in correlation form (anchor set)
+    PixelType in = PixelType::u8, out = PixelType::u8;
+    LinearAlgorithm algorithm = LinearAlgorithm::direct;
+    // exact: integer image and weights that are integers over one divisor. The sum is an integer, and
+    // it is computed exactly in `accumulator` (f32 when every partial sum stays below 2^24, else f64).
+    bool exact = false;
+    Accumulator accumulator = Accumulator::f32;
+    IntegerMask integer_mask;                     // exact: weights as integers
+    std::optional<IntegerSeparableMask> integer_separable;  // exact + separable
+    std::optional<SeparableMask> separable;       // float + separable
+    LinearFinish finish;
+};
+
+enum class MorphAlgorithm : unsigned char { direct, separable_rect };
+
+struct MorphPlan {
+    MorphStep step;
+    PixelType type = PixelType::u8;  // input and output
+    MorphAlgorithm algorithm = MorphAlgorithm::direct;
+};
+
+struct CombinePlan {
+    CombineStep step;
+    PixelType a_type = PixelType::u8, b_type = PixelType::u8, out = PixelType::u8;
+};
+
+struct StepPlan {
+    std::variant<LinearPlan, MorphPlan, CombinePlan> what;
+    int input = -1, second = -1;
+    ImageShape out_shape;
+    std::string label;  // for --timing and `apron plan`
+};
+
+struct OperationPlan {
+    std::string spec;
+    std::vector<StepPlan> steps;
+};
+
+struct ExecutionPlan {
+    Backend backend = Backend::cpu;
+    ImageShape input, output;
+    std::vector<OperationPlan> operations;
+    std::string describe() const;  // one line per step
+};
+
+// Chooses algorithms for a pipeline on an image of `input` shape, producing `out_type`.
+ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape& input, PixelType out_type,
+                        Backend backend);
+
+// The interface every backend implements. Views are host or device memory as the backend expects;
+// in and out never alias.
+class Executor {
+public:
+    virtual ~Executor() = default;
+    virtual void linear(const LinearPlan& plan, ConstImageView in, ImageView out) = 0;
+    virtual void morph(const MorphPlan& plan, ConstImageView in, ImageView out) = 0;
+    virtual void combine(const CombinePlan& plan, ConstImageView a, ConstImageView b, ImageView out) = 0;
+};
+
+std::unique_ptr<Executor> make_reference_executor();
+std::unique_ptr<Executor> make_cpu_executor(int threads);  // threads <= 0: all cores
+
+} // namespace apron

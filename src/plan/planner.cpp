@@ -1,0 +1,208 @@
+// The planner: for each step, the algorithm and the constants a backend needs. This is where apron
+// decides what is exact, what is separable and which accumulator is safe; backends never decide.
+#include <cmath>
+#include <sstream>
+
+#include "apron/errors.hpp"
+#include "plan/plan.hpp"
+
+namespace apron {
+namespace {
+
+constexpr double two_pow_24 = 16777216.0;
+constexpr double two_pow_53 = 9007199254740992.0;
+
+// The value `book` normalisation adds when the weights sum to zero (mid) or below zero (max).
+double book_mid(PixelType t) { return t == PixelType::u8 ? 128.0 : t == PixelType::u16 ? 32768.0 : 0.5; }
+
+// Separable passes cost W + H taps per pixel instead of W * H; worth it once both sides exceed 1.
+bool worth_separating(const Mask& m) { return m.width > 1 && m.height > 1; }
+
+void plan_exact(LinearPlan& p, IntegerMask im) {
+    const LinearStep& s = p.step;
+    std::int64_t weight_sum = 0;
+    for (auto w : im.weights) weight_sum += w;
+    // A negative divisor is folded into the weights so the finish always divides by a positive number.
+    auto negate = [&] {
+        for (auto& w : im.weights) w = -w;
+        weight_sum = -weight_sum;
+    };
+    LinearFinish& f = p.finish;
+    f.offset = 0;
+    f.denominator = im.divisor;
+    const bool divide_by_sum = (s.normalise == Normalise::sum && weight_sum != 0) ||
+                               (s.normalise == Normalise::book && weight_sum > 0);
+    if (divide_by_sum) {
+        if (weight_sum < 0) negate();
+        f.denominator = weight_sum;  // (isum / D) / (S_int / D)
+    } else if (s.normalise == Normalise::book) {
+        const double add = weight_sum == 0 ? book_mid(p.in) : type_max(p.in);
+        f.offset = std::int64_t(add) * im.divisor;
+    }
+    f.scale = s.scale;
+    f.delta = s.delta;
+    f.integer_rounding = s.scale == 1.0 && s.delta == std::floor(s.delta) && std::fabs(s.delta) < 2147483648.0;
+    f.delta_int = f.integer_rounding ? std::int64_t(s.delta) : 0;
+    const double bound = double(im.abs_sum) * type_max(p.in);
+    p.accumulator = bound < two_pow_24 ? Accumulator::f32 : Accumulator::f64;
+    if (worth_separating(s.mask)) {
+        p.integer_separable = integer_separable_form(im, s.mask.width, s.mask.height);
+        if (p.integer_separable) p.algorithm = LinearAlgorithm::separable;
+    }
+    p.integer_mask = std::move(im);
+}
+
+void plan_float(LinearPlan& p) {
+    const LinearStep& s = p.step;
+    const double S = s.mask.sum();
+    LinearFinish& f = p.finish;
+    f.mul = s.scale;
+    f.add = s.delta;
+    if ((s.normalise == Normalise::sum && S != 0) || (s.normalise == Normalise::book && S > 0)) {
+        f.mul = s.scale / S;
+    } else if (s.normalise == Normalise::book) {
+        f.add = s.scale * (S == 0 ? book_mid(p.in) : type_max(p.in)) + s.delta;
+    }
+    f.scale = s.scale;
+    f.delta = s.delta;
+    p.accumulator = Accumulator::f32;
+    if (worth_separating(s.mask)) {
+        p.separable = separable_form(s.mask, 1e-9);
+        if (p.separable) p.algorithm = LinearAlgorithm::separable;
+    }
+}
+
+LinearPlan plan_linear(const LinearStep& step, PixelType in, PixelType out) {
+    LinearPlan p;
+    p.step = step;
+    p.in = in;
+    p.out = out;
+    std::optional<IntegerMask> im;
+    if (is_integer(in)) im = integer_form(step.mask);
+    p.exact = im && double(im->abs_sum) * type_max(in) < two_pow_53;
+    if (p.exact)
+        plan_exact(p, std::move(*im));
+    else
+        plan_float(p);
+    return p;
+}
+
+MorphPlan plan_morph(const MorphStep& step, PixelType type) {
+    MorphPlan p;
+    p.step = step;
+    p.type = type;
+    bool full = true;
+    for (double w : step.element.weights) full = full && w != 0;
+    p.algorithm = full && step.element.weights.size() > 1 ? MorphAlgorithm::separable_rect : MorphAlgorithm::direct;
+    return p;
+}
+
+std::string mask_size(const Mask& m) { return std::to_string(m.width) + "x" + std::to_string(m.height); }
+
+std::string label_of(const StepPlan& s) {
+    std::ostringstream o;
+    if (auto* l = std::get_if<LinearPlan>(&s.what)) {
+        o << "linear " << mask_size(l->step.mask) << ' '
+          << (l->algorithm == LinearAlgorithm::separable ? "separable" : "direct") << ' '
+          << (l->exact ? "exact " : "float ") << (l->accumulator == Accumulator::f32 ? "f32-acc" : "f64-acc") << ' '
+          << to_string(l->in) << "->" << to_string(l->out) << " border=" << to_string(l->step.border);
+    } else if (auto* m = std::get_if<MorphPlan>(&s.what)) {
+        o << (m->step.kind == MorphKind::dilate ? "dilate " : "erode ") << mask_size(m->step.element) << ' '
+          << (m->algorithm == MorphAlgorithm::separable_rect ? "separable-rect" : "direct") << ' ' << to_string(m->type)
+          << " border=" << (m->step.border ? to_string(*m->step.border) : "ignore");
+    } else {
+        const auto& c = std::get<CombinePlan>(s.what);
+        o << "combine " << c.step.a << "*A + " << c.step.b << "*B + " << c.step.c << ' ' << to_string(c.a_type) << ','
+          << to_string(c.b_type) << "->" << to_string(c.out);
+    }
+    return o.str();
+}
+
+} // namespace
+
+const char* to_string(Backend b) {
+    switch (b) {
+    case Backend::automatic: return "auto";
+    case Backend::cpu: return "cpu";
+    case Backend::reference: return "reference";
+    case Backend::cuda: return "cuda";
+    }
+    return "?";
+}
+
+std::optional<Backend> parse_backend(std::string_view name) {
+    if (name == "auto") return Backend::automatic;
+    if (name == "cpu") return Backend::cpu;
+    if (name == "reference") return Backend::reference;
+    if (name == "cuda") return Backend::cuda;
+    return std::nullopt;
+}
+
+ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape& input, PixelType out_type,
+                        Backend backend) {
+    validate_shape(input, "input image");
+    ExecutionPlan plan;
+    plan.backend = backend;
+    plan.input = input;
+    plan.output = input;
+    plan.output.type = out_type;
+    PixelType op_in = input.type;
+    for (const OpProgram& op : pipeline) {
+        OperationPlan oplan;
+        oplan.spec = op.spec;
+        std::vector<PixelType> produced;
+        auto type_of = [&](int index) { return index < 0 ? op_in : produced.at(std::size_t(index)); };
+        for (std::size_t k = 0; k < op.steps.size(); ++k) {
+            const Step& step = op.steps[k];
+            if (step.input >= int(k) || step.second >= int(k)) fail(op.spec, "internal: step reads a later step");
+            const bool last = k + 1 == op.steps.size();
+            StepPlan sp;
+            sp.input = step.input;
+            sp.second = step.second;
+            const PixelType in = type_of(step.input);
+            PixelType out;
+            if (auto* l = std::get_if<LinearStep>(&step.action)) {
+                out = last ? out_type : PixelType::f32;
+                sp.what = plan_linear(*l, in, out);
+            } else if (auto* m = std::get_if<MorphStep>(&step.action)) {
+                out = in;  // a morphology result that is the op's last step is converted by a combine below
+                sp.what = plan_morph(*m, in);
+            } else {
+                const auto& c = std::get<CombineStep>(step.action);
+                out = last ? out_type : PixelType::f32;
+                sp.what = CombinePlan{c, in, step.second >= 0 ? type_of(step.second) : in, out};
+            }
+            sp.out_shape = input;
+            sp.out_shape.type = out;
+            sp.label = label_of(sp);
+            produced.push_back(out);
+            oplan.steps.push_back(std::move(sp));
+        }
+        // Morphology keeps its type; if the op must end in another type, convert once at the end.
+        if (produced.empty() || produced.back() != out_type) {
+            StepPlan conv;
+            conv.input = int(produced.size()) - 1;
+            conv.what = CombinePlan{CombineStep{1, 0, 0}, type_of(conv.input), type_of(conv.input), out_type};
+            conv.out_shape = input;
+            conv.out_shape.type = out_type;
+            conv.label = "convert " + label_of(conv);
+            oplan.steps.push_back(std::move(conv));
+        }
+        plan.operations.push_back(std::move(oplan));
+        op_in = out_type;
+    }
+    return plan;
+}
+
+std::string ExecutionPlan::describe() const {
+    std::ostringstream o;
+    o << "backend " << to_string(backend) << ", input " << input.width << 'x' << input.height << 'x'
+      << input.channels << ' ' << to_string(input.type) << ", output " << to_string(output.type) << '\n';
+    for (const auto& op : operations) {
+        o << op.spec << '\n';
+        for (std::size_t k = 0; k < op.steps.size(); ++k) o << "  step " << k << ": " << op.steps[k].label << '\n';
+    }
+    return o.str();
+}
+
+} // namespace apron

@@ -1,0 +1,114 @@
+// Mask files and mask analysis (integer form, separability, flipping).
+#include <gtest/gtest.h>
+
+#include "apron/errors.hpp"
+#include "apron/mask.hpp"
+
+using namespace apron;
+
+namespace {
+
+void expect_error(const std::string& text, const std::string& fragment) {
+    try {
+        parse_mask_text(text, "m.kernel");
+        ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("m.kernel"), std::string::npos) << msg;
+        EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
+        EXPECT_EQ(msg.find('\n'), std::string::npos) << "error must be one line: " << msg;
+    }
+}
+
+} // namespace
+
+TEST(MaskFile, ParsesCommentsBlankLinesDecimalsAndCentre) {
+    const Mask m = parse_mask_text("# a comment\n\n4 2\n1 2.5 -3 4e-1\r\n  # inside\n0 0 0 1\n\n", "m");
+    EXPECT_EQ(m.width, 4);
+    EXPECT_EQ(m.height, 2);
+    EXPECT_EQ(m.anchor_x, 2);
+    EXPECT_EQ(m.anchor_y, 1);
+    EXPECT_DOUBLE_EQ(m.at(1, 0), 2.5);
+    EXPECT_DOUBLE_EQ(m.at(3, 0), 0.4);
+    EXPECT_DOUBLE_EQ(m.at(3, 1), 1.0);
+}
+
+TEST(MaskFile, RefusesMalformedText) {
+    expect_error("", "empty");
+    expect_error("3\n1 2 3\n", "size");
+    expect_error("0 3\n", "outside");
+    expect_error("5000 1\n", "outside");
+    expect_error("2.5 1\n1 2\n", "size");
+    expect_error("2 2\n1 2\n", "rows");
+    expect_error("2 2\n1 2\n3 4\n5 6\n", "rows");
+    expect_error("2 1\n1 2 3\n", "expected 2 weights");
+    expect_error("2 1\n1 x\n", "'x' is not a finite number");
+    expect_error("2 1\n1 nan\n", "not a finite");
+    expect_error("2 1\n1 1e999\n", "not a finite");
+    expect_error(std::string("1 1\n1\0", 6), "NUL");
+}
+
+TEST(MaskFile, MissingFileIsNamed) {
+    try {
+        read_mask_file("/nonexistent/dir/m.kernel");
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/m.kernel"), std::string::npos);
+    }
+}
+
+TEST(MaskAnalysis, IntegerFormFindsTheCommonDivisor) {
+    auto im = integer_form(Mask(3, 1, {0.25, 0.5, 0.25}));
+    ASSERT_TRUE(im);
+    EXPECT_EQ(im->divisor, 4);
+    EXPECT_EQ(im->weights, (std::vector<std::int64_t>{1, 2, 1}));
+    EXPECT_EQ(im->abs_sum, 4);
+    auto thirds = integer_form(Mask(3, 1, {1.0 / 3, 1.0 / 3, -2.0 / 3}));
+    ASSERT_TRUE(thirds);
+    EXPECT_EQ(thirds->divisor, 3);
+    EXPECT_EQ(thirds->weights, (std::vector<std::int64_t>{1, 1, -2}));
+    auto mixed = integer_form(Mask(2, 1, {0.25, 1.0 / 6}));
+    ASSERT_TRUE(mixed);
+    EXPECT_EQ(mixed->divisor, 12);
+    EXPECT_FALSE(integer_form(Mask(2, 1, {0.1234567, 0.5})));
+    EXPECT_FALSE(integer_form(Mask(1, 1, {3.14159265358979})));
+}
+
+TEST(MaskAnalysis, SeparableFormIsRankOneOnly) {
+    const Mask sobel(3, 3, {-1, 0, 1, -2, 0, 2, -1, 0, 1});
+    auto s = separable_form(sobel);
+    ASSERT_TRUE(s);
+    for (int j = 0; j < 3; ++j)
+        for (int i = 0; i < 3; ++i) EXPECT_NEAR(s->column[j] * s->row[i], sobel.at(i, j), 1e-15);
+    EXPECT_FALSE(separable_form(Mask(3, 3, {0, 1, 0, 1, -4, 1, 0, 1, 0})));
+    EXPECT_FALSE(separable_form(Mask(2, 2, {0, 0, 0, 0})));
+
+    auto im = integer_form(sobel);
+    ASSERT_TRUE(im);
+    auto is = integer_separable_form(*im, 3, 3);
+    ASSERT_TRUE(is);
+    EXPECT_EQ(is->row, (std::vector<std::int64_t>{-1, 0, 1}));
+    EXPECT_EQ(is->column, (std::vector<std::int64_t>{1, 2, 1}));
+    // 2*[1 1] x [1 3]: integer rank one whose factors need the gcd step.
+    auto im2 = integer_form(Mask(2, 2, {2, 6, 2, 6}));
+    auto is2 = integer_separable_form(*im2, 2, 2);
+    ASSERT_TRUE(is2);
+    EXPECT_EQ(is2->row, (std::vector<std::int64_t>{1, 3}));
+    EXPECT_EQ(is2->column, (std::vector<std::int64_t>{2, 2}));
+}
+
+TEST(MaskAnalysis, FlipMovesTheAnchorOfEvenMasks) {
+    const Mask m(4, 3, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+    const Mask f = flipped(m);
+    EXPECT_EQ(f.anchor_x, 1);  // 4 - 1 - 2
+    EXPECT_EQ(f.anchor_y, 1);
+    EXPECT_EQ(f.at(0, 0), 12);
+    EXPECT_EQ(f.at(3, 2), 1);
+    EXPECT_EQ(flipped(f), m);
+}
+
+TEST(MaskAnalysis, RefusesBadConstruction) {
+    EXPECT_THROW(Mask(0, 1, {}), Error);
+    EXPECT_THROW(Mask(2, 1, {1}), Error);
+    EXPECT_THROW(Mask(1, 1, {std::nan("")}), Error);
+}

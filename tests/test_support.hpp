@@ -1,0 +1,63 @@
+#pragma once
+// Helpers shared by the test suites: seeded random images, sample access and SPEC tolerances.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "apron/image.hpp"
+#include "core/dispatch.hpp"
+
+namespace apron::test {
+
+// Random pixels over the type's full range (f32: [-1, 2) so negative and >1 values are covered).
+inline Image random_image(int w, int h, int channels, PixelType type, std::uint32_t seed) {
+    Image img(w, h, channels, type);
+    std::mt19937 rng(seed);
+    with_type(type, [&]<class T>() {
+        for (int y = 0; y < h; ++y)
+            for (int k = 0; k < w * channels; ++k) {
+                if constexpr (std::is_same_v<T, float>)
+                    img.row<T>(y)[k] = std::uniform_real_distribution<float>(-1.0f, 2.0f)(rng);
+                else
+                    img.row<T>(y)[k] = T(std::uniform_int_distribution<int>(0, int(highest_value<T>()))(rng));
+            }
+    });
+    return img;
+}
+
+inline double sample_at(ConstImageView v, int x, int y, int c) {
+    return with_type(v.type(), [&]<class T>() { return double(v.row<T>(y)[std::size_t(x) * v.channels() + c]); });
+}
+
+// Largest absolute difference between two images of the same shape.
+inline double max_abs_diff(ConstImageView a, ConstImageView b) {
+    EXPECT_EQ(a.shape, b.shape);
+    double worst = 0;
+    for (int y = 0; y < a.height(); ++y)
+        for (int x = 0; x < a.width(); ++x)
+            for (int c = 0; c < a.channels(); ++c)
+                worst = std::max(worst, std::fabs(sample_at(a, x, y, c) - sample_at(b, x, y, c)));
+    return worst;
+}
+
+inline double max_abs(ConstImageView a) {
+    double m = 0;
+    for (int y = 0; y < a.height(); ++y)
+        for (int x = 0; x < a.width(); ++x)
+            for (int c = 0; c < a.channels(); ++c) m = std::max(m, std::fabs(sample_at(a, x, y, c)));
+    return m;
+}
+
+inline bool identical(ConstImageView a, ConstImageView b) {
+    if (!(a.shape == b.shape)) return false;
+    for (int y = 0; y < a.height(); ++y)
+        if (std::memcmp(a.row_bytes(y), b.row_bytes(y), a.shape.row_bytes()) != 0) return false;
+    return true;
+}
+
+inline std::string source_path(const std::string& relative) { return std::string(APRON_SOURCE_DIR) + "/" + relative; }
+
+} // namespace apron::test
