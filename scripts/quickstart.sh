@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The first command on a fresh machine: install what is missing, build apron, and filter the bundled
+# sample image with a few operations into out/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)"
+mkdir -p out
+apron=build/tools/apron
+$apron info
+$apron filter samples/sample.png out/gaussian.png --op gaussian:sigma=3 --timing
+$apron filter samples/sample.png out/sharpen.png --op sharpen:strength=0.8
+$apron filter samples/sample.png out/edges.png --op gaussian:sigma=1 --op sobel:dx=1,delta=128
+$apron filter samples/sample.png out/custom.png --op correlate:mask=samples/masks/edge3x3.kernel,border=mirror
+$apron filter samples/sample.png out/even.pfm --out-type f32 --op convolve:mask=samples/masks/even4x4.kernel,normalize=sum
+$apron filter samples/sample.png out/dilate.png --op dilate:se=ellipse:9x9
+$apron filter samples/sample.png out/tophat.png --op tophat:se=rect:15x15
+echo "apron: wrote $(ls out | wc -l) filtered images to out/"
