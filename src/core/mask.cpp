@@ -118,43 +118,29 @@ Mask read_mask_file(const std::string& path) {
 }
 
 std::optional<IntegerMask> integer_form(const Mask& m) {
-    double max_abs = 0;
-    for (double v : m.weights) max_abs = std::max(max_abs, std::fabs(v));
-    // Find the smallest divisor that makes every weight an integer. Candidate divisors come from the
-    // weights themselves: for each weight, the denominator of its best rational approximation.
-    auto is_integral_at = [&](std::int64_t d) {
-        for (double v : m.weights) {
-            const double s = v * double(d);
-            if (std::fabs(s) > 9.0e15) return false;
-            if (std::fabs(s - std::nearbyint(s)) > 1e-12 * std::max(1.0, std::fabs(s))) return false;
-        }
-        return true;
+    auto integral = [](double s) {
+        return std::fabs(s) <= 9.0e15 && std::fabs(s - std::nearbyint(s)) <= 1e-12 * std::max(1.0, std::fabs(s));
     };
+    // Grow the divisor weight by weight: multiply it by the smallest k that makes this weight integral.
+    // A divisor that works for a weight keeps working for it when multiplied, so one pass suffices.
     std::int64_t d = 1;
     for (double v : m.weights) {
-        // Smallest multiplier k of the running divisor that makes this weight integral.
-        if (is_integral_at(d)) break;
-        const double s = v * double(d);
-        if (std::fabs(s - std::nearbyint(s)) <= 1e-12 * std::max(1.0, std::fabs(s))) continue;
+        if (integral(v * double(d))) continue;
         std::int64_t k = 2;
-        for (; k * d <= max_mask_divisor; ++k) {
-            const double t = v * double(k * d);
-            if (std::fabs(t - std::nearbyint(t)) <= 1e-12 * std::max(1.0, std::fabs(t))) break;
-        }
+        while (k * d <= max_mask_divisor && !integral(v * double(k * d))) ++k;
         if (k * d > max_mask_divisor) return std::nullopt;
         d *= k;
     }
-    if (!is_integral_at(d)) return std::nullopt;
     IntegerMask im;
     im.divisor = d;
     im.weights.reserve(m.weights.size());
     for (double v : m.weights) {
         const double s = std::nearbyint(v * double(d));
+        if (!integral(v * double(d))) return std::nullopt;
         im.weights.push_back(std::int64_t(s));
         im.abs_sum += std::int64_t(std::fabs(s));
         if (im.abs_sum > (std::int64_t(1) << 52)) return std::nullopt;
     }
-    (void)max_abs;
     return im;
 }
 

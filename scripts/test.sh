@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls this):
+#  1. Release build: GoogleTest suites and the pytest CLI suite against SciPy/OpenCV (GPU tests skip
+#     without a device);
+#  2. the same GoogleTest suites under AddressSanitizer + UndefinedBehaviorSanitizer;
+#  3. every libFuzzer target for a few seconds on its seed corpus.
+# APRON_FUZZ_SECONDS (default 10) sets the fuzzing time per target; APRON_SKIP_SANITIZERS=1 skips 2 and 3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=$(nproc)
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$jobs"
+
+if [ "${APRON_SKIP_SANITIZERS:-0}" != 1 ]; then
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAPRON_SANITIZE=ON -DAPRON_CUDA=OFF \
+        -DAPRON_BENCH=OFF >/dev/null
+  cmake --build build-asan -j"$jobs" --target apron_tests
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAPRON_FUZZ=ON \
+        -DAPRON_CUDA=OFF -DAPRON_TESTS=OFF -DAPRON_BENCH=OFF >/dev/null
+  cmake --build build-fuzz -j"$jobs"
+  fuzz/run_briefly.sh build-fuzz "${APRON_FUZZ_SECONDS:-10}"
+  echo "== GoogleTest suites under ASan/UBSan"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-asan -L cpu -j"$jobs" --output-on-failure
+fi
+
+echo "== all tests (Release build)"
+ctest --test-dir build -j"$jobs" --output-on-failure
