@@ -22,6 +22,11 @@ if(NOT APRON_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 90)  # Hopper (H100/H200), the lent GPUs
     endif()
     enable_language(CUDA)
+    # CMake before 3.26 cannot name C++20 for nvcc; pass the flag ourselves and keep CMake's dialect
+    # handling out of the way for CUDA sources.
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED OFF)
+    string(APPEND CMAKE_CUDA_FLAGS " -std=c++20")
     find_package(CUDAToolkit REQUIRED)
     set(APRON_HAVE_CUDA ON)
   elseif(APRON_CUDA STREQUAL "ON")

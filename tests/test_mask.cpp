@@ -1,6 +1,8 @@
 // Mask files and mask analysis (integer form, separability, flipping).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "apron/errors.hpp"
 #include "apron/mask.hpp"
 

@@ -44,7 +44,7 @@ struct IntegerMask {
     std::int64_t divisor = 1;
     std::int64_t abs_sum = 0;  // sum |weights|, bounds every partial sum over max |pixel|
 };
-// Divisors tried up to this bound; weights must match integer/divisor to 1e-12 relative.
+// Divisors tried up to this bound; weights must match integer/divisor to 1e-14 relative (a few ulps).
 constexpr std::int64_t max_mask_divisor = 1 << 20;
 std::optional<IntegerMask> integer_form(const Mask& m);
 

@@ -119,7 +119,7 @@ Mask read_mask_file(const std::string& path) {
 
 std::optional<IntegerMask> integer_form(const Mask& m) {
     auto integral = [](double s) {
-        return std::fabs(s) <= 9.0e15 && std::fabs(s - std::nearbyint(s)) <= 1e-12 * std::max(1.0, std::fabs(s));
+        return std::fabs(s) <= 9.0e15 && std::fabs(s - std::nearbyint(s)) <= 1e-14 * std::max(1.0, std::fabs(s));
     };
     // Grow the divisor weight by weight: multiply it by the smallest k that makes this weight integral.
     // A divisor that works for a weight keeps working for it when multiplied, so one pass suffices.
