@@ -44,13 +44,15 @@ struct CombineStep {
     double a = 1, b = 0, c = 0;
 };
 
-// One step reads the operation's input (-1) or an earlier step's result (its index).
+// One step reads the operation's input (op_input) or an earlier step's result (its index).
 // Types: a step that is not the last of its operation writes f32, except morphology, which keeps its
 // input's type (it is exact); the last step writes the operation's output type.
+constexpr int op_input = -1;  // a step operand: the operation's input image
+constexpr int no_operand = -2;  // a step operand that is not used (CombineStep with b = 0)
 struct Step {
     std::variant<LinearStep, MorphStep, CombineStep> action;
-    int input = -1;
-    int second = -1;  // CombineStep's B
+    int input = op_input;
+    int second = no_operand;  // CombineStep's B
 };
 
 struct OpProgram {

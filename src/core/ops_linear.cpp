@@ -135,7 +135,7 @@ void add_linear_operations(std::vector<OpInfo>& ops) {
                            s.scale = 1;
                            s.delta = 0;
                            const double amount = a.number("amount");
-                           Step combine{CombineStep{(1 + amount) * a.number("scale"), -amount * a.number("scale"), a.number("delta")}, -1, 0};
+                           Step combine{CombineStep{(1 + amount) * a.number("scale"), -amount * a.number("scale"), a.number("delta")}, op_input, 0};
                            blur.steps.push_back(combine);
                            return blur;
                        },

@@ -55,36 +55,36 @@ void repeat(std::vector<Step>& steps, MorphKind kind, const OpArgs& a, int input
 
 using Builder = OpProgram (*)(const OpArgs&);
 
-OpProgram build_erode(const OpArgs& a) { OpProgram p; repeat(p.steps, MorphKind::erode, a, -1); return p; }
-OpProgram build_dilate(const OpArgs& a) { OpProgram p; repeat(p.steps, MorphKind::dilate, a, -1); return p; }
+OpProgram build_erode(const OpArgs& a) { OpProgram p; repeat(p.steps, MorphKind::erode, a, op_input); return p; }
+OpProgram build_dilate(const OpArgs& a) { OpProgram p; repeat(p.steps, MorphKind::dilate, a, op_input); return p; }
 OpProgram build_open(const OpArgs& a) {
     OpProgram p;
-    repeat(p.steps, MorphKind::erode, a, -1);
+    repeat(p.steps, MorphKind::erode, a, op_input);
     repeat(p.steps, MorphKind::dilate, a, int(p.steps.size()) - 1);
     return p;
 }
 OpProgram build_close(const OpArgs& a) {
     OpProgram p;
-    repeat(p.steps, MorphKind::dilate, a, -1);
+    repeat(p.steps, MorphKind::dilate, a, op_input);
     repeat(p.steps, MorphKind::erode, a, int(p.steps.size()) - 1);
     return p;
 }
 OpProgram build_gradient(const OpArgs& a) {
     OpProgram p;
-    repeat(p.steps, MorphKind::dilate, a, -1);
+    repeat(p.steps, MorphKind::dilate, a, op_input);
     const int dilated = int(p.steps.size()) - 1;
-    repeat(p.steps, MorphKind::erode, a, -1);
+    repeat(p.steps, MorphKind::erode, a, op_input);
     p.steps.push_back(Step{CombineStep{1, -1, 0}, dilated, int(p.steps.size()) - 1});
     return p;
 }
 OpProgram build_tophat(const OpArgs& a) {
     OpProgram p = build_open(a);
-    p.steps.push_back(Step{CombineStep{1, -1, 0}, -1, int(p.steps.size()) - 1});
+    p.steps.push_back(Step{CombineStep{1, -1, 0}, op_input, int(p.steps.size()) - 1});
     return p;
 }
 OpProgram build_blackhat(const OpArgs& a) {
     OpProgram p = build_close(a);
-    p.steps.push_back(Step{CombineStep{1, -1, 0}, int(p.steps.size()) - 1, -1});
+    p.steps.push_back(Step{CombineStep{1, -1, 0}, int(p.steps.size()) - 1, op_input});
     return p;
 }
 

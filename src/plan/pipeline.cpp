@@ -47,10 +47,13 @@ Image Pipeline::run(ConstImageView input, const RunOptions& options) const {
 
     Image current;  // the previous operation's result
     for (const OperationPlan& op : plan.operations) {
-        const ConstImageView op_input = current.empty() ? input : std::as_const(current).view();
+        const ConstImageView source = current.empty() ? input : std::as_const(current).view();
         std::vector<Image> results;
         results.reserve(op.steps.size());
-        auto view_of = [&](int index) -> ConstImageView { return index < 0 ? op_input : std::as_const(results[std::size_t(index)]).view(); };
+        auto view_of = [&](int index) -> ConstImageView {
+            if (index == no_operand) return {};
+            return index == op_input ? source : std::as_const(results[std::size_t(index)]).view();
+        };
         for (const StepPlan& step : op.steps) {
             const auto start = std::chrono::steady_clock::now();
             Image out(step.out_shape);
@@ -60,7 +63,7 @@ Image Pipeline::run(ConstImageView input, const RunOptions& options) const {
                 executor->morph(*m, view_of(step.input), out.view());
             else
                 executor->combine(std::get<CombinePlan>(step.what), view_of(step.input),
-                                  step.second >= 0 ? view_of(step.second) : ConstImageView{}, out.view());
+                                  view_of(step.second), out.view());
             results.push_back(std::move(out));
             if (options.timings) {
                 const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;

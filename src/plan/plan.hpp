@@ -47,7 +47,7 @@ struct CombinePlan {
 
 struct StepPlan {
     std::variant<LinearPlan, MorphPlan, CombinePlan> what;
-    int input = -1, second = -1;
+    int input = op_input, second = no_operand;
     ImageShape out_shape;
     std::string label;  // for --timing and `apron plan`
 };

@@ -151,10 +151,15 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
         OperationPlan oplan;
         oplan.spec = op.spec;
         std::vector<PixelType> produced;
-        auto type_of = [&](int index) { return index < 0 ? op_in : produced.at(std::size_t(index)); };
+        auto type_of = [&](int index) { return index == op_input ? op_in : produced.at(std::size_t(index)); };
         for (std::size_t k = 0; k < op.steps.size(); ++k) {
             const Step& step = op.steps[k];
-            if (step.input >= int(k) || step.second >= int(k)) fail(op.spec, "internal: step reads a later step");
+            auto valid = [&](int operand, bool optional) {
+                return operand == op_input || (optional && operand == no_operand) || (operand >= 0 && operand < int(k));
+            };
+            const bool needs_second = std::holds_alternative<CombineStep>(step.action) && std::get<CombineStep>(step.action).b != 0;
+            if (!valid(step.input, false) || !valid(step.second, !needs_second))
+                fail(op.spec, "internal: a step reads an operand that does not exist yet");
             const bool last = k + 1 == op.steps.size();
             StepPlan sp;
             sp.input = step.input;
@@ -170,7 +175,7 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
             } else {
                 const auto& c = std::get<CombineStep>(step.action);
                 out = last ? out_type : PixelType::f32;
-                sp.what = CombinePlan{c, in, step.second >= 0 ? type_of(step.second) : in, out};
+                sp.what = CombinePlan{c, in, step.second != no_operand ? type_of(step.second) : in, out};
             }
             sp.out_shape = input;
             sp.out_shape.type = out;
@@ -181,7 +186,8 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
         // Morphology keeps its type; if the op must end in another type, convert once at the end.
         if (produced.empty() || produced.back() != out_type) {
             StepPlan conv;
-            conv.input = int(produced.size()) - 1;
+            conv.input = produced.empty() ? op_input : int(produced.size()) - 1;
+            conv.second = no_operand;
             conv.what = CombinePlan{CombineStep{1, 0, 0}, type_of(conv.input), type_of(conv.input), out_type};
             conv.out_shape = input;
             conv.out_shape.type = out_type;
