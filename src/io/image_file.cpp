@@ -1,0 +1,218 @@
+// Format dispatch: magic bytes pick the decoder, the extension picks the encoder, and the limits every
+// reader shares (allocate_image) live here so that each codec states them once.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <system_error>
+
+#include "io/codecs.hpp"
+
+namespace apron {
+
+namespace {
+
+std::string errno_text(int e) { return std::generic_category().message(e); }
+
+bool starts_with(io::Bytes b, std::initializer_list<std::uint8_t> magic) {
+    return b.size() >= magic.size() && std::equal(magic.begin(), magic.end(), b.begin());
+}
+
+std::string hex_prefix(io::Bytes b) {
+    static const char digits[] = "0123456789abcdef";
+    std::string s;
+    for (std::size_t i = 0; i < std::min<std::size_t>(b.size(), 8); ++i) {
+        if (i) s += ' ';
+        s += digits[b[i] >> 4];
+        s += digits[b[i] & 15];
+    }
+    return s;
+}
+
+std::string lower_extension(const std::string& path) {
+    const std::size_t slash = path.find_last_of('/');
+    const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    const std::size_t dot = base.find_last_of('.');
+    if (dot == std::string::npos) return {};
+    std::string ext = base.substr(dot + 1);
+    for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return ext;
+}
+
+} // namespace
+
+const char* to_string(ImageFormat f) {
+    switch (f) {
+    case ImageFormat::pnm: return "pnm";
+    case ImageFormat::pfm: return "pfm";
+    case ImageFormat::png: return "png";
+    case ImageFormat::jpeg: return "jpeg";
+    case ImageFormat::tiff: return "tiff";
+    }
+    return "?";
+}
+
+std::string supported_formats() {
+#if APRON_HAVE_TIFF
+    return "pnm pfm png jpeg tiff";
+#else
+    return "pnm pfm png jpeg";
+#endif
+}
+
+ImageFormat format_for_path(const std::string& path) {
+    const std::string ext = lower_extension(path);
+    if (ext == "pgm" || ext == "ppm" || ext == "pnm") return ImageFormat::pnm;
+    if (ext == "pfm") return ImageFormat::pfm;
+    if (ext == "png") return ImageFormat::png;
+    if (ext == "jpg" || ext == "jpeg" || ext == "jpe") return ImageFormat::jpeg;
+    if (ext == "tif" || ext == "tiff") {
+#if APRON_HAVE_TIFF
+        return ImageFormat::tiff;
+#else
+        fail(path, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
+#endif
+    }
+    fail(path, (ext.empty() ? std::string("no file extension") : "unknown image file extension '." + ext + "'") +
+                   " (apron writes .pgm .ppm .pnm .pfm .png .jpg .jpeg" +
+#if APRON_HAVE_TIFF
+                   " .tif .tiff" +
+#endif
+                   ")");
+}
+
+bool can_store(ImageFormat format, const ImageShape& shape, std::string* why) {
+    auto no = [&](const char* reason) {
+        if (why) *why = reason;
+        return false;
+    };
+    if (shape.channels < 1 || shape.channels > max_channels) return no("apron images have 1 to 4 channels");
+    const bool one_or_three = shape.channels == 1 || shape.channels == 3;
+    switch (format) {
+    case ImageFormat::pnm:
+        if (shape.type == PixelType::f32) return no("PNM (.pgm/.ppm) stores u8 or u16 only; write f32 images as .pfm or .tif");
+        if (!one_or_three) return no("PNM (.pgm/.ppm) stores 1 or 3 channels; write 2- or 4-channel images as .png or .tif");
+        return true;
+    case ImageFormat::pfm:
+        if (shape.type != PixelType::f32) return no("PFM stores f32 only; convert to f32 or write .pgm/.ppm, .png or .tif");
+        if (!one_or_three) return no("PFM stores 1 or 3 channels; write 2- or 4-channel f32 images as .tif");
+        return true;
+    case ImageFormat::png:
+        if (shape.type == PixelType::f32) return no("PNG stores u8 or u16 only; write f32 images as .pfm or .tif");
+        return true;
+    case ImageFormat::jpeg:
+        if (shape.type != PixelType::u8) return no("JPEG stores u8 only; write u16 images as .png or .tif and f32 as .pfm or .tif");
+        if (!one_or_three) return no("JPEG stores 1 or 3 channels (no alpha); write 2- or 4-channel images as .png or .tif");
+        return true;
+    case ImageFormat::tiff:
+#if APRON_HAVE_TIFF
+        return true;
+#else
+        return no("TIFF support is not built in (install libtiff-dev and rebuild apron)");
+#endif
+    }
+    return no("unknown format");
+}
+
+std::uint64_t io::check_size(const std::string& name, std::uint64_t width, std::uint64_t height,
+                             const ReadOptions& options) {
+    const std::string size = std::to_string(width) + "x" + std::to_string(height);
+    if (width == 0 || height == 0) fail(name, "image size " + size + " is empty");
+    if (width > std::uint64_t(INT_MAX) || height > std::uint64_t(INT_MAX))
+        fail(name, "image size " + size + " is too large (at most " + std::to_string(INT_MAX) + " pixels a side)");
+    // Both sides are below 2^31 here, so the product cannot overflow 64 bits.
+    const std::uint64_t pixels = width * height;
+    if (pixels > options.max_pixels)
+        fail(name, "image size " + size + " = " + std::to_string(pixels) + " pixels is over the limit of " +
+                       std::to_string(options.max_pixels) + " (raise it with --max-pixels)");
+    return pixels;
+}
+
+Image io::allocate_image(const std::string& name, std::uint64_t width, std::uint64_t height, int channels,
+                         PixelType type, const ReadOptions& options) {
+    check_size(name, width, height, options);
+    try {
+        return Image(int(width), int(height), channels, type);
+    } catch (const Error& e) {
+        fail(name, e.what());  // the allocation's own message names "image", not the file
+    }
+}
+
+Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options) {
+    if (bytes.empty()) fail(name, "empty file");
+    if (bytes.size() >= 2 && bytes[0] == 'P') {
+        if (bytes[1] >= '1' && bytes[1] <= '7') return io::decode_pnm(bytes, name, options);
+        if (bytes[1] == 'f' || bytes[1] == 'F') return io::decode_pfm(bytes, name, options);
+    }
+    if (starts_with(bytes, {0x89, 'P', 'N', 'G'})) return io::decode_png(bytes, name, options);
+    if (starts_with(bytes, {0xFF, 0xD8, 0xFF})) return io::decode_jpeg(bytes, name, options);
+    // Classic TIFF (42) and BigTIFF (43), both byte orders.
+    if (starts_with(bytes, {'I', 'I', 42, 0}) || starts_with(bytes, {'M', 'M', 0, 42}) ||
+        starts_with(bytes, {'I', 'I', 43, 0}) || starts_with(bytes, {'M', 'M', 0, 43})) {
+#if APRON_HAVE_TIFF
+        return io::decode_tiff(bytes, name, options);
+#else
+        fail(name, "TIFF file, but TIFF support is not built in (install libtiff-dev and rebuild apron)");
+#endif
+    }
+    fail(name, "unknown image format (first bytes " + hex_prefix(bytes) + "); apron reads " + supported_formats());
+}
+
+Image read_image(const std::string& path, const ReadOptions& options) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(path, "cannot open: " + errno_text(errno));
+    std::vector<std::uint8_t> bytes;
+    int error = 0;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        error = errno;
+    } else if (S_ISDIR(st.st_mode)) {
+        error = EISDIR;
+    } else {
+        // Regular files are read in one allocation; pipes and devices grow the buffer as they go.
+        if (S_ISREG(st.st_mode)) bytes.reserve(std::size_t(st.st_size));
+        std::uint8_t chunk[1 << 16];
+        for (;;) {
+            const ssize_t n = ::read(fd, chunk, sizeof chunk);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) error = errno;
+            if (n <= 0) break;
+            bytes.insert(bytes.end(), chunk, chunk + n);
+        }
+    }
+    ::close(fd);
+    if (error) fail(path, "cannot read: " + errno_text(error));
+    return decode_image(bytes, path, options);
+}
+
+std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image, const std::string& name,
+                                       const WriteOptions& options) {
+    if (image.memory != Memory::host) fail(name, "image is in device memory; copy it to the host before writing");
+    if (!image.data || image.empty()) fail(name, "cannot write an empty image");
+    validate_shape(image.shape, name.c_str());
+    if (image.pitch < image.shape.row_bytes()) fail(name, "image view has a row pitch smaller than a row");
+    std::string why;
+    if (!can_store(format, image.shape, &why))
+        fail(name, std::string("cannot write a ") + to_string(image.type()) + " image with " +
+                       std::to_string(image.channels()) + " channel(s): " + why);
+    switch (format) {
+    case ImageFormat::pnm: return io::encode_pnm(image, name, options);
+    case ImageFormat::pfm: return io::encode_pfm(image, name, options);
+    case ImageFormat::png: return io::encode_png(image, name, options);
+    case ImageFormat::jpeg: return io::encode_jpeg(image, name, options);
+    case ImageFormat::tiff: return io::encode_tiff(image, name, options);
+    }
+    fail(name, "unknown image format");
+}
+
+void write_image(const std::string& path, ConstImageView image, const WriteOptions& options) {
+    const std::vector<std::uint8_t> bytes = encode_image(format_for_path(path), image, path, options);
+    write_file_atomically(path, bytes);
+}
+
+} // namespace apron

@@ -1,0 +1,68 @@
+// PFM (portable float map): "Pf" (1 channel) or "PF" (3 channels), then width height, then a scale whose
+// sign gives the byte order (negative: little-endian, positive: big-endian; its magnitude is ignored), one
+// whitespace byte, and 32-bit floats with the rows stored bottom to top. Written little-endian, scale -1.
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include "io/codecs.hpp"
+#include "io/text_header.hpp"
+
+namespace apron::io {
+
+Image decode_pfm(Bytes bytes, const std::string& name, const ReadOptions& options) {
+    TextHeader h(bytes, name, "PFM");
+    if (bytes.size() < 2 || bytes[0] != 'P' || (bytes[1] != 'f' && bytes[1] != 'F'))
+        h.malformed("not a PFM file (expected Pf or PF)");
+    const int channels = bytes[1] == 'F' ? 3 : 1;
+    h.skip(2);
+    const std::uint64_t width = h.number("width");
+    const std::uint64_t height = h.number("height");
+
+    const std::string scale_text(h.token("scale"));
+    // from_chars, unlike strtod, ignores the locale (a German locale would otherwise want "-1,0").
+    const char* first = scale_text.data();
+    const char* last = first + scale_text.size();
+    if (first != last && *first == '+') ++first;
+    double scale = 0;
+    const auto [end, error] = std::from_chars(first, last, scale);
+    if (error != std::errc() || end != last)
+        h.malformed("the scale '" + scale_text + "' is not a number");
+    if (!std::isfinite(scale) || scale == 0)
+        h.malformed("the scale " + scale_text + " must be a finite, non-zero number (its sign gives the byte order)");
+    const bool file_little_endian = scale < 0;
+    h.end_of_header();
+
+    const std::uint64_t pixels = check_size(name, width, height, options);
+    const std::size_t bytes_per_pixel = 4 * std::size_t(channels);
+    if (h.remaining() / bytes_per_pixel < pixels) h.truncated("pixel data");
+
+    Image img = allocate_image(name, width, height, channels, PixelType::f32, options);
+    const std::size_t row_bytes = img.shape().row_bytes();
+    const bool swap = file_little_endian != (std::endian::native == std::endian::little);
+    const std::uint8_t* src = h.rest().data();
+    for (int r = 0; r < img.height(); ++r, src += row_bytes) {
+        auto* dst = reinterpret_cast<std::uint8_t*>(img.view().row_bytes(img.height() - 1 - r));
+        std::memcpy(dst, src, row_bytes);
+        if (swap) swap_bytes_32(dst, row_bytes / 4);
+    }
+    return img;
+}
+
+Buffer encode_pfm(ConstImageView image, const std::string&, const WriteOptions&) {
+    const std::string header = std::string(image.channels() == 3 ? "PF" : "Pf") + "\n" +
+                               std::to_string(image.width()) + " " + std::to_string(image.height()) + "\n-1\n";
+    const std::size_t row_bytes = image.shape.row_bytes();
+    Buffer out(header.begin(), header.end());
+    out.reserve(header.size() + row_bytes * image.height());
+    for (int y = image.height() - 1; y >= 0; --y) {
+        const auto* src = reinterpret_cast<const std::uint8_t*>(image.row_bytes(y));
+        const std::size_t at = out.size();
+        out.insert(out.end(), src, src + row_bytes);
+        if constexpr (std::endian::native == std::endian::big) swap_bytes_32(out.data() + at, row_bytes / 4);
+    }
+    return out;
+}
+
+} // namespace apron::io

@@ -1,0 +1,209 @@
+// Netpbm: PBM (P1/P4), PGM (P2/P5), PPM (P3/P6) and PAM (P7, read only).
+//
+// Samples are kept as stored, not rescaled: a file with maxval <= 255 becomes u8, one with a larger maxval
+// u16, whatever the exact maxval (so a 12-bit PGM with maxval 4095 reads as u16 values 0..4095). The one
+// exception is PBM, whose bits (1 = black) become u8 0 (black) and 255 (white) so that it reads as an image.
+// Binary samples wider than a byte are big-endian in the file (Netpbm's rule), native in memory.
+// Writing: 1 channel -> P5 (P2 with pnm_ascii), 3 channels -> P6 (P3); u8 with maxval 255, u16 with 65535.
+#include <cstring>
+
+#include "io/codecs.hpp"
+#include "io/text_header.hpp"
+
+namespace apron::io {
+
+namespace {
+
+struct PnmHeader {
+    char kind = 0;  // the digit after 'P'
+    std::uint64_t width = 0, height = 0, maxval = 0;
+    int channels = 1;
+};
+
+void read_pam_header(TextHeader& h, PnmHeader& p) {
+    std::uint64_t depth = 0;
+    bool have_width = false, have_height = false, have_depth = false, have_maxval = false;
+    for (;;) {
+        const std::string_view key = h.token("ENDHDR line");
+        if (key == "ENDHDR") break;
+        if (key == "WIDTH") p.width = h.number("width"), have_width = true;
+        else if (key == "HEIGHT") p.height = h.number("height"), have_height = true;
+        else if (key == "DEPTH") depth = h.number("depth"), have_depth = true;
+        else if (key == "MAXVAL") p.maxval = h.number("maxval"), have_maxval = true;
+        else if (key == "TUPLTYPE") {
+            // The tuple type is informative only (e.g. RGB_ALPHA); the depth says what we need.
+            while (!h.at_end() && h.rest()[0] != '\n') h.skip(1);
+        } else {
+            h.malformed("unknown PAM header line '" + std::string(key) + "'");
+        }
+    }
+    if (!have_width || !have_height || !have_depth || !have_maxval)
+        h.malformed("the PAM header needs WIDTH, HEIGHT, DEPTH and MAXVAL");
+    if (depth < 1 || depth > 4)
+        h.malformed("PAM depth " + std::to_string(depth) + " is not supported (apron images have 1 to 4 channels)");
+    p.channels = int(depth);
+}
+
+PnmHeader read_header(TextHeader& h) {
+    PnmHeader p;
+    if (h.remaining() < 2 || h.rest()[0] != 'P' || h.rest()[1] < '1' || h.rest()[1] > '7')
+        h.malformed("not a Netpbm file (expected P1 to P7)");
+    p.kind = char(h.rest()[1]);
+    h.skip(2);
+    if (p.kind == '7') {
+        read_pam_header(h, p);
+    } else {
+        p.width = h.number("width");
+        p.height = h.number("height");
+        p.maxval = (p.kind == '1' || p.kind == '4') ? 1 : h.number("maxval");
+        p.channels = (p.kind == '3' || p.kind == '6') ? 3 : 1;
+    }
+    if (p.maxval < 1 || p.maxval > 65535)
+        h.malformed("maxval " + std::to_string(p.maxval) + " is outside 1..65535");
+    return p;
+}
+
+[[noreturn]] void too_large_sample(const std::string& name, std::uint64_t v, std::uint64_t maxval, int x, int y) {
+    fail(name, "sample value " + std::to_string(v) + " at pixel (" + std::to_string(x) + ", " + std::to_string(y) +
+                   ") is larger than the maxval " + std::to_string(maxval));
+}
+
+// P5, P6, P7: samples of 1 or 2 bytes, big-endian.
+void read_binary(TextHeader& h, const PnmHeader& p, Image& img, const std::string& name) {
+    const bool wide = p.maxval > 255;
+    const std::size_t samples_per_row = std::size_t(img.width()) * p.channels;
+    const std::uint8_t* src = h.rest().data();
+    for (int y = 0; y < img.height(); ++y) {
+        if (wide) {
+            auto* dst = img.row<std::uint16_t>(y);
+            for (std::size_t i = 0; i < samples_per_row; ++i, src += 2) {
+                dst[i] = std::uint16_t(src[0] << 8 | src[1]);
+                if (dst[i] > p.maxval) too_large_sample(name, dst[i], p.maxval, int(i / p.channels), y);
+            }
+        } else {
+            auto* dst = img.row<std::uint8_t>(y);
+            std::memcpy(dst, src, samples_per_row);
+            src += samples_per_row;
+            if (p.maxval < 255)
+                for (std::size_t i = 0; i < samples_per_row; ++i)
+                    if (dst[i] > p.maxval) too_large_sample(name, dst[i], p.maxval, int(i / p.channels), y);
+        }
+    }
+}
+
+// P2, P3: decimal samples separated by whitespace.
+template <class T>
+void read_ascii(TextHeader& h, const PnmHeader& p, Image& img, const std::string& name) {
+    const int samples_per_row = img.width() * p.channels;
+    for (int y = 0; y < img.height(); ++y) {
+        T* dst = img.row<T>(y);
+        for (int i = 0; i < samples_per_row; ++i) {
+            const std::uint64_t v = h.number("pixel data");
+            if (v > p.maxval) too_large_sample(name, v, p.maxval, i / p.channels, y);
+            dst[i] = T(v);
+        }
+    }
+}
+
+// P1 (one '0' or '1' per pixel, whitespace optional) and P4 (rows of packed bits, most significant first).
+void read_bitmap(TextHeader& h, const PnmHeader& p, Image& img) {
+    const std::uint8_t* packed = h.rest().data();
+    const std::size_t packed_row = (std::size_t(img.width()) + 7) / 8;
+    for (int y = 0; y < img.height(); ++y) {
+        auto* dst = img.row<std::uint8_t>(y);
+        for (int x = 0; x < img.width(); ++x) {
+            bool black;
+            if (p.kind == '4') {
+                black = packed[std::size_t(y) * packed_row + std::size_t(x) / 8] >> (7 - x % 8) & 1;
+            } else {
+                h.skip_space_and_comments();
+                if (h.at_end()) h.truncated("pixel data");
+                const std::uint8_t c = h.rest()[0];
+                if (c != '0' && c != '1') h.malformed("PBM pixels must be '0' or '1'");
+                black = c == '1';
+                h.skip(1);
+            }
+            dst[x] = black ? 0 : 255;
+        }
+    }
+}
+
+void append(Buffer& out, const std::string& s) { out.insert(out.end(), s.begin(), s.end()); }
+
+} // namespace
+
+Image decode_pnm(Bytes bytes, const std::string& name, const ReadOptions& options) {
+    TextHeader h(bytes, name, "PNM");
+    const PnmHeader p = read_header(h);
+    const std::uint64_t pixels = check_size(name, p.width, p.height, options);
+    const bool ascii = p.kind == '1' || p.kind == '2' || p.kind == '3';
+    if (!ascii) h.end_of_header();
+
+    // Refuse a file too short for its promised size before allocating anything: a 20-byte file must not
+    // make us allocate gigabytes. Divisions instead of products so nothing can overflow.
+    std::uint64_t bytes_per_row_unit = 1;  // bytes per sample (or per 8 pixels for P4)
+    std::uint64_t units = pixels;
+    if (p.kind == '4') {
+        units = p.height;
+        bytes_per_row_unit = (p.width + 7) / 8;
+    } else if (!ascii) {
+        bytes_per_row_unit = std::uint64_t(p.channels) * (p.maxval > 255 ? 2 : 1);
+    } else {
+        bytes_per_row_unit = std::uint64_t(p.channels);  // an ASCII sample takes at least one byte
+    }
+    if (h.remaining() / bytes_per_row_unit < units) h.truncated("pixel data");
+
+    Image img = allocate_image(name, p.width, p.height, p.channels,
+                               p.maxval > 255 ? PixelType::u16 : PixelType::u8, options);
+    if (p.kind == '1' || p.kind == '4')
+        read_bitmap(h, p, img);
+    else if (!ascii)
+        read_binary(h, p, img, name);
+    else if (p.maxval > 255)
+        read_ascii<std::uint16_t>(h, p, img, name);
+    else
+        read_ascii<std::uint8_t>(h, p, img, name);
+    return img;
+}
+
+Buffer encode_pnm(ConstImageView image, const std::string&, const WriteOptions& options) {
+    const bool wide = image.type() == PixelType::u16;
+    const char kind = image.channels() == 1 ? (options.pnm_ascii ? '2' : '5') : (options.pnm_ascii ? '3' : '6');
+    Buffer out;
+    append(out, std::string("P") + kind + "\n" + std::to_string(image.width()) + " " +
+                    std::to_string(image.height()) + "\n" + (wide ? "65535" : "255") + "\n");
+    const std::size_t samples_per_row = std::size_t(image.width()) * image.channels();
+    auto sample = [&](int y, std::size_t i) -> unsigned {
+        return wide ? image.row<std::uint16_t>(y)[i] : image.row<std::uint8_t>(y)[i];
+    };
+    if (!options.pnm_ascii) {
+        out.reserve(out.size() + image.height() * samples_per_row * (wide ? 2 : 1));
+        for (int y = 0; y < image.height(); ++y)
+            for (std::size_t i = 0; i < samples_per_row; ++i) {
+                const unsigned v = sample(y, i);
+                if (wide) out.push_back(std::uint8_t(v >> 8));
+                out.push_back(std::uint8_t(v));
+            }
+        return out;
+    }
+    // Plain format: Netpbm asks for lines of at most 70 characters; each row starts a new line.
+    for (int y = 0; y < image.height(); ++y) {
+        std::size_t line = 0;
+        for (std::size_t i = 0; i < samples_per_row; ++i) {
+            const std::string v = std::to_string(sample(y, i));
+            if (line > 0 && line + 1 + v.size() > 70) {
+                out.push_back('\n');
+                line = 0;
+            } else if (line > 0) {
+                out.push_back(' ');
+                ++line;
+            }
+            append(out, v);
+            line += v.size();
+        }
+        out.push_back('\n');
+    }
+    return out;
+}
+
+} // namespace apron::io

@@ -1,0 +1,304 @@
+// TIFF through libtiff: 8/16-bit unsigned and 32-bit float samples, 1 to 4 per pixel, gray or RGB (extra
+// samples such as alpha are kept as channels), strips or tiles, contiguous or separate planes, any
+// compression libtiff was built with. Only the first image of a multi-page file is read. Written as
+// contiguous strips, deflate-compressed with a predictor when libtiff has deflate.
+//
+// libtiff works on a file it reads and writes through callbacks, so a small in-memory "file" stands in for
+// one. Its messages go to per-handle handlers (libtiff >= 4.5) that keep the first error for our
+// apron::Error instead of printing to stderr.
+#include "io/codecs.hpp"
+
+#if APRON_HAVE_TIFF
+
+#include <tiffio.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+namespace apron::io {
+
+namespace {
+
+struct MemoryFile {
+    Bytes in{};            // reading
+    Buffer* out = nullptr; // writing
+    std::uint64_t pos = 0;
+    char message[256] = "";
+
+    std::uint64_t size() const { return out ? out->size() : in.size(); }
+};
+
+MemoryFile& file_of(thandle_t h) { return *static_cast<MemoryFile*>(h); }
+
+tmsize_t file_read(thandle_t h, void* dst, tmsize_t n) {
+    MemoryFile& f = file_of(h);
+    if (f.out || n < 0 || f.pos >= f.in.size()) return 0;
+    const std::uint64_t count = std::min<std::uint64_t>(std::uint64_t(n), f.in.size() - f.pos);
+    std::memcpy(dst, f.in.data() + f.pos, count);
+    f.pos += count;
+    return tmsize_t(count);
+}
+
+tmsize_t file_write(thandle_t h, void* src, tmsize_t n) {
+    MemoryFile& f = file_of(h);
+    if (!f.out || n < 0 || f.pos > (std::uint64_t(1) << 48)) return -1;
+    try {
+        if (f.out->size() < f.pos + std::uint64_t(n)) f.out->resize(f.pos + std::uint64_t(n));
+    } catch (...) {
+        return -1;  // libtiff reports a write error; an exception must not cross its C frames
+    }
+    std::memcpy(f.out->data() + f.pos, src, std::size_t(n));
+    f.pos += std::uint64_t(n);
+    return n;
+}
+
+toff_t file_seek(thandle_t h, toff_t offset, int whence) {
+    MemoryFile& f = file_of(h);
+    const std::uint64_t base = whence == SEEK_CUR ? f.pos : whence == SEEK_END ? f.size() : 0;
+    // toff_t is unsigned: SEEK_CUR/SEEK_END with a negative offset arrive as its two's complement.
+    if (whence != SEEK_SET && offset >> 63) {
+        const std::uint64_t back = ~offset + 1;
+        if (back > base) return toff_t(-1);
+        f.pos = base - back;
+    } else {
+        f.pos = base + offset;
+    }
+    return f.pos;
+}
+
+int file_close(thandle_t) { return 0; }
+toff_t file_size(thandle_t h) { return file_of(h).size(); }
+
+// Mapping the input lets libtiff read uncompressed strips without copying; it only ever reads the map.
+int file_map(thandle_t h, void** base, toff_t* size) {
+    MemoryFile& f = file_of(h);
+    if (f.out) return 0;
+    *base = const_cast<std::uint8_t*>(f.in.data());
+    *size = f.in.size();
+    return 1;
+}
+void file_unmap(thandle_t, void*, toff_t) {}
+
+int on_error(TIFF*, void* user, const char* module, const char* format, va_list args) {
+    MemoryFile& f = *static_cast<MemoryFile*>(user);
+    if (f.message[0] == 0) {  // the first error is the cause; later ones are consequences
+        char text[200];
+        std::vsnprintf(text, sizeof text, format, args);
+        std::snprintf(f.message, sizeof f.message, "%s%s%s", module ? module : "", module ? ": " : "", text);
+    }
+    return 1;  // handled: libtiff then skips its global handler, which would print to stderr
+}
+int on_warning(TIFF*, void*, const char*, const char*, va_list) { return 1; }
+
+[[noreturn]] void tiff_failed(const std::string& name, const MemoryFile& f, const char* what) {
+    fail(name, std::string(what) + ": " + (f.message[0] ? f.message : "truncated or damaged image data"));
+}
+
+struct TiffHandle {
+    TIFF* tif = nullptr;
+    ~TiffHandle() {
+        if (tif) TIFFClose(tif);
+    }
+};
+
+TIFF* open_memory_file(MemoryFile& f, const std::string& name, const char* mode, tmsize_t max_alloc) {
+    std::unique_ptr<TIFFOpenOptions, void (*)(TIFFOpenOptions*)> opts(TIFFOpenOptionsAlloc(), TIFFOpenOptionsFree);
+    if (!opts) fail(name, "out of memory starting the TIFF codec");
+    TIFFOpenOptionsSetErrorHandlerExtR(opts.get(), on_error, &f);
+    TIFFOpenOptionsSetWarningHandlerExtR(opts.get(), on_warning, &f);
+    TIFFOpenOptionsSetMaxSingleMemAlloc(opts.get(), max_alloc);
+    return TIFFClientOpenExt(name.c_str(), mode, &f, file_read, file_write, file_seek, file_close, file_size,
+                             file_map, file_unmap, opts.get());
+}
+
+// How the samples of one strip or tile are laid out, and where they go in the image.
+struct Layout {
+    int spp = 1;               // samples per pixel in the image
+    int chunk_spp = 1;         // samples per pixel in a strip/tile: spp (contiguous) or 1 (separate planes)
+    std::size_t sample_bytes = 1;
+};
+
+// Copies a w x h block of a decoded strip/tile (rows `chunk_pitch` bytes apart) to (x0, y0) of the image;
+// `plane` is the sample it holds when planes are separate.
+void copy_block(Image& img, const Layout& l, const std::uint8_t* chunk, std::size_t chunk_pitch, int x0, int y0,
+                int w, int h, int plane) {
+    const std::size_t pixel_bytes = l.sample_bytes * std::size_t(l.spp);
+    for (int r = 0; r < h; ++r) {
+        const std::uint8_t* src = chunk + std::size_t(r) * chunk_pitch;
+        auto* dst = reinterpret_cast<std::uint8_t*>(img.view().row_bytes(y0 + r)) + std::size_t(x0) * pixel_bytes;
+        if (l.chunk_spp == l.spp) {
+            std::memcpy(dst, src, std::size_t(w) * pixel_bytes);
+        } else {
+            dst += std::size_t(plane) * l.sample_bytes;
+            for (int x = 0; x < w; ++x) std::memcpy(dst + std::size_t(x) * pixel_bytes, src + x * l.sample_bytes, l.sample_bytes);
+        }
+    }
+}
+
+void read_tiles(TIFF* tif, MemoryFile& f, Image& img, const Layout& l, const std::string& name) {
+    std::uint32_t tw = 0, th = 0;
+    TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw);
+    TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
+    if (tw == 0 || th == 0) fail(name, "bad TIFF file: zero tile size");
+    // A tile may overhang the image, but not absurdly: its buffer is allocated before any data is read.
+    const std::uint64_t tile_pixels = std::uint64_t(tw) * th;
+    if (tile_pixels > std::max<std::uint64_t>(2 * img.shape().pixels(), 1 << 20))
+        fail(name, "bad TIFF file: tiles of " + std::to_string(tw) + "x" + std::to_string(th) +
+                       " are far larger than the image");
+    const std::size_t tile_pitch = std::size_t(tw) * l.chunk_spp * l.sample_bytes;
+    if (std::uint64_t(TIFFTileRowSize64(tif)) != tile_pitch) fail(name, "unsupported TIFF tile layout");
+    std::vector<std::uint8_t> buffer(tile_pitch * th);
+    const int planes = l.spp / l.chunk_spp;
+    // 64-bit positions: a tile side can be close to 2^32, and y + th must not wrap around.
+    for (int p = 0; p < planes; ++p)
+        for (std::uint64_t y = 0; y < std::uint64_t(img.height()); y += th)
+            for (std::uint64_t x = 0; x < std::uint64_t(img.width()); x += tw) {
+                const std::uint32_t tile = TIFFComputeTile(tif, std::uint32_t(x), std::uint32_t(y), 0, std::uint16_t(p));
+                if (TIFFReadEncodedTile(tif, tile, buffer.data(), tmsize_t(buffer.size())) != tmsize_t(buffer.size()))
+                    tiff_failed(name, f, "bad TIFF file");
+                copy_block(img, l, buffer.data(), tile_pitch, int(x), int(y),
+                           int(std::min<std::uint64_t>(tw, img.width() - x)),
+                           int(std::min<std::uint64_t>(th, img.height() - y)), p);
+            }
+}
+
+void read_strips(TIFF* tif, MemoryFile& f, Image& img, const Layout& l, const std::string& name) {
+    std::uint32_t rows_per_strip = 0;
+    TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rows_per_strip);
+    rows_per_strip = std::clamp<std::uint32_t>(rows_per_strip, 1, std::uint32_t(img.height()));
+    const std::size_t row_pitch = std::size_t(img.width()) * l.chunk_spp * l.sample_bytes;
+    if (std::uint64_t(TIFFScanlineSize64(tif)) != row_pitch) fail(name, "unsupported TIFF strip layout");
+    std::vector<std::uint8_t> buffer(row_pitch * rows_per_strip);
+    const int planes = l.spp / l.chunk_spp;
+    for (int p = 0; p < planes; ++p)
+        for (std::uint32_t y = 0; y < std::uint32_t(img.height()); y += rows_per_strip) {
+            const std::uint32_t rows = std::min<std::uint32_t>(rows_per_strip, img.height() - y);
+            const std::uint32_t strip = TIFFComputeStrip(tif, y, std::uint16_t(p));
+            const tmsize_t expected = tmsize_t(row_pitch * rows);
+            if (TIFFReadEncodedStrip(tif, strip, buffer.data(), expected) != expected)
+                tiff_failed(name, f, "bad TIFF file");
+            copy_block(img, l, buffer.data(), row_pitch, 0, int(y), img.width(), int(rows), p);
+        }
+}
+
+// The sample type, or an error saying what the file holds instead.
+PixelType sample_type(TIFF* tif, const std::string& name) {
+    std::uint16_t bits = 1, format = SAMPLEFORMAT_UINT;
+    TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &bits);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &format);
+    if (format == SAMPLEFORMAT_UINT && bits == 8) return PixelType::u8;
+    if (format == SAMPLEFORMAT_UINT && bits == 16) return PixelType::u16;
+    if (format == SAMPLEFORMAT_IEEEFP && bits == 32) return PixelType::f32;
+    const char* kind = format == SAMPLEFORMAT_UINT ? "unsigned" : format == SAMPLEFORMAT_INT ? "signed"
+                     : format == SAMPLEFORMAT_IEEEFP ? "float" : "other";
+    fail(name, "TIFF samples of " + std::to_string(bits) + "-bit " + kind +
+                   " type are not supported (apron reads 8/16-bit unsigned and 32-bit float)");
+}
+
+} // namespace
+
+Image decode_tiff(Bytes bytes, const std::string& name, const ReadOptions& options) {
+    MemoryFile f;
+    f.in = bytes;
+    // Bounds libtiff's own allocations (tag arrays, compressed strips) for hostile files.
+    const std::uint64_t max_alloc = std::clamp<std::uint64_t>(
+        options.max_pixels > (std::uint64_t(1) << 58) ? std::uint64_t(1) << 62 : options.max_pixels * 16,
+        std::uint64_t(256) << 20, std::uint64_t(1) << 62);
+    TiffHandle h;
+    h.tif = open_memory_file(f, name, "r", tmsize_t(max_alloc));
+    if (!h.tif) tiff_failed(name, f, "bad TIFF file");
+
+    std::uint32_t width = 0, height = 0;
+    std::uint16_t spp = 1, planar = PLANARCONFIG_CONTIG, photometric = PHOTOMETRIC_MINISBLACK;
+    TIFFGetField(h.tif, TIFFTAG_IMAGEWIDTH, &width);
+    TIFFGetField(h.tif, TIFFTAG_IMAGELENGTH, &height);
+    TIFFGetFieldDefaulted(h.tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
+    TIFFGetFieldDefaulted(h.tif, TIFFTAG_PLANARCONFIG, &planar);
+    TIFFGetField(h.tif, TIFFTAG_PHOTOMETRIC, &photometric);
+    if (spp < 1 || spp > 4)
+        fail(name, "TIFF file with " + std::to_string(spp) + " samples per pixel (apron reads 1 to 4)");
+    switch (photometric) {
+    case PHOTOMETRIC_MINISBLACK:
+    case PHOTOMETRIC_RGB: break;
+    case PHOTOMETRIC_MINISWHITE: fail(name, "min-is-white TIFF files are not supported");
+    case PHOTOMETRIC_PALETTE: fail(name, "palette TIFF files are not supported (convert to RGB first)");
+    case PHOTOMETRIC_SEPARATED: fail(name, "CMYK TIFF files are not supported (convert to RGB first)");
+    case PHOTOMETRIC_YCBCR: fail(name, "YCbCr TIFF files are not supported (convert to RGB first)");
+    default: fail(name, "TIFF photometric interpretation " + std::to_string(photometric) + " is not supported");
+    }
+    const PixelType type = sample_type(h.tif, name);
+
+    Image img = allocate_image(name, width, height, spp, type, options);
+    const Layout layout{spp, planar == PLANARCONFIG_SEPARATE ? 1 : int(spp), bytes_per_sample(type)};
+    if (TIFFIsTiled(h.tif))
+        read_tiles(h.tif, f, img, layout, name);
+    else
+        read_strips(h.tif, f, img, layout, name);
+    return img;
+}
+
+Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOptions&) {
+    Buffer out;
+    MemoryFile f;
+    f.out = &out;
+    const std::size_t row_bytes = image.shape.row_bytes();
+    // Classic TIFF offsets are 32-bit; leave room for the directory and switch to BigTIFF ("8") beyond.
+    const bool big = std::uint64_t(row_bytes) * image.height() > (std::uint64_t(1) << 32) - (std::uint64_t(1) << 24);
+    TiffHandle h;
+    h.tif = open_memory_file(f, name, big ? "w8" : "w", 0);
+    if (!h.tif) tiff_failed(name, f, "cannot encode TIFF");
+
+    const int c = image.channels();
+    const bool deflate = TIFFIsCODECConfigured(COMPRESSION_ADOBE_DEFLATE);
+    // About 256 KiB strips: large enough for deflate to work well, small enough to stream.
+    const std::uint32_t rows_per_strip = std::uint32_t(std::clamp<std::size_t>((256 << 10) / row_bytes, 1, image.height()));
+    TIFFSetField(h.tif, TIFFTAG_IMAGEWIDTH, std::uint32_t(image.width()));
+    TIFFSetField(h.tif, TIFFTAG_IMAGELENGTH, std::uint32_t(image.height()));
+    TIFFSetField(h.tif, TIFFTAG_SAMPLESPERPIXEL, std::uint16_t(c));
+    TIFFSetField(h.tif, TIFFTAG_BITSPERSAMPLE, std::uint16_t(8 * bytes_per_sample(image.type())));
+    TIFFSetField(h.tif, TIFFTAG_SAMPLEFORMAT, image.type() == PixelType::f32 ? SAMPLEFORMAT_IEEEFP : SAMPLEFORMAT_UINT);
+    TIFFSetField(h.tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+    TIFFSetField(h.tif, TIFFTAG_PHOTOMETRIC, c >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK);
+    if (c == 2 || c == 4) {
+        const std::uint16_t extra[] = {EXTRASAMPLE_UNASSALPHA};
+        TIFFSetField(h.tif, TIFFTAG_EXTRASAMPLES, std::uint16_t(1), extra);
+    }
+    TIFFSetField(h.tif, TIFFTAG_ROWSPERSTRIP, rows_per_strip);
+    TIFFSetField(h.tif, TIFFTAG_COMPRESSION, deflate ? COMPRESSION_ADOBE_DEFLATE : COMPRESSION_NONE);
+    if (deflate)
+        TIFFSetField(h.tif, TIFFTAG_PREDICTOR, image.type() == PixelType::f32 ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL);
+
+    // The predictor rewrites the buffer it is given, so each strip is first copied out of the image.
+    std::vector<std::uint8_t> strip(row_bytes * rows_per_strip);
+    for (std::uint32_t y = 0, s = 0; y < std::uint32_t(image.height()); y += rows_per_strip, ++s) {
+        const std::uint32_t rows = std::min<std::uint32_t>(rows_per_strip, image.height() - y);
+        for (std::uint32_t r = 0; r < rows; ++r)
+            std::memcpy(strip.data() + r * row_bytes, image.row_bytes(int(y + r)), row_bytes);
+        if (TIFFWriteEncodedStrip(h.tif, s, strip.data(), tmsize_t(rows * row_bytes)) < 0)
+            tiff_failed(name, f, "cannot encode TIFF");
+    }
+    if (!TIFFWriteDirectory(h.tif)) tiff_failed(name, f, "cannot encode TIFF");
+    TIFFClose(h.tif);
+    h.tif = nullptr;
+    return out;
+}
+
+} // namespace apron::io
+
+#else  // !APRON_HAVE_TIFF: dispatch never calls these (can_store refuses TIFF), but the linker needs them.
+
+namespace apron::io {
+
+Image decode_tiff(Bytes, const std::string& name, const ReadOptions&) {
+    fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
+}
+Buffer encode_tiff(ConstImageView, const std::string& name, const WriteOptions&) {
+    fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
+}
+
+} // namespace apron::io
+
+#endif
