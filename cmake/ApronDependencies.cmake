@@ -22,11 +22,14 @@ if(NOT APRON_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 90)  # Hopper (H100/H200), the lent GPUs
     endif()
     enable_language(CUDA)
-    # CMake before 3.26 cannot name C++20 for nvcc; pass the flag ourselves and keep CMake's dialect
-    # handling out of the way for CUDA sources.
-    set(CMAKE_CUDA_STANDARD 17)
-    set(CMAKE_CUDA_STANDARD_REQUIRED OFF)
-    string(APPEND CMAKE_CUDA_FLAGS " -std=c++20")
+    # CMake before 3.26 does not know nvcc's C++20 flag; tell it (nvcc 12+ accepts -std=c++20).
+    if(CMAKE_VERSION VERSION_LESS 3.26)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+      list(APPEND CMAKE_CUDA_COMPILE_FEATURES cuda_std_20)
+    endif()
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(APRON_HAVE_CUDA ON)
   elseif(APRON_CUDA STREQUAL "ON")

@@ -6,3 +6,15 @@
 #else
 #define APRON_HD inline
 #endif
+
+// Double arithmetic that no compiler may fuse into an FMA: nvcc contracts a*b+c by default, and the
+// host build uses -ffp-contract=off, so the exact paths call these where CPU and GPU must agree bit for bit.
+namespace apron {
+#if defined(__CUDA_ARCH__)
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+#else
+inline double mul_rn(double a, double b) { return a * b; }
+inline double add_rn(double a, double b) { return a + b; }
+#endif
+} // namespace apron

@@ -39,7 +39,7 @@ APRON_HD T finish_exact(std::int64_t isum, const LinearFinish& f) {
         const std::int64_t hi = std::int64_t(PixelTraits<T>::max);
         return T(q < 0 ? 0 : q > hi ? hi : q);
     }
-    return store_pixel<T>(double(n) / double(f.denominator) * f.scale + f.delta);
+    return store_pixel<T>(add_rn(mul_rn(double(n) / double(f.denominator), f.scale), f.delta));
 }
 
 template <class T, class Acc>

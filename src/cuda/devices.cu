@@ -17,7 +17,7 @@ std::vector<std::string> cuda_devices() {
     for (int d = 0; d < count; ++d) {
         cudaDeviceProp p{};
         if (cudaGetDeviceProperties(&p, d) != cudaSuccess) continue;
-        char line[256];
+        char line[512];
         std::snprintf(line, sizeof line, "%d: %s, sm_%d%d, %d SMs, %.1f GiB", d, p.name, p.major, p.minor,
                       p.multiProcessorCount, double(p.totalGlobalMem) / (1u << 30));
         out.push_back(line);

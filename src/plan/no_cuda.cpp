@@ -1,9 +1,12 @@
 // Device discovery when apron is built without the CUDA toolkit.
 #include "apron/devices.hpp"
+#include "plan/plan.hpp"
 
 namespace apron {
 
 std::vector<std::string> cuda_devices() { return {}; }
 std::string cuda_status() { return "not built (no CUDA toolkit at configure time)"; }
+std::unique_ptr<Executor> make_cuda_executor() { return nullptr; }
+bool cuda_available() { return false; }
 
 } // namespace apron

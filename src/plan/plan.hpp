@@ -68,17 +68,35 @@ struct ExecutionPlan {
 ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape& input, PixelType out_type,
                         Backend backend);
 
-// The interface every backend implements. Views are host or device memory as the backend expects;
-// in and out never alias.
+// An image in whatever memory an executor works in (host or device), freed with its last owner.
+struct Buffer {
+    ImageView view;
+    std::shared_ptr<void> storage;
+    ConstImageView cview() const { return as_const(view); }
+};
+
+// The interface every backend implements. Views are in the executor's memory(); in and out never alias.
+// Work may be asynchronous (a CUDA stream): synchronize() waits for it, download() returns finished pixels.
 class Executor {
 public:
     virtual ~Executor() = default;
     virtual void linear(const LinearPlan& plan, ConstImageView in, ImageView out) = 0;
     virtual void morph(const MorphPlan& plan, ConstImageView in, ImageView out) = 0;
     virtual void combine(const CombinePlan& plan, ConstImageView a, ConstImageView b, ImageView out) = 0;
+
+    virtual Memory memory() const { return Memory::host; }
+    // Host executors must keep the default: the runner hands the last buffer's apron::Image to the caller.
+    virtual Buffer allocate(const ImageShape& shape);
+    virtual void upload(ConstImageView host, ImageView mine);  // host: a copy
+    virtual void download(ConstImageView mine, ImageView host);
+    virtual void synchronize() {}
 };
 
 std::unique_ptr<Executor> make_reference_executor();
 std::unique_ptr<Executor> make_cpu_executor(int threads);  // threads <= 0: all cores
+// nullptr when this build has no CUDA backend; throws apron::Error when it has one but no device.
+std::unique_ptr<Executor> make_cuda_executor();
+// Whether make_cuda_executor() would find a device (auto picks CUDA then).
+bool cuda_available();
 
 } // namespace apron

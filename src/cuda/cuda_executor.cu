@@ -1,0 +1,242 @@
+// The CUDA executor: images live in device memory from upload to download, every step runs on one
+// stream, and device memory comes from the stream-ordered pool (cudaMallocAsync), so the buffers of a
+// pipeline are recycled without synchronising.
+//
+// These kernels are the straightforward, correct baseline (one thread per output sample, reading the
+// border through map_index, the same finish functions as every backend): tiled, register-blocked and
+// specialised kernels replace them behind the same interface.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/border_index.hpp"
+#include "core/dispatch.hpp"
+#include "core/linear_finish.hpp"
+#include "core/pixel.hpp"
+#include "cuda/cuda_check.hpp"
+#include "plan/plan.hpp"
+
+namespace apron {
+namespace cuda {
+namespace {
+
+struct DeviceView {
+    const std::byte* data;
+    std::size_t pitch;
+    int width, height, channels;
+};
+
+template <class T>
+__device__ __forceinline__ T load(const DeviceView& v, int x, int y, int c) {
+    return reinterpret_cast<const T*>(v.data + std::size_t(y) * v.pitch)[std::size_t(x) * v.channels + c];
+}
+
+template <class T>
+__device__ __forceinline__ T* out_row(std::byte* data, std::size_t pitch, int y) {
+    return reinterpret_cast<T*>(data + std::size_t(y) * pitch);
+}
+
+// Sample through the border; `outside` for constant.
+template <class T>
+__device__ __forceinline__ T sample(const DeviceView& v, long long x, long long y, int c, BorderMode mode, T outside) {
+    const int xi = map_index(x, v.width, mode), yi = map_index(y, v.height, mode);
+    return (xi < 0 || yi < 0) ? outside : load<T>(v, xi, yi, c);
+}
+
+template <class In, class Out, bool Exact>
+__global__ void linear_direct(DeviceView in, std::byte* out, std::size_t out_pitch, const void* weights, int mw, int mh,
+                              int ax, int ay, BorderMode mode, In outside, LinearFinish finish, bool f64) {
+    const int k = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (k >= in.width * in.channels || y >= in.height) return;
+    const int x = k / in.channels, c = k % in.channels;
+    if constexpr (Exact) {
+        const auto* w = static_cast<const long long*>(weights);
+        long long sum = 0;
+        for (int j = 0; j < mh; ++j)
+            for (int i = 0; i < mw; ++i) {
+                const long long wt = w[j * mw + i];
+                if (wt) sum += wt * (long long)sample<In>(in, x + i - ax, y + j - ay, c, mode, outside);
+            }
+        out_row<Out>(out, out_pitch, y)[k] = finish_exact<Out>(sum, finish);
+    } else {
+        const auto* w = static_cast<const float*>(weights);
+        float sum = 0;
+        for (int j = 0; j < mh; ++j)
+            for (int i = 0; i < mw; ++i) {
+                const float wt = w[j * mw + i];
+                if (wt != 0.0f) sum = fmaf(wt, float(sample<In>(in, x + i - ax, y + j - ay, c, mode, outside)), sum);
+            }
+        (void)f64;
+        out_row<Out>(out, out_pitch, y)[k] = finish_float<Out, float>(sum, finish);
+    }
+}
+
+template <class T>
+__global__ void morph_direct(DeviceView in, std::byte* out, std::size_t out_pitch, const unsigned char* cells, int mw,
+                             int mh, int ax, int ay, bool dilate, bool ignore, BorderMode mode, T outside, T identity) {
+    const int k = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (k >= in.width * in.channels || y >= in.height) return;
+    const int x = k / in.channels, c = k % in.channels;
+    T best = identity;
+    for (int j = 0; j < mh; ++j)
+        for (int i = 0; i < mw; ++i) {
+            if (!cells[j * mw + i]) continue;
+            const long long sx = x + i - ax, sy = y + j - ay;
+            T v;
+            if (ignore) {
+                if (sx < 0 || sy < 0 || sx >= in.width || sy >= in.height) continue;
+                v = load<T>(in, int(sx), int(sy), c);
+            } else {
+                v = sample<T>(in, sx, sy, c, mode, outside);
+            }
+            best = dilate ? (v > best ? v : best) : (v < best ? v : best);
+        }
+    out_row<T>(out, out_pitch, y)[k] = best;
+}
+
+template <class A, class B, class Out>
+__global__ void combine_kernel(DeviceView a, DeviceView b, std::byte* out, std::size_t out_pitch, CombineStep s) {
+    const int k = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (k >= a.width * a.channels || y >= a.height) return;
+    double v = mul_rn(s.a, double(reinterpret_cast<const A*>(a.data + std::size_t(y) * a.pitch)[k]));
+    if (s.b != 0) v = add_rn(v, mul_rn(s.b, double(reinterpret_cast<const B*>(b.data + std::size_t(y) * b.pitch)[k])));
+    out_row<Out>(out, out_pitch, y)[k] = store_pixel<Out>(add_rn(v, s.c));
+}
+
+DeviceView device_view(ConstImageView v) { return {v.data, v.pitch, v.width(), v.height(), v.channels()}; }
+
+dim3 grid_for(const ImageShape& s, dim3 block) {
+    return dim3(unsigned((s.width * s.channels + block.x - 1) / block.x), unsigned((s.height + block.y - 1) / block.y));
+}
+
+class CudaExecutor final : public Executor {
+public:
+    CudaExecutor() {
+        int count = 0;
+        if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+            cudaGetLastError();
+            throw Error("--backend cuda: no CUDA device found");
+        }
+        APRON_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    }
+    ~CudaExecutor() override {
+        cudaStreamSynchronize(stream_);
+        cudaStreamDestroy(stream_);
+    }
+
+    Memory memory() const override { return Memory::device; }
+
+    Buffer allocate(const ImageShape& shape) override {
+        validate_shape(shape, "image");
+        const std::size_t pitch = (shape.row_bytes() + 255) / 256 * 256;  // rows start on 256-byte boundaries
+        void* p = nullptr;
+        const cudaError_t e = cudaMallocAsync(&p, pitch * std::size_t(shape.height), stream_);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            throw Error("cuda: out of device memory for a " + std::to_string(shape.width) + "x" +
+                        std::to_string(shape.height) + " image (" + cudaGetErrorString(e) + ")");
+        }
+        cudaStream_t s = stream_;
+        std::shared_ptr<void> storage(p, [s](void* q) { cudaFreeAsync(q, s); });
+        return Buffer{ImageView{static_cast<std::byte*>(p), shape, pitch, Memory::device}, std::move(storage)};
+    }
+
+    void upload(ConstImageView host, ImageView mine) override {
+        APRON_CUDA_CHECK(cudaMemcpy2DAsync(mine.data, mine.pitch, host.data, host.pitch, host.shape.row_bytes(),
+                                           host.height(), cudaMemcpyHostToDevice, stream_));
+    }
+    void download(ConstImageView mine, ImageView host) override {
+        APRON_CUDA_CHECK(cudaMemcpy2DAsync(host.data, host.pitch, mine.data, mine.pitch, mine.shape.row_bytes(),
+                                           mine.height(), cudaMemcpyDeviceToHost, stream_));
+        synchronize();
+    }
+    void synchronize() override { APRON_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+    void linear(const LinearPlan& p, ConstImageView in, ImageView out) override {
+        const Mask& m = p.step.mask;
+        // Weights go up per call (stream-ordered, from a host copy kept alive until the stream passes).
+        std::shared_ptr<void> weights;
+        if (p.exact) {
+            std::vector<long long> w(p.integer_mask.weights.begin(), p.integer_mask.weights.end());
+            weights = to_device(w.data(), w.size() * sizeof(long long));
+        } else {
+            std::vector<float> w(m.weights.begin(), m.weights.end());
+            weights = to_device(w.data(), w.size() * sizeof(float));
+        }
+        const dim3 block(64, 4), grid = grid_for(out.shape, block);
+        with_type(p.in, [&]<class In>() {
+            with_type(p.out, [&]<class Out>() {
+                const In outside = store_pixel<In>(p.step.border_value);
+                if (p.exact)
+                    linear_direct<In, Out, true><<<grid, block, 0, stream_>>>(
+                        device_view(in), out.data, out.pitch, weights.get(), m.width, m.height, m.anchor_x, m.anchor_y,
+                        p.step.border, outside, p.finish, false);
+                else
+                    linear_direct<In, Out, false><<<grid, block, 0, stream_>>>(
+                        device_view(in), out.data, out.pitch, weights.get(), m.width, m.height, m.anchor_x, m.anchor_y,
+                        p.step.border, outside, p.finish, false);
+            });
+        });
+        APRON_CUDA_CHECK_LAUNCH("linear_direct");
+    }
+
+    void morph(const MorphPlan& p, ConstImageView in, ImageView out) override {
+        const Mask& e = p.step.element;
+        std::vector<unsigned char> cells(e.weights.size());
+        for (std::size_t k = 0; k < cells.size(); ++k) cells[k] = e.weights[k] != 0;
+        auto d_cells = to_device(cells.data(), cells.size());
+        const dim3 block(64, 4), grid = grid_for(out.shape, block);
+        with_type(p.type, [&]<class T>() {
+            const bool dilate = p.step.kind == MorphKind::dilate;
+            const T identity = T(dilate ? lowest_value<T>() : highest_value<T>());
+            morph_direct<T><<<grid, block, 0, stream_>>>(
+                device_view(in), out.data, out.pitch, static_cast<const unsigned char*>(d_cells.get()), e.width, e.height,
+                e.anchor_x, e.anchor_y, dilate, !p.step.border, p.step.border.value_or(BorderMode::constant),
+                store_pixel<T>(p.step.border_value), identity);
+        });
+        APRON_CUDA_CHECK_LAUNCH("morph_direct");
+    }
+
+    void combine(const CombinePlan& p, ConstImageView a, ConstImageView b, ImageView out) override {
+        const dim3 block(64, 4), grid = grid_for(out.shape, block);
+        const DeviceView db = b.data ? device_view(b) : device_view(a);
+        with_type(p.a_type, [&]<class A>() {
+            with_type(p.b_type, [&]<class B>() {
+                with_type(p.out, [&]<class Out>() {
+                    combine_kernel<A, B, Out><<<grid, block, 0, stream_>>>(device_view(a), db, out.data, out.pitch, p.step);
+                });
+            });
+        });
+        APRON_CUDA_CHECK_LAUNCH("combine");
+    }
+
+private:
+    // Copies small host data (masks) to a stream-ordered device allocation.
+    std::shared_ptr<void> to_device(const void* host, std::size_t bytes) {
+        void* p = nullptr;
+        APRON_CUDA_CHECK(cudaMallocAsync(&p, bytes ? bytes : 1, stream_));
+        cudaStream_t s = stream_;
+        std::shared_ptr<void> owner(p, [s](void* q) { cudaFreeAsync(q, s); });
+        // Pageable source: the copy is staged before the call returns, so `host` may go away after it.
+        APRON_CUDA_CHECK(cudaMemcpyAsync(p, host, bytes, cudaMemcpyHostToDevice, stream_));
+        return owner;
+    }
+
+    cudaStream_t stream_ = nullptr;
+};
+
+} // namespace
+} // namespace cuda
+
+std::unique_ptr<Executor> make_cuda_executor() { return std::make_unique<cuda::CudaExecutor>(); }
+
+bool cuda_available() {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return count > 0;
+}
+
+} // namespace apron
