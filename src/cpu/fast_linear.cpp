@@ -1,0 +1,246 @@
+// The linear step on the fast CPU executor. Per task (a strip of columns x a band of rows), input rows
+// are widened once into a ring of padded rows (border columns filled through the column map, border
+// rows through map_index), and output rows are produced in groups of up to four by weighted_sum_rows
+// straight from the ring (each loaded input vector serves every row of the group), then finished into
+// the output type. Separable masks run a row pass into a ring of intermediate rows and the grouped
+// column pass out of it, fused per band.
+//
+// Accumulator: f32 for the float path and for the exact path when the planner found every partial sum
+// below 2^24 (sums of integer products are then exact in f32, fused or not); f64 otherwise.
+//
+// A group adds zero-weight products (a tap of one row that is outside another row's mask). They are
+// exact zeros for finite inputs; a ring row holding inf or NaN is instead summed one output row at a
+// time over that row's non-zero taps only, as the reference does.
+#include <cstdint>
+#include <vector>
+
+#include "core/dispatch.hpp"
+#include "core/pixel.hpp"
+#include "cpu/fast_executor.hpp"
+#include "cpu/fast_rows.hpp"
+
+namespace apron::cpu {
+namespace {
+
+// The taps of a group of `rows` consecutive output rows: entry k reads ring row `ring_row[k]`
+// (relative to the group's first input row) at offset `off[k]`, with weight w[k * rows + q] for the
+// group's row q. Entries whose weights are all zero are left out.
+struct GroupTaps {
+    int rows = 1;
+    std::vector<int> ring_row;
+    std::vector<std::size_t> off;
+    std::vector<double> w;
+
+    // weight(i, j) of a mw x mh mask (j: mask row); offsets i * step.
+    template <class Weight>
+    GroupTaps(int group_rows, int mw, int mh, std::size_t step, Weight&& weight) : rows(group_rows) {
+        for (int r = 0; r < mh + rows - 1; ++r)
+            for (int i = 0; i < mw; ++i) {
+                std::vector<double> ws(std::size_t(rows), 0.0);
+                bool any = false;
+                for (int q = 0; q < rows; ++q) {
+                    const int j = r - q;
+                    if (j >= 0 && j < mh) any = (ws[std::size_t(q)] = weight(i, j)) != 0 || any;
+                }
+                if (!any) continue;
+                ring_row.push_back(r);
+                off.push_back(std::size_t(i) * step);
+                w.insert(w.end(), ws.begin(), ws.end());
+            }
+    }
+    std::size_t size() const { return ring_row.size(); }
+};
+
+template <class F>
+struct Participant {
+    Scratch<F> ring, padded, sum;
+    std::vector<const F*> ptrs;
+    std::vector<F> w;
+    std::vector<F*> outs;
+    std::vector<char> finite;  // per ring slot
+};
+
+template <class F>
+class LinearJob {
+public:
+    LinearJob(const LinearPlan& plan, ConstImageView in, ImageView out, int participants)
+        : plan_(plan), in_(in), out_(out), W_(in.width()), H_(in.height()), C_(in.channels()),
+          mw_(plan.step.mask.width), mh_(plan.step.mask.height), ax_(plan.step.mask.anchor_x),
+          ay_(plan.step.mask.anchor_y), mode_(plan.step.border),
+          cols_(W_, -ax_, W_ + mw_ - 1, plan.step.border), parts_(std::size_t(participants)) {
+        with_type(plan.in, [&]<class In>() { fill_ = F(store_pixel<In>(plan.step.border_value)); });
+        fill_finite_ = std::isfinite(double(fill_));
+        const Mask& m = plan.step.mask;
+        const std::size_t C = std::size_t(C_);
+        if (plan.exact) bound_ = double(plan.integer_mask.abs_sum) * type_max(plan.in);
+        std::vector<double> row, column;  // separable factors
+        if (plan.algorithm == LinearAlgorithm::separable && plan.exact && plan.integer_separable) {
+            for (auto v : plan.integer_separable->row) row.push_back(double(v));
+            for (auto v : plan.integer_separable->column) column.push_back(double(v));
+        } else if (plan.algorithm == LinearAlgorithm::separable && !plan.exact && plan.separable) {
+            row = plan.separable->row;
+            column = plan.separable->column;
+        }
+        separable_ = !row.empty();
+        // Rows per group: a mask one row high shares nothing between output rows; small heights
+        // waste a larger share of zero-weight products, so they take pairs.
+        group_ = mh_ >= 4 ? simd::max_rows : mh_ >= 2 ? 2 : 1;
+        for (int g = 1; g <= group_; ++g) {
+            if (separable_)
+                groups_.emplace_back(g, 1, mh_, 0, [&](int, int j) { return column[std::size_t(j)]; });
+            else
+                groups_.emplace_back(g, mw_, mh_, C, [&](int i, int j) {
+                    const std::size_t k = std::size_t(j) * std::size_t(mw_) + std::size_t(i);
+                    return plan.exact ? double(plan.integer_mask.weights[k]) : m.weights[k];
+                });
+        }
+        if (separable_) row_pass_ = GroupTaps(1, mw_, 1, C, [&](int i, int) { return row[std::size_t(i)]; });
+        // Scratch per output column: the ring (padded rows for direct, intermediate rows for separable),
+        // the padded row and the sums.
+        ring_rows_ = mh_ + group_ - 1;
+        const std::size_t rows = std::size_t(ring_rows_ + group_ + 1);
+        tiling_ = Tiling(W_, H_, participants, rows * C * sizeof(F), mw_ - 1, std::max(8, 2 * mh_));
+    }
+
+    int tasks() const { return tiling_.tasks(); }
+
+    void run(int task, int who) {
+        int x0, x1, y0, y1;
+        tiling_.cell(task, W_, H_, x0, x1, y0, y1);
+        Participant<F>& p = parts_[std::size_t(who)];
+        const std::size_t C = std::size_t(C_);
+        Band b;
+        b.x0 = x0;
+        b.n = std::size_t(x1 - x0) * C;                                  // output samples of the strip
+        const std::size_t padded_n = std::size_t(x1 - x0 + mw_ - 1) * C;  // padded samples
+        b.ring_stride = row_stride<F>(separable_ ? b.n : padded_n);
+        b.sum_stride = row_stride<F>(b.n);
+        b.ring = p.ring.get(b.ring_stride * std::size_t(ring_rows_));
+        b.sums = p.sum.get(b.sum_stride * std::size_t(group_));
+        b.vbase = (long long)y0 - ay_;
+        b.ring_rows = ring_rows_;
+        F* padded = separable_ ? p.padded.get(row_stride<F>(padded_n)) : nullptr;
+        p.finite.assign(std::size_t(ring_rows_), 1);
+
+        long long loaded = b.vbase;  // next virtual row to bring into the ring
+        for (int y = y0; y < y1;) {
+            const int rows = std::min(group_, y1 - y);
+            const long long top = (long long)y - ay_;
+            for (; loaded <= top + mh_ + rows - 2; ++loaded) {
+                F* dst = b.slot(loaded);
+                bool finite;
+                if (separable_) {
+                    finite = load_row(loaded, x0, x1, padded);
+                    gather(p, row_pass_, [&](int) { return padded; });
+                    simd::weighted_sum(p.ptrs.data(), p.w.data(), p.ptrs.size(), dst, b.n);
+                    if constexpr (std::is_same_v<F, float>)
+                        if (!plan_.exact) finite = simd::all_finite(dst, b.n);
+                } else {
+                    finite = load_row(loaded, x0, x1, dst);
+                }
+                p.finite[b.slot_index(loaded)] = finite;
+            }
+            bool finite = true;
+            for (long long v = top; v <= top + mh_ + rows - 2; ++v) finite = finite && p.finite[b.slot_index(v)];
+            if (finite) {
+                sum_rows(p, b, groups_[std::size_t(rows - 1)], top, y);
+            } else {
+                for (int q = 0; q < rows; ++q) sum_rows(p, b, groups_[0], top + q, y + q);
+            }
+            y += rows;
+        }
+    }
+
+private:
+    // Where one task's rows live.
+    struct Band {
+        int x0 = 0;
+        std::size_t n = 0, ring_stride = 0, sum_stride = 0;
+        F* ring = nullptr;
+        F* sums = nullptr;
+        long long vbase = 0;  // virtual (unmapped) input row held by ring slot 0
+        int ring_rows = 1;
+        std::size_t slot_index(long long v) const { return std::size_t((v - vbase) % ring_rows); }
+        F* slot(long long v) const { return ring + slot_index(v) * ring_stride; }
+    };
+
+    // Sums for output rows y, y+1, ... (g.rows of them) whose first input row is virtual row `top`,
+    // then their finish into the output.
+    void sum_rows(Participant<F>& p, const Band& b, const GroupTaps& g, long long top, int y) const {
+        gather(p, g, [&](int r) { return b.slot(top + r); });
+        p.outs.resize(std::size_t(g.rows));
+        for (int q = 0; q < g.rows; ++q) p.outs[std::size_t(q)] = b.sums + std::size_t(q) * b.sum_stride;
+        simd::weighted_sum_rows(g.rows, p.ptrs.data(), p.w.data(), g.size(), p.outs.data(), b.n);
+        for (int q = 0; q < g.rows; ++q) {
+            void* dst = out_.row_bytes(y + q) + std::size_t(b.x0) * std::size_t(C_) * bytes_per_sample(plan_.out);
+            const F* sum = p.outs[std::size_t(q)];
+            if constexpr (std::is_same_v<F, float>) {
+                if (!plan_.exact) {
+                    simd::finish_float_row(plan_.out, sum, dst, b.n, plan_.finish);
+                    continue;
+                }
+            }
+            simd::finish_exact_row(plan_.out, sum, dst, b.n, plan_.finish, bound_);
+        }
+    }
+
+    template <class Where>
+    static void gather(Participant<F>& p, const GroupTaps& g, Where&& row_start) {
+        p.ptrs.resize(g.size());
+        p.w.resize(g.w.size());
+        for (std::size_t k = 0; k < g.size(); ++k) p.ptrs[k] = row_start(g.ring_row[k]) + g.off[k];
+        for (std::size_t k = 0; k < g.w.size(); ++k) p.w[k] = F(g.w[k]);
+    }
+
+    // Padded input row for virtual row v, output columns [x0, x1): padded pixels [x0, x1 + mw - 1).
+    // Returns whether every value in it is finite.
+    bool load_row(long long v, int x0, int x1, F* dst) const {
+        const int r = map_index(v, H_, mode_);
+        bool finite = true;
+        with_type(plan_.in, [&]<class In>() {
+            const In* src = r < 0 ? nullptr : in_.row<In>(r);
+            bool edge_finite = true;
+            build_padded_row(src, cols_, x0, x1 + mw_ - 1, C_, fill_, dst,
+                             [&](const In* s, F* d, std::size_t k) { finite = simd::widen(plan_.in, s, d, k); },
+                             [&](In s) {
+                                 edge_finite = edge_finite && std::isfinite(double(s));
+                                 return F(s);
+                             });
+            const bool uses_fill = !src || cols_.map.front() < 0 || cols_.map.back() < 0;
+            finite = finite && edge_finite && (fill_finite_ || !uses_fill);
+        });
+        return finite;
+    }
+
+    const LinearPlan& plan_;
+    ConstImageView in_;
+    ImageView out_;
+    int W_, H_, C_, mw_, mh_, ax_, ay_;
+    BorderMode mode_;
+    ColumnMap cols_;
+    F fill_{};
+    bool fill_finite_ = true;
+    double bound_ = 0;
+    bool separable_ = false;
+    int group_ = 1, ring_rows_ = 1;
+    std::vector<GroupTaps> groups_;  // groups_[g - 1]: groups of g rows
+    GroupTaps row_pass_{1, 0, 0, 0, [](int, int) { return 0.0; }};
+    Tiling tiling_{1, 1, 1, 1, 0, 1};
+    std::vector<Participant<F>> parts_;
+};
+
+template <class F>
+void run_typed(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, ImageView out) {
+    LinearJob<F> job(plan, in, out, pool.size());
+    pool.run(job.tasks(), [&](int task, int who) { job.run(task, who); });
+}
+
+} // namespace
+
+void run_linear(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, ImageView out) {
+    if (in.empty()) return;
+    if (plan.exact && plan.accumulator == Accumulator::f64) run_typed<double>(pool, plan, in, out);
+    else run_typed<float>(pool, plan, in, out);
+}
+
+} // namespace apron::cpu

@@ -1,0 +1,55 @@
+#pragma once
+// Row kernels of the fast CPU executor, written once with Google Highway and compiled for every x86
+// level (SSE4, AVX2, AVX-512; plus a portable fallback); the best one for the running machine is
+// chosen at the first call (HWY_DYNAMIC_DISPATCH). Everything here works on plain rows of samples:
+// interleaved channels are the caller's business (a horizontal tap is an offset of i * channels).
+#include <cstddef>
+
+#include "apron/image.hpp"
+#include "core/linear_finish.hpp"
+
+namespace apron::cpu::simd {
+
+// Kernels marked "over-computes" read and write whole vectors: up to `slack` elements past n must be
+// addressable in every input and output row (their values are ignored).
+constexpr std::size_t slack = 64;
+
+// dst[k] = src[k] converted, for k < n; src holds samples of type t. Returns false when some sample is
+// not finite (only f32 can be), so callers can keep such rows away from zero-weight products.
+bool widen(PixelType t, const void* src, float* dst, std::size_t n);
+bool widen(PixelType t, const void* src, double* dst, std::size_t n);
+
+// out[s] = sum over k < count of w[k] * taps[k][s], for s < n, in fused multiply-adds, tap by tap
+// in order. Over-computes. With count == 0, out is zero.
+void weighted_sum(const float* const* taps, const float* w, std::size_t count, float* out, std::size_t n);
+void weighted_sum(const double* const* taps, const double* w, std::size_t count, double* out, std::size_t n);
+
+// True when every one of the n samples is finite.
+bool all_finite(const float* p, std::size_t n);
+
+// Several output rows at once (rows = 1..max_rows): outs[q][s] = sum over k of w[k * rows + q] *
+// taps[k][s], FMAs in tap order (a zero weight adds an exact zero, so each row gets the same bits as
+// weighted_sum over its non-zero taps, as long as the inputs are finite). Over-computes.
+constexpr int max_rows = 4;
+void weighted_sum_rows(int rows, const float* const* taps, const float* w, std::size_t count, float* const* outs,
+                       std::size_t n);
+void weighted_sum_rows(int rows, const double* const* taps, const double* w, std::size_t count, double* const* outs,
+                       std::size_t n);
+
+// dst[s] = finish_float<Out, float>(sum[s], f) for s < n (Out = type `out`).
+void finish_float_row(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f);
+// dst[s] = finish_exact<Out>(int64(sum[s]), f) for s < n, bit for bit. sum holds integers with
+// |sum| <= bound; the kernel picks f32, f64 or scalar arithmetic from the bound so the result is exact.
+void finish_exact_row(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f, double bound);
+void finish_exact_row(PixelType out, const double* sum, void* dst, std::size_t n, const LinearFinish& f, double bound);
+
+// Morphology: dst[s] = min (or max) over k < count of rows[k][s], for s < n exactly (no over-compute).
+// dst may be one of the rows (each element is read before it is written). Rows hold samples of type t.
+void extremum(PixelType t, bool max, const void* const* rows, std::size_t count, void* dst, std::size_t n);
+
+// Copies n f32 samples for morphology, replacing what fmin/fmax starting from the type's extreme would
+// never pick (NaN, and +inf for erode / -inf for dilate) by +-FLT_MAX, so that plain min/max agree
+// with the reference bit for bit.
+void copy_for_extremum(bool max, const float* src, float* dst, std::size_t n);
+
+} // namespace apron::cpu::simd

@@ -1,0 +1,381 @@
+// Highway kernels of the linear (weighted sum) path: widening rows to the accumulator type, the tap
+// loop, and the finish (normalise, round, saturate) into the output type. This file is compiled once
+// per SIMD target by foreach_target.h; simd_kernels.hpp declares the dispatching entry points.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "cpu/simd_kernels.hpp"
+
+// SSSE3 adds nothing over the SSE4 build for these kernels; skipping it saves compile time.
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS HWY_SSSE3
+#endif
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/simd_linear.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace apron::cpu::simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// ---- widening ------------------------------------------------------------------------------------
+
+template <class In, class F>
+bool WidenT(const In* HWY_RESTRICT src, F* HWY_RESTRICT dst, std::size_t n) {
+    const hn::ScalableTag<F> df;
+    const std::size_t N = hn::Lanes(df);
+    std::size_t s = 0;
+    if constexpr (std::is_same_v<In, float>) {
+        // v - v is 0 for finite v and NaN otherwise; the NaN survives the running sum.
+        auto probe = hn::Zero(df);
+        for (; s + N <= n; s += N) {
+            hn::Vec<decltype(df)> v;
+            if constexpr (std::is_same_v<F, float>) v = hn::LoadU(df, src + s);
+            else v = hn::PromoteTo(df, hn::LoadU(hn::Rebind<float, decltype(df)>(), src + s));
+            probe = hn::Add(probe, hn::Sub(v, v));
+            hn::StoreU(v, df, dst + s);
+        }
+        bool finite = hn::AllTrue(df, hn::Eq(probe, probe));
+        for (; s < n; ++s) {
+            dst[s] = F(src[s]);
+            finite = finite && std::isfinite(src[s]);
+        }
+        return finite;
+    } else {
+        for (; s + N <= n; s += N) {
+            const hn::Rebind<In, decltype(df)> din;
+            const hn::Rebind<std::int32_t, decltype(df)> di;
+            if constexpr (std::is_same_v<F, float>)
+                hn::StoreU(hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(din, src + s))), df, dst + s);
+            else  // u8/u16 -> i32 -> f64
+                hn::StoreU(hn::PromoteTo(df, hn::PromoteTo(di, hn::LoadU(din, src + s))), df, dst + s);
+        }
+        for (; s < n; ++s) dst[s] = F(src[s]);
+        return true;
+    }
+}
+
+bool AllFinite(const float* HWY_RESTRICT p, std::size_t n) {
+    const hn::ScalableTag<float> d;
+    const std::size_t N = hn::Lanes(d);
+    auto probe = hn::Zero(d);
+    std::size_t s = 0;
+    for (; s + N <= n; s += N) {
+        const auto v = hn::LoadU(d, p + s);
+        probe = hn::Add(probe, hn::Sub(v, v));
+    }
+    bool finite = hn::AllTrue(d, hn::Eq(probe, probe));
+    for (; s < n; ++s) finite = finite && std::isfinite(p[s]);
+    return finite;
+}
+
+template <class F>
+bool WidenAny(PixelType t, const void* src, F* dst, std::size_t n) {
+    switch (t) {
+    case PixelType::u8: return WidenT(static_cast<const std::uint8_t*>(src), dst, n);
+    case PixelType::u16: return WidenT(static_cast<const std::uint16_t*>(src), dst, n);
+    case PixelType::f32: return WidenT(static_cast<const float*>(src), dst, n);
+    }
+    return true;
+}
+bool WidenF32(PixelType t, const void* src, float* dst, std::size_t n) { return WidenAny(t, src, dst, n); }
+bool WidenF64(PixelType t, const void* src, double* dst, std::size_t n) { return WidenAny(t, src, dst, n); }
+
+// ---- the tap loop --------------------------------------------------------------------------------
+
+// K vectors of outputs stay in registers while every tap streams past: one broadcast weight, K loads
+// and K FMAs per tap. K = 8 keeps two FMA pipes busy through their 4-cycle latency.
+template <int K, class D, class F = hn::TFromD<D>>
+HWY_INLINE void SumBlock(D d, const F* const* HWY_RESTRICT taps, const F* HWY_RESTRICT w, std::size_t count,
+                         F* HWY_RESTRICT out, std::size_t s) {
+    const std::size_t N = hn::Lanes(d);
+    auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    for (std::size_t t = 0; t < count; ++t) {
+        const F* HWY_RESTRICT p = taps[t] + s;
+        const auto wt = hn::Set(d, w[t]);
+        a0 = hn::MulAdd(wt, hn::LoadU(d, p), a0);
+        if constexpr (K > 1) a1 = hn::MulAdd(wt, hn::LoadU(d, p + 1 * N), a1);
+        if constexpr (K > 2) a2 = hn::MulAdd(wt, hn::LoadU(d, p + 2 * N), a2);
+        if constexpr (K > 3) a3 = hn::MulAdd(wt, hn::LoadU(d, p + 3 * N), a3);
+        if constexpr (K > 4) a4 = hn::MulAdd(wt, hn::LoadU(d, p + 4 * N), a4);
+        if constexpr (K > 5) a5 = hn::MulAdd(wt, hn::LoadU(d, p + 5 * N), a5);
+        if constexpr (K > 6) a6 = hn::MulAdd(wt, hn::LoadU(d, p + 6 * N), a6);
+        if constexpr (K > 7) a7 = hn::MulAdd(wt, hn::LoadU(d, p + 7 * N), a7);
+    }
+    hn::StoreU(a0, d, out + s);
+    if constexpr (K > 1) hn::StoreU(a1, d, out + s + 1 * N);
+    if constexpr (K > 2) hn::StoreU(a2, d, out + s + 2 * N);
+    if constexpr (K > 3) hn::StoreU(a3, d, out + s + 3 * N);
+    if constexpr (K > 4) hn::StoreU(a4, d, out + s + 4 * N);
+    if constexpr (K > 5) hn::StoreU(a5, d, out + s + 5 * N);
+    if constexpr (K > 6) hn::StoreU(a6, d, out + s + 6 * N);
+    if constexpr (K > 7) hn::StoreU(a7, d, out + s + 7 * N);
+}
+
+template <class F>
+void WeightedSumT(const F* const* taps, const F* w, std::size_t count, F* out, std::size_t n) {
+    const hn::ScalableTag<F> d;
+    const std::size_t N = hn::Lanes(d);
+    std::size_t s = 0;
+    for (; s + 8 * N <= n; s += 8 * N) SumBlock<8>(d, taps, w, count, out, s);
+    // The last 1..8 vectors in one block, so the short tail is not latency-bound (over-computes to N).
+    switch ((n - s + N - 1) / N) {
+    case 1: SumBlock<1>(d, taps, w, count, out, s); break;
+    case 2: SumBlock<2>(d, taps, w, count, out, s); break;
+    case 3: SumBlock<3>(d, taps, w, count, out, s); break;
+    case 4: SumBlock<4>(d, taps, w, count, out, s); break;
+    case 5: SumBlock<5>(d, taps, w, count, out, s); break;
+    case 6: SumBlock<6>(d, taps, w, count, out, s); break;
+    case 7: SumBlock<7>(d, taps, w, count, out, s); break;
+    case 8: SumBlock<8>(d, taps, w, count, out, s); break;
+    default: break;
+    }
+}
+void WeightedSumF32(const float* const* taps, const float* w, std::size_t count, float* out, std::size_t n) {
+    WeightedSumT(taps, w, count, out, n);
+}
+void WeightedSumF64(const double* const* taps, const double* w, std::size_t count, double* out, std::size_t n) {
+    WeightedSumT(taps, w, count, out, n);
+}
+
+// R output rows at once: each loaded input vector feeds all R rows (with R weights), so a tap costs
+// K loads and R broadcasts for R * K FMAs instead of K loads for K FMAs. On AVX-512 most loads of a
+// shifted row straddle two cache lines and count twice, which made the one-row loop load-bound at
+// about half the FMA peak; with R = 4 it is FMA-bound again.
+template <int R, int K, class D, class F = hn::TFromD<D>>
+HWY_INLINE void SumRowsBlock(D d, const F* const* HWY_RESTRICT taps, const F* HWY_RESTRICT w, std::size_t count,
+                             F* const* HWY_RESTRICT outs, std::size_t s) {
+    const std::size_t N = hn::Lanes(d);
+    using V = hn::Vec<D>;
+    V acc[R][K];
+    for (int q = 0; q < R; ++q)
+        for (int k = 0; k < K; ++k) acc[q][k] = hn::Zero(d);
+    for (std::size_t t = 0; t < count; ++t) {
+        const F* HWY_RESTRICT p = taps[t] + s;
+        V v[K];
+        for (int k = 0; k < K; ++k) v[k] = hn::LoadU(d, p + std::size_t(k) * N);
+        for (int q = 0; q < R; ++q) {
+            const V wq = hn::Set(d, w[t * R + std::size_t(q)]);
+            for (int k = 0; k < K; ++k) acc[q][k] = hn::MulAdd(wq, v[k], acc[q][k]);
+        }
+    }
+    for (int q = 0; q < R; ++q)
+        for (int k = 0; k < K; ++k) hn::StoreU(acc[q][k], d, outs[q] + s + std::size_t(k) * N);
+}
+
+template <int R, int K, class F>
+void SumRowsT(const F* const* taps, const F* w, std::size_t count, F* const* outs, std::size_t n) {
+    const hn::ScalableTag<F> d;
+    const std::size_t N = hn::Lanes(d);
+    std::size_t s = 0;
+    for (; s + K * N <= n; s += K * N) SumRowsBlock<R, K>(d, taps, w, count, outs, s);
+    for (; s < n; s += N) SumRowsBlock<R, 1>(d, taps, w, count, outs, s);  // R chains: not latency-bound
+}
+
+// Accumulators per target: 16 of the 32 AVX-512 registers, 8 of the 16 elsewhere.
+#if HWY_TARGET <= HWY_AVX3
+constexpr int kAccumulators = 16;
+#else
+constexpr int kAccumulators = 8;
+#endif
+template <int R>
+constexpr int kVectors = kAccumulators / R > 8 ? 8 : kAccumulators / R;
+
+template <class F>
+void SumRowsAny(int rows, const F* const* taps, const F* w, std::size_t count, F* const* outs, std::size_t n) {
+    switch (rows) {
+    case 1: return SumRowsT<1, kVectors<1>>(taps, w, count, outs, n);
+    case 2: return SumRowsT<2, kVectors<2>>(taps, w, count, outs, n);
+    case 3: return SumRowsT<3, kVectors<3>>(taps, w, count, outs, n);
+    case 4: return SumRowsT<4, kVectors<4>>(taps, w, count, outs, n);
+    default: break;
+    }
+}
+void SumRowsF32(int rows, const float* const* taps, const float* w, std::size_t count, float* const* outs, std::size_t n) {
+    SumRowsAny(rows, taps, w, count, outs, n);
+}
+void SumRowsF64(int rows, const double* const* taps, const double* w, std::size_t count, double* const* outs, std::size_t n) {
+    SumRowsAny(rows, taps, w, count, outs, n);
+}
+
+// ---- storing ---------------------------------------------------------------------------------------
+
+// store_pixel<Out>(float v) for a vector: !(v > 0) -> 0, then min(v, max), rint (half to even), narrow.
+template <class Out, class D>
+HWY_INLINE void StorePixels(D df, hn::Vec<D> v, Out* HWY_RESTRICT p) {
+    if constexpr (std::is_same_v<Out, float>) {
+        hn::StoreU(v, df, p);
+    } else {
+        const hn::Rebind<Out, D> dout;
+        v = hn::IfThenElseZero(hn::Gt(v, hn::Zero(df)), v);
+        v = hn::Min(v, hn::Set(df, float(PixelTraits<Out>::max)));
+        hn::StoreU(hn::DemoteTo(dout, hn::NearestInt(v)), dout, p);
+    }
+}
+
+// store_pixel<Out>(double v) for a vector of doubles.
+template <class Out, class D>
+HWY_INLINE void StorePixels64(D dd, hn::Vec<D> v, Out* HWY_RESTRICT p) {
+    const hn::Rebind<float, D> df;
+    if constexpr (std::is_same_v<Out, float>) {
+        hn::StoreU(hn::DemoteTo(df, v), df, p);
+    } else {
+        v = hn::IfThenElseZero(hn::Gt(v, hn::Zero(dd)), v);
+        v = hn::Round(hn::Min(v, hn::Set(dd, PixelTraits<Out>::max)));
+        StorePixels<Out>(df, hn::DemoteTo(df, v), p);  // integers <= 65535: exact in f32
+    }
+}
+
+// ---- finish: float path ----------------------------------------------------------------------------
+
+template <class Out>
+void FinishFloatT(const float* HWY_RESTRICT sum, Out* HWY_RESTRICT dst, std::size_t n, const LinearFinish& f) {
+    const hn::ScalableTag<float> d;
+    const std::size_t N = hn::Lanes(d);
+    const auto mul = hn::Set(d, float(f.mul)), add = hn::Set(d, float(f.add));
+    std::size_t s = 0;
+    for (; s + N <= n; s += N) StorePixels<Out>(d, hn::Add(hn::Mul(hn::LoadU(d, sum + s), mul), add), dst + s);
+    for (; s < n; ++s) dst[s] = finish_float<Out, float>(sum[s], f);
+}
+
+void FinishFloatRow(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f) {
+    switch (out) {
+    case PixelType::u8: return FinishFloatT(sum, static_cast<std::uint8_t*>(dst), n, f);
+    case PixelType::u16: return FinishFloatT(sum, static_cast<std::uint16_t*>(dst), n, f);
+    case PixelType::f32: return FinishFloatT(sum, static_cast<float*>(dst), n, f);
+    }
+}
+
+// ---- finish: exact path ----------------------------------------------------------------------------
+// finish_exact divides n = isum + offset by the denominator rounding half to even, in integers. In
+// floating point the same quotient comes out of rint(n / d) when n and d are exact and |n| < 2^(p-1)
+// (p = 24 or 53): a quotient that is not a tie lies at least 1/(2d) from one, more than the division's
+// rounding error |n/d| * 2^-p. A power-of-two d divides exactly, so it becomes a multiplication.
+
+enum class DivKind { one, power_of_two, divide };
+
+// Sums as lanes of the finish's type: f32 sums widen exactly into f64 lanes.
+template <class D, class S>
+HWY_INLINE hn::Vec<D> LoadSum(D d, const S* HWY_RESTRICT p) {
+    if constexpr (std::is_same_v<hn::TFromD<D>, S>) return hn::LoadU(d, p);
+    else return hn::PromoteTo(d, hn::LoadU(hn::Rebind<S, D>(), p));
+}
+
+// Integer output, integer rounding: q = rint((sum + offset) / d) + delta, clamped. Lanes of type C.
+template <class C, class Out, class S>
+void FinishRounded(const S* HWY_RESTRICT sum, Out* HWY_RESTRICT dst, std::size_t n, const LinearFinish& f) {
+    const hn::ScalableTag<C> d;
+    const std::size_t N = hn::Lanes(d);
+    const std::int64_t den = f.denominator;
+    const DivKind kind = den == 1 ? DivKind::one : (den & (den - 1)) == 0 ? DivKind::power_of_two : DivKind::divide;
+    const auto offset = hn::Set(d, C(f.offset)), delta = hn::Set(d, C(f.delta_int));
+    const auto dv = hn::Set(d, C(den)), inv = hn::Set(d, C(1) / C(den));
+    const auto zero = hn::Zero(d), hi = hn::Set(d, C(PixelTraits<Out>::max));
+    std::size_t s = 0;
+    for (; s + N <= n; s += N) {
+        auto v = hn::Add(LoadSum(d, sum + s), offset);
+        if (kind == DivKind::power_of_two) v = hn::Round(hn::Mul(v, inv));
+        else if (kind == DivKind::divide) v = hn::Round(hn::Div(v, dv));
+        v = hn::Min(hn::Max(hn::Add(v, delta), zero), hi);
+        if constexpr (std::is_same_v<C, float>) StorePixels<Out>(d, v, dst + s);
+        else StorePixels64<Out>(d, v, dst + s);
+    }
+    for (; s < n; ++s) dst[s] = finish_exact<Out>(std::int64_t(sum[s]), f);
+}
+
+// Anything else (f32 output, or a scale / fractional delta): store_pixel(double(n) / d * scale + delta),
+// the same IEEE double operations in the same order as finish_exact.
+template <class Out, class S>
+void FinishScaled(const S* HWY_RESTRICT sum, Out* HWY_RESTRICT dst, std::size_t n, const LinearFinish& f) {
+    const hn::ScalableTag<double> d;
+    const std::size_t N = hn::Lanes(d);
+    const auto offset = hn::Set(d, double(f.offset)), den = hn::Set(d, double(f.denominator));
+    const auto scale = hn::Set(d, f.scale), delta = hn::Set(d, f.delta);
+    std::size_t s = 0;
+    for (; s + N <= n; s += N) {
+        auto v = hn::Div(hn::Add(LoadSum(d, sum + s), offset), den);
+        StorePixels64<Out>(d, hn::Add(hn::Mul(v, scale), delta), dst + s);
+    }
+    for (; s < n; ++s) dst[s] = finish_exact<Out>(std::int64_t(sum[s]), f);
+}
+
+template <class Out, class S>
+void FinishExactT(const S* sum, Out* dst, std::size_t n, const LinearFinish& f, double bound) {
+    const double top = bound + std::fabs(double(f.offset));  // >= |isum + offset|
+    const double den = double(f.denominator);
+    const double delta = std::fabs(double(f.delta_int));
+    if (PixelTraits<Out>::integer && f.integer_rounding) {
+        if constexpr (std::is_same_v<S, float>)  // f64 sums never get here with so small a bound
+            if (top < 0x1p23 && den < 0x1p24 && delta < 0x1p23) return FinishRounded<float, Out>(sum, dst, n, f);
+        if (top < 0x1p52 && den < 0x1p53 && delta < 0x1p52) return FinishRounded<double, Out>(sum, dst, n, f);
+    } else if (top < 0x1p53) {
+        return FinishScaled<Out>(sum, dst, n, f);
+    }
+    for (std::size_t s = 0; s < n; ++s) dst[s] = finish_exact<Out>(std::int64_t(sum[s]), f);
+}
+
+template <class S>
+void FinishExactAny(PixelType out, const S* sum, void* dst, std::size_t n, const LinearFinish& f, double bound) {
+    switch (out) {
+    case PixelType::u8: return FinishExactT(sum, static_cast<std::uint8_t*>(dst), n, f, bound);
+    case PixelType::u16: return FinishExactT(sum, static_cast<std::uint16_t*>(dst), n, f, bound);
+    case PixelType::f32: return FinishExactT(sum, static_cast<float*>(dst), n, f, bound);
+    }
+}
+void FinishExactF32(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f, double bound) {
+    FinishExactAny(out, sum, dst, n, f, bound);
+}
+void FinishExactF64(PixelType out, const double* sum, void* dst, std::size_t n, const LinearFinish& f, double bound) {
+    FinishExactAny(out, sum, dst, n, f, bound);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace apron::cpu::simd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace apron::cpu::simd {
+
+HWY_EXPORT(WidenF32);
+HWY_EXPORT(WidenF64);
+HWY_EXPORT(AllFinite);
+HWY_EXPORT(WeightedSumF32);
+HWY_EXPORT(WeightedSumF64);
+HWY_EXPORT(SumRowsF32);
+HWY_EXPORT(SumRowsF64);
+HWY_EXPORT(FinishFloatRow);
+HWY_EXPORT(FinishExactF32);
+HWY_EXPORT(FinishExactF64);
+
+bool widen(PixelType t, const void* src, float* dst, std::size_t n) { return HWY_DYNAMIC_DISPATCH(WidenF32)(t, src, dst, n); }
+bool widen(PixelType t, const void* src, double* dst, std::size_t n) { return HWY_DYNAMIC_DISPATCH(WidenF64)(t, src, dst, n); }
+bool all_finite(const float* p, std::size_t n) { return HWY_DYNAMIC_DISPATCH(AllFinite)(p, n); }
+void weighted_sum(const float* const* taps, const float* w, std::size_t count, float* out, std::size_t n) {
+    HWY_DYNAMIC_DISPATCH(WeightedSumF32)(taps, w, count, out, n);
+}
+void weighted_sum(const double* const* taps, const double* w, std::size_t count, double* out, std::size_t n) {
+    HWY_DYNAMIC_DISPATCH(WeightedSumF64)(taps, w, count, out, n);
+}
+void weighted_sum_rows(int rows, const float* const* taps, const float* w, std::size_t count, float* const* outs,
+                       std::size_t n) {
+    HWY_DYNAMIC_DISPATCH(SumRowsF32)(rows, taps, w, count, outs, n);
+}
+void weighted_sum_rows(int rows, const double* const* taps, const double* w, std::size_t count, double* const* outs,
+                       std::size_t n) {
+    HWY_DYNAMIC_DISPATCH(SumRowsF64)(rows, taps, w, count, outs, n);
+}
+void finish_float_row(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f) {
+    HWY_DYNAMIC_DISPATCH(FinishFloatRow)(out, sum, dst, n, f);
+}
+void finish_exact_row(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f, double bound) {
+    HWY_DYNAMIC_DISPATCH(FinishExactF32)(out, sum, dst, n, f, bound);
+}
+void finish_exact_row(PixelType out, const double* sum, void* dst, std::size_t n, const LinearFinish& f, double bound) {
+    HWY_DYNAMIC_DISPATCH(FinishExactF64)(out, sum, dst, n, f, bound);
+}
+
+} // namespace apron::cpu::simd
+#endif
