@@ -48,7 +48,9 @@ int run_filter(const FilterArgs& a) {
     auto backend = apron::parse_backend(a.backend);
     if (!backend) throw apron::Error("--backend: '" + a.backend + "' is not auto, cpu, reference or cuda");
     options.backend = *backend;
-    if (a.threads < 0) throw apron::Error("--threads: must be 0 (all cores) or positive");
+    if (a.threads < 0 || a.threads > apron::max_threads)
+        throw apron::Error("--threads: " + std::to_string(a.threads) + " is out of range (0 = all cores, at most " +
+                           std::to_string(apron::max_threads) + ")");
     if (a.quality < 1 || a.quality > 100) throw apron::Error("--quality: must be 1..100");
 
     const apron::Pipeline pipeline(a.ops);  // parses and validates every --op before any file is touched

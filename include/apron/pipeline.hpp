@@ -25,9 +25,11 @@ struct StageTiming {
     double milliseconds = 0;
 };
 
+constexpr int max_threads = 1024;
+
 struct RunOptions {
     Backend backend = Backend::automatic;
-    int threads = 0;                      // CPU threads; 0 = all cores
+    int threads = 0;                      // CPU threads; 0 = all cores, at most max_threads
     std::optional<PixelType> out_type;    // default: the input's type
     std::vector<StageTiming>* timings = nullptr;  // when set, one entry per step is appended
 };

@@ -52,7 +52,9 @@ std::string Pipeline::describe(const ImageShape& input, const RunOptions& option
 
 Image Pipeline::run(ConstImageView input, const RunOptions& options) const {
     if (input.memory != Memory::host) fail("input image", "Pipeline::run takes an image in host memory");
-    if (options.threads < 0) fail("--threads", "must be 0 (all cores) or positive");
+    if (options.threads < 0 || options.threads > max_threads)
+        fail("--threads", std::to_string(options.threads) + " is out of range (0 = all cores, at most " +
+                              std::to_string(max_threads) + ")");
     const Backend backend = resolve(options.backend);
     ExecutionPlan plan = make_plan(ops_, input.shape, options.out_type.value_or(input.type()), backend);
     if (plan.operations.empty()) {
