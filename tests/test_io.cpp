@@ -55,8 +55,8 @@ TEST(ImageIo, RoundTripEveryFormatTypeAndChannelCount) {
                     SCOPED_TRACE(std::string(to_string(f)) + " " + to_string(t) + " c=" + std::to_string(c) + " " +
                                  std::to_string(s[0]) + "x" + std::to_string(s[1]));
                     const unsigned seed = unsigned(cases++);
-                    const Image src = f == ImageFormat::jpeg ? smooth_image(s[0], s[1], c)
-                                                             : random_image(s[0], s[1], c, t, seed);
+                    const Image src =
+                        f == ImageFormat::jpeg ? smooth_image(s[0], s[1], c) : random_image(s[0], s[1], c, t, seed);
                     const auto file = encode_image(f, src, "roundtrip", {});
                     const Image back = decode_image(file, "roundtrip");
                     if (f == ImageFormat::jpeg)
@@ -65,7 +65,7 @@ TEST(ImageIo, RoundTripEveryFormatTypeAndChannelCount) {
                         EXPECT_TRUE(same_pixels(src, back));
                 }
             }
-    // pnm 4 + pfm 2 + png 8 + jpeg 2 (+ tiff 12) combinations, each at every size.
+            // pnm 4 + pfm 2 + png 8 + jpeg 2 (+ tiff 12) combinations, each at every size.
 #if APRON_HAVE_TIFF
     EXPECT_EQ(cases, 28 * 5);
 #else
@@ -191,5 +191,5 @@ TEST(ImageIo, AtomicWriteInTheCurrentDirectoryAndEmptyContent) {
     EXPECT_TRUE(dir.temp_files().empty());
 }
 
-} // namespace
-} // namespace apron::iotest
+}  // namespace
+}  // namespace apron::iotest

@@ -159,10 +159,9 @@ TEST(ImageIoNegative, CorruptPngCrc) {
 
 TEST(ImageIoNegative, CmykJpeg) {
     // SOI, SOF0 with four components (no Adobe marker: libjpeg takes it as CMYK), SOS header.
-    const ByteVec jpeg = {0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x14, 0x08, 0x00, 0x08, 0x00, 0x08, 0x04,
-                          0x01, 0x11, 0x00, 0x02, 0x11, 0x00, 0x03, 0x11, 0x00, 0x04, 0x11, 0x00,
-                          0xFF, 0xDA, 0x00, 0x0E, 0x04, 0x01, 0x00, 0x02, 0x00, 0x03, 0x00, 0x04, 0x00,
-                          0x00, 0x3F, 0x00, 0x00, 0x00, 0xFF, 0xD9};
+    const ByteVec jpeg = {0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x14, 0x08, 0x00, 0x08, 0x00, 0x08, 0x04, 0x01, 0x11, 0x00,
+                          0x02, 0x11, 0x00, 0x03, 0x11, 0x00, 0x04, 0x11, 0x00, 0xFF, 0xDA, 0x00, 0x0E, 0x04, 0x01,
+                          0x00, 0x02, 0x00, 0x03, 0x00, 0x04, 0x00, 0x00, 0x3F, 0x00, 0x00, 0x00, 0xFF, 0xD9};
     EXPECT_TRUE(decode_fails(jpeg, "CMYK"));
 }
 
@@ -189,7 +188,12 @@ TEST(ImageIoNegative, UnsupportedTiffSamples) {
 
 TEST(ImageIoNegative, TypeTheFormatCannotStore) {
     ScratchDir dir;
-    struct Case { const char* name; int c; PixelType t; const char* hint; };
+    struct Case {
+        const char* name;
+        int c;
+        PixelType t;
+        const char* hint;
+    };
     for (const Case& k : {Case{"f.png", 1, PixelType::f32, ".pfm"}, Case{"u.jpg", 1, PixelType::u16, ".png"},
                           Case{"a.jpg", 2, PixelType::u8, ".png"}, Case{"r.ppm", 4, PixelType::u8, ".png"},
                           Case{"f.pgm", 1, PixelType::f32, ".pfm"}, Case{"b.pfm", 1, PixelType::u8, "f32"},
@@ -214,7 +218,8 @@ TEST(ImageIoNegative, BadWriterOptions) {
     EXPECT_TRUE(fails_naming([&] { encode_image(ImageFormat::jpeg, img, "q.jpg", q); }, "q.jpg", "quality 0"));
     WriteOptions z;
     z.png_compression = 10;
-    EXPECT_TRUE(fails_naming([&] { encode_image(ImageFormat::png, img, "z.png", z); }, "z.png", "compression level 10"));
+    EXPECT_TRUE(
+        fails_naming([&] { encode_image(ImageFormat::png, img, "z.png", z); }, "z.png", "compression level 10"));
 }
 
 TEST(ImageIoNegative, ViewsThatCannotBeWritten) {
@@ -239,5 +244,5 @@ TEST(ImageIoNegative, UnwritableDirectoryLeavesNothing) {
     EXPECT_TRUE(dir.temp_files().empty());
 }
 
-} // namespace
-} // namespace apron::iotest
+}  // namespace
+}  // namespace apron::iotest

@@ -25,6 +25,9 @@ TEST(Pnm, CommentsWhereverWhitespaceIsAllowed) {
 
     const Image bin = decode_image(concat(bytes("P5 #c\n2 1 #c\n255\n"), {7, 200}), "c.pgm");
     EXPECT_EQ(pixels_of<std::uint8_t>(bin), (std::vector<std::uint8_t>{7, 200}));
+    // Right after the maxval, a comment and its newline together are the one separating whitespace.
+    const Image tight = decode_image(concat(bytes("P5 2 1 255# last\n"), {35, 10}), "c.pgm");
+    EXPECT_EQ(pixels_of<std::uint8_t>(tight), (std::vector<std::uint8_t>{35, 10}));
 }
 
 TEST(Pnm, PlainAndBinaryColour) {
@@ -76,8 +79,7 @@ TEST(Pnm, BitmapsReadAsBlackZeroWhite255) {
     EXPECT_EQ(pixels_of<std::uint8_t>(p1), (std::vector<std::uint8_t>{0, 255, 0, 0, 255, 255, 0, 255, 255, 0}));
     // P4: rows padded to whole bytes, most significant bit first.
     const Image p4 = decode_image(concat(bytes("P4\n10 1\n"), {0b10110000, 0b01000000}), "b.pbm");
-    EXPECT_EQ(pixels_of<std::uint8_t>(p4),
-              (std::vector<std::uint8_t>{0, 255, 0, 0, 255, 255, 255, 255, 255, 0}));
+    EXPECT_EQ(pixels_of<std::uint8_t>(p4), (std::vector<std::uint8_t>{0, 255, 0, 0, 255, 255, 255, 255, 255, 0}));
 }
 
 TEST(Pnm, PamHoldsOneToFourChannels) {
@@ -87,9 +89,8 @@ TEST(Pnm, PamHoldsOneToFourChannels) {
                                     "a.pam");
     EXPECT_EQ(rgba.shape(), (ImageShape{2, 1, 4, PixelType::u8}));
     EXPECT_EQ(pixels_of<std::uint8_t>(rgba), (std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6, 7, 8}));
-    const Image ga = decode_image(concat(bytes("P7\nWIDTH 1\nHEIGHT 1\nDEPTH 2\nMAXVAL 65535\nENDHDR\n"),
-                                         {0x01, 0x02, 0xFF, 0x00}),
-                                  "a.pam");
+    const Image ga = decode_image(
+        concat(bytes("P7\nWIDTH 1\nHEIGHT 1\nDEPTH 2\nMAXVAL 65535\nENDHDR\n"), {0x01, 0x02, 0xFF, 0x00}), "a.pam");
     EXPECT_EQ(pixels_of<std::uint16_t>(ga), (std::vector<std::uint16_t>{0x0102, 0xFF00}));
 }
 
@@ -114,8 +115,8 @@ TEST(Pfm, LittleEndianRowsBottomToTop) {
 }
 
 TEST(Pfm, BigEndianColourAndAnyScaleMagnitude) {
-    const Image img = decode_image(concat(bytes("PF\n1 2\n2.5\n"), float_bytes({-1.5f, 0, 7, 0.25f, 1e6f, -3}, false)),
-                                   "b.pfm");
+    const Image img =
+        decode_image(concat(bytes("PF\n1 2\n2.5\n"), float_bytes({-1.5f, 0, 7, 0.25f, 1e6f, -3}, false)), "b.pfm");
     EXPECT_EQ(img.shape(), (ImageShape{1, 2, 3, PixelType::f32}));
     EXPECT_EQ(pixels_of<float>(img), (std::vector<float>{0.25f, 1e6f, -3, -1.5f, 0, 7}));
 }
@@ -127,5 +128,5 @@ TEST(Pfm, WritesLittleEndianBottomRowFirst) {
     EXPECT_EQ(encode_image(ImageFormat::pfm, src, "o.pfm"), concat(bytes("Pf\n1 2\n-1\n"), float_bytes({-2, 1}, true)));
 }
 
-} // namespace
-} // namespace apron::iotest
+}  // namespace
+}  // namespace apron::iotest

@@ -35,9 +35,7 @@ inline Image random_image(int w, int h, int c, PixelType t, unsigned seed) {
             switch (t) {
             case PixelType::u8: img.row<std::uint8_t>(y)[i] = std::uint8_t(rng()); break;
             case PixelType::u16: img.row<std::uint16_t>(y)[i] = std::uint16_t(rng()); break;
-            case PixelType::f32:
-                img.row<float>(y)[i] = std::uniform_real_distribution<float>(-1e4f, 1e4f)(rng);
-                break;
+            case PixelType::f32: img.row<float>(y)[i] = std::uniform_real_distribution<float>(-1e4f, 1e4f)(rng); break;
             }
         }
     return img;
@@ -46,10 +44,9 @@ inline Image random_image(int w, int h, int c, PixelType t, unsigned seed) {
 // Bitwise equality of shape and pixels (row padding ignored).
 inline ::testing::AssertionResult same_pixels(ConstImageView a, ConstImageView b) {
     if (!(a.shape == b.shape))
-        return ::testing::AssertionFailure()
-               << "shapes differ: " << a.width() << "x" << a.height() << "x" << a.channels() << " "
-               << to_string(a.type()) << " vs " << b.width() << "x" << b.height() << "x" << b.channels() << " "
-               << to_string(b.type());
+        return ::testing::AssertionFailure() << "shapes differ: " << a.width() << "x" << a.height() << "x"
+                                             << a.channels() << " " << to_string(a.type()) << " vs " << b.width() << "x"
+                                             << b.height() << "x" << b.channels() << " " << to_string(b.type());
     for (int y = 0; y < a.height(); ++y)
         if (std::memcmp(a.row_bytes(y), b.row_bytes(y), a.shape.row_bytes()) != 0)
             return ::testing::AssertionFailure() << "row " << y << " differs";
@@ -67,8 +64,7 @@ inline ::testing::AssertionResult fails_naming(const std::function<void()>& f, c
             return ::testing::AssertionFailure() << "message does not name '" << name << "': " << m;
         if (m.find(fragment) == std::string::npos)
             return ::testing::AssertionFailure() << "message lacks '" << fragment << "': " << m;
-        if (m.find('\n') != std::string::npos)
-            return ::testing::AssertionFailure() << "message is not one line: " << m;
+        if (m.find('\n') != std::string::npos) return ::testing::AssertionFailure() << "message is not one line: " << m;
         return ::testing::AssertionSuccess() << m;
     } catch (const std::exception& e) {
         return ::testing::AssertionFailure() << "not an apron::Error: " << e.what();
@@ -108,4 +104,4 @@ private:
     std::filesystem::path path_;
 };
 
-} // namespace apron::iotest
+}  // namespace apron::iotest

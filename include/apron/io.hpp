@@ -3,6 +3,18 @@
 // .pgm .ppm .pnm (Netpbm P2/P3/P5/P6), .pfm (Pf/PF), .png, .jpg/.jpeg, .tif/.tiff (when built with libtiff).
 // Every reader refuses malformed, truncated or absurd files with an apron::Error naming the file.
 // Every writer writes a temporary file beside the target and renames it, so no partial output remains.
+//
+// What each format holds (read -> write):
+//   PNM   P2/P5 gray, P3/P6 RGB, P7 (PAM) 1-4 channels, P1/P4 bitmaps (black 0, white 255) -> u8/u16, 1 or 3
+//         channels (P5/P6, or P2/P3 with pnm_ascii). Samples are kept as stored, not rescaled: maxval <= 255
+//         gives u8, larger gives u16 (a maxval-4095 file holds 0..4095). Wide samples are big-endian in files.
+//   PFM   Pf (1 channel) / PF (3), either byte order, rows bottom to top -> f32, little-endian.
+//   PNG   gray, gray+alpha, RGB, RGBA, palette (expanded to RGB/RGBA), 1-16 bits (below 8 expanded to 8)
+//         -> u8/u16, 1-4 channels.
+//   JPEG  gray, YCbCr/RGB (CMYK refused); corrupt or truncated data is refused, not patched -> u8, 1 or 3.
+//   TIFF  8/16-bit unsigned and 32-bit float, 1-4 samples, gray/RGB, strips or tiles, contiguous or separate
+//         planes, first page only -> u8/u16/f32, 1-4 channels, deflate-compressed strips.
+// Multi-byte samples are native-endian in memory.
 #include <cstdint>
 #include <span>
 #include <string>

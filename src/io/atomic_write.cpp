@@ -40,7 +40,7 @@ bool write_all(int fd, const std::uint8_t* p, std::size_t n) {
     return true;
 }
 
-} // namespace
+}  // namespace
 
 void write_file_atomically(const std::string& path, std::span<const std::uint8_t> bytes) {
     const std::size_t slash = path.find_last_of('/');
@@ -75,4 +75,4 @@ void write_file_atomically(const std::string& path, std::span<const std::uint8_t
     }
 }
 
-} // namespace apron
+}  // namespace apron

@@ -35,8 +35,8 @@ Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOpt
 std::uint64_t check_size(const std::string& name, std::uint64_t width, std::uint64_t height,
                          const ReadOptions& options);
 // check_size, then allocates the image (an allocation failure names the file too).
-Image allocate_image(const std::string& name, std::uint64_t width, std::uint64_t height, int channels,
-                     PixelType type, const ReadOptions& options);
+Image allocate_image(const std::string& name, std::uint64_t width, std::uint64_t height, int channels, PixelType type,
+                     const ReadOptions& options);
 
 // Byte order helpers: files carry a fixed order, memory holds native order.
 inline void swap_bytes_16(std::uint8_t* p, std::size_t count) {
@@ -49,4 +49,4 @@ inline void swap_bytes_32(std::uint8_t* p, std::size_t count) {
     }
 }
 
-} // namespace apron::io
+}  // namespace apron::io

@@ -44,7 +44,7 @@ std::string lower_extension(const std::string& path) {
     return ext;
 }
 
-} // namespace
+}  // namespace
 
 const char* to_string(ImageFormat f) {
     switch (f) {
@@ -95,19 +95,24 @@ bool can_store(ImageFormat format, const ImageShape& shape, std::string* why) {
     const bool one_or_three = shape.channels == 1 || shape.channels == 3;
     switch (format) {
     case ImageFormat::pnm:
-        if (shape.type == PixelType::f32) return no("PNM (.pgm/.ppm) stores u8 or u16 only; write f32 images as .pfm or .tif");
-        if (!one_or_three) return no("PNM (.pgm/.ppm) stores 1 or 3 channels; write 2- or 4-channel images as .png or .tif");
+        if (shape.type == PixelType::f32)
+            return no("PNM (.pgm/.ppm) stores u8 or u16 only; write f32 images as .pfm or .tif");
+        if (!one_or_three)
+            return no("PNM (.pgm/.ppm) stores 1 or 3 channels; write 2- or 4-channel images as .png or .tif");
         return true;
     case ImageFormat::pfm:
-        if (shape.type != PixelType::f32) return no("PFM stores f32 only; convert to f32 or write .pgm/.ppm, .png or .tif");
+        if (shape.type != PixelType::f32)
+            return no("PFM stores f32 only; convert to f32 or write .pgm/.ppm, .png or .tif");
         if (!one_or_three) return no("PFM stores 1 or 3 channels; write 2- or 4-channel f32 images as .tif");
         return true;
     case ImageFormat::png:
         if (shape.type == PixelType::f32) return no("PNG stores u8 or u16 only; write f32 images as .pfm or .tif");
         return true;
     case ImageFormat::jpeg:
-        if (shape.type != PixelType::u8) return no("JPEG stores u8 only; write u16 images as .png or .tif and f32 as .pfm or .tif");
-        if (!one_or_three) return no("JPEG stores 1 or 3 channels (no alpha); write 2- or 4-channel images as .png or .tif");
+        if (shape.type != PixelType::u8)
+            return no("JPEG stores u8 only; write u16 images as .png or .tif and f32 as .pfm or .tif");
+        if (!one_or_three)
+            return no("JPEG stores 1 or 3 channels (no alpha); write 2- or 4-channel images as .png or .tif");
         return true;
     case ImageFormat::tiff:
 #if APRON_HAVE_TIFF
@@ -215,4 +220,4 @@ void write_image(const std::string& path, ConstImageView image, const WriteOptio
     write_file_atomically(path, bytes);
 }
 
-} // namespace apron
+}  // namespace apron

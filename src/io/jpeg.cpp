@@ -42,16 +42,14 @@ struct ErrorManager {
 void on_emit_message(j_common_ptr cinfo, int level) {
     if (level >= 0) return;  // trace messages
     switch (cinfo->err->msg_code) {
-    case JWRN_JPEG_EOF:           // the file ends early
-    case JWRN_HIT_MARKER:         // a segment ends early
+    case JWRN_JPEG_EOF:    // the file ends early
+    case JWRN_HIT_MARKER:  // a segment ends early
     case JWRN_HUFF_BAD_CODE:
     case JWRN_ARITH_BAD_CODE:
     case JWRN_MUST_RESYNC:
     case JWRN_NOT_SEQUENTIAL:
-    case JWRN_BOGUS_PROGRESSION:
-        on_error_exit(cinfo);
-    default:
-        return;  // harmless: stray bytes between markers, an odd JFIF version or Adobe/ICC marker
+    case JWRN_BOGUS_PROGRESSION: on_error_exit(cinfo);
+    default: return;  // harmless: stray bytes between markers, an odd JFIF version or Adobe/ICC marker
     }
 }
 
@@ -124,8 +122,8 @@ bool step_decompress(j_decompress_ptr cinfo, ErrorManager& err, JSAMPROW* rows, 
     return true;
 }
 
-bool step_compress(j_compress_ptr cinfo, ErrorManager& err, Destination& dest, ConstImageView image,
-                   JSAMPROW* rows, int quality) {
+bool step_compress(j_compress_ptr cinfo, ErrorManager& err, Destination& dest, ConstImageView image, JSAMPROW* rows,
+                   int quality) {
     if (setjmp(err.jump)) return false;
     jpeg_create_compress(cinfo);
     dest.base.init_destination = dest_init;
@@ -145,7 +143,7 @@ bool step_compress(j_compress_ptr cinfo, ErrorManager& err, Destination& dest, C
     return true;
 }
 
-} // namespace
+}  // namespace
 
 Image decode_jpeg(Bytes bytes, const std::string& name, const ReadOptions& options) {
     struct Decompressor {
@@ -168,8 +166,9 @@ Image decode_jpeg(Bytes bytes, const std::string& name, const ReadOptions& optio
     case JCS_RGB: d.cinfo.out_color_space = JCS_RGB, channels = 3; break;
     case JCS_CMYK:
     case JCS_YCCK: fail(name, "CMYK JPEG files are not supported (convert the file to RGB first)");
-    default: fail(name, "JPEG file with an unsupported colour space (" + std::to_string(d.cinfo.num_components) +
-                            " components)");
+    default:
+        fail(name,
+             "JPEG file with an unsupported colour space (" + std::to_string(d.cinfo.num_components) + " components)");
     }
     Image img = allocate_image(name, d.cinfo.image_width, d.cinfo.image_height, channels, PixelType::u8, options);
     std::vector<JSAMPROW> rows(std::size_t(img.height()));
@@ -200,4 +199,4 @@ Buffer encode_jpeg(ConstImageView image, const std::string& name, const WriteOpt
     return out;
 }
 
-} // namespace apron::io
+}  // namespace apron::io

@@ -27,8 +27,7 @@ Image decode_pfm(Bytes bytes, const std::string& name, const ReadOptions& option
     if (first != last && *first == '+') ++first;
     double scale = 0;
     const auto [end, error] = std::from_chars(first, last, scale);
-    if (error != std::errc() || end != last)
-        h.malformed("the scale '" + scale_text + "' is not a number");
+    if (error != std::errc() || end != last) h.malformed("the scale '" + scale_text + "' is not a number");
     if (!std::isfinite(scale) || scale == 0)
         h.malformed("the scale " + scale_text + " must be a finite, non-zero number (its sign gives the byte order)");
     const bool file_little_endian = scale < 0;
@@ -51,8 +50,8 @@ Image decode_pfm(Bytes bytes, const std::string& name, const ReadOptions& option
 }
 
 Buffer encode_pfm(ConstImageView image, const std::string&, const WriteOptions&) {
-    const std::string header = std::string(image.channels() == 3 ? "PF" : "Pf") + "\n" +
-                               std::to_string(image.width()) + " " + std::to_string(image.height()) + "\n-1\n";
+    const std::string header = std::string(image.channels() == 3 ? "PF" : "Pf") + "\n" + std::to_string(image.width()) +
+                               " " + std::to_string(image.height()) + "\n-1\n";
     const std::size_t row_bytes = image.shape.row_bytes();
     Buffer out(header.begin(), header.end());
     out.reserve(header.size() + row_bytes * image.height());
@@ -65,4 +64,4 @@ Buffer encode_pfm(ConstImageView image, const std::string&, const WriteOptions&)
     return out;
 }
 
-} // namespace apron::io
+}  // namespace apron::io

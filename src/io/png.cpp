@@ -21,9 +21,9 @@ constexpr bool little_endian_host = std::endian::native == std::endian::little;
 
 // Shared by the read and write paths; plain data, so it survives the longjmp unharmed.
 struct PngContext {
-    Bytes in{};           // reading: the file
+    Bytes in{};  // reading: the file
     std::size_t pos = 0;
-    Buffer* out = nullptr; // writing: the growing file
+    Buffer* out = nullptr;  // writing: the growing file
     char message[256] = "";
 };
 
@@ -105,7 +105,7 @@ struct WriteStructs {
     ~WriteStructs() { png_destroy_write_struct(&png, info ? &info : nullptr); }
 };
 
-} // namespace
+}  // namespace
 
 Image decode_png(Bytes bytes, const std::string& name, const ReadOptions& options) {
     PngContext ctx;
@@ -128,8 +128,8 @@ Image decode_png(Bytes bytes, const std::string& name, const ReadOptions& option
     if (channels < 1 || channels > 4 || (depth != 8 && depth != 16))
         fail(name, "unsupported PNG layout (" + std::to_string(channels) + " channels of " + std::to_string(depth) +
                        " bits)");
-    Image img = allocate_image(name, png_get_image_width(s.png, s.info), png_get_image_height(s.png, s.info),
-                               channels, depth == 16 ? PixelType::u16 : PixelType::u8, options);
+    Image img = allocate_image(name, png_get_image_width(s.png, s.info), png_get_image_height(s.png, s.info), channels,
+                               depth == 16 ? PixelType::u16 : PixelType::u8, options);
     std::vector<png_bytep> rows(std::size_t(img.height()));
     for (int y = 0; y < img.height(); ++y) rows[y] = reinterpret_cast<png_bytep>(img.view().row_bytes(y));
     if (!step_read_rows(s.png, s.info, rows.data())) png_failed();
@@ -161,4 +161,4 @@ Buffer encode_png(ConstImageView image, const std::string& name, const WriteOpti
     return out;
 }
 
-} // namespace apron::io
+}  // namespace apron::io

@@ -26,10 +26,14 @@ void read_pam_header(TextHeader& h, PnmHeader& p) {
     for (;;) {
         const std::string_view key = h.token("ENDHDR line");
         if (key == "ENDHDR") break;
-        if (key == "WIDTH") p.width = h.number("width"), have_width = true;
-        else if (key == "HEIGHT") p.height = h.number("height"), have_height = true;
-        else if (key == "DEPTH") depth = h.number("depth"), have_depth = true;
-        else if (key == "MAXVAL") p.maxval = h.number("maxval"), have_maxval = true;
+        if (key == "WIDTH")
+            p.width = h.number("width"), have_width = true;
+        else if (key == "HEIGHT")
+            p.height = h.number("height"), have_height = true;
+        else if (key == "DEPTH")
+            depth = h.number("depth"), have_depth = true;
+        else if (key == "MAXVAL")
+            p.maxval = h.number("maxval"), have_maxval = true;
         else if (key == "TUPLTYPE") {
             // The tuple type is informative only (e.g. RGB_ALPHA); the depth says what we need.
             while (!h.at_end() && h.rest()[0] != '\n') h.skip(1);
@@ -58,8 +62,7 @@ PnmHeader read_header(TextHeader& h) {
         p.maxval = (p.kind == '1' || p.kind == '4') ? 1 : h.number("maxval");
         p.channels = (p.kind == '3' || p.kind == '6') ? 3 : 1;
     }
-    if (p.maxval < 1 || p.maxval > 65535)
-        h.malformed("maxval " + std::to_string(p.maxval) + " is outside 1..65535");
+    if (p.maxval < 1 || p.maxval > 65535) h.malformed("maxval " + std::to_string(p.maxval) + " is outside 1..65535");
     return p;
 }
 
@@ -130,7 +133,7 @@ void read_bitmap(TextHeader& h, const PnmHeader& p, Image& img) {
 
 void append(Buffer& out, const std::string& s) { out.insert(out.end(), s.begin(), s.end()); }
 
-} // namespace
+}  // namespace
 
 Image decode_pnm(Bytes bytes, const std::string& name, const ReadOptions& options) {
     TextHeader h(bytes, name, "PNM");
@@ -140,21 +143,17 @@ Image decode_pnm(Bytes bytes, const std::string& name, const ReadOptions& option
     if (!ascii) h.end_of_header();
 
     // Refuse a file too short for its promised size before allocating anything: a 20-byte file must not
-    // make us allocate gigabytes. Divisions instead of products so nothing can overflow.
-    std::uint64_t bytes_per_row_unit = 1;  // bytes per sample (or per 8 pixels for P4)
-    std::uint64_t units = pixels;
-    if (p.kind == '4') {
-        units = p.height;
-        bytes_per_row_unit = (p.width + 7) / 8;
-    } else if (!ascii) {
-        bytes_per_row_unit = std::uint64_t(p.channels) * (p.maxval > 255 ? 2 : 1);
-    } else {
-        bytes_per_row_unit = std::uint64_t(p.channels);  // an ASCII sample takes at least one byte
-    }
-    if (h.remaining() / bytes_per_row_unit < units) h.truncated("pixel data");
+    // make us allocate gigabytes. The data is `units` items of at least `unit_bytes` bytes each (an ASCII
+    // sample takes at least one byte); dividing instead of multiplying keeps this free of overflow.
+    std::uint64_t units = pixels, unit_bytes = std::uint64_t(p.channels);
+    if (p.kind == '4')
+        units = p.height, unit_bytes = (p.width + 7) / 8;
+    else if (!ascii && p.maxval > 255)
+        unit_bytes *= 2;
+    if (h.remaining() / unit_bytes < units) h.truncated("pixel data");
 
-    Image img = allocate_image(name, p.width, p.height, p.channels,
-                               p.maxval > 255 ? PixelType::u16 : PixelType::u8, options);
+    Image img =
+        allocate_image(name, p.width, p.height, p.channels, p.maxval > 255 ? PixelType::u16 : PixelType::u8, options);
     if (p.kind == '1' || p.kind == '4')
         read_bitmap(h, p, img);
     else if (!ascii)
@@ -170,8 +169,8 @@ Buffer encode_pnm(ConstImageView image, const std::string&, const WriteOptions& 
     const bool wide = image.type() == PixelType::u16;
     const char kind = image.channels() == 1 ? (options.pnm_ascii ? '2' : '5') : (options.pnm_ascii ? '3' : '6');
     Buffer out;
-    append(out, std::string("P") + kind + "\n" + std::to_string(image.width()) + " " +
-                    std::to_string(image.height()) + "\n" + (wide ? "65535" : "255") + "\n");
+    append(out, std::string("P") + kind + "\n" + std::to_string(image.width()) + " " + std::to_string(image.height()) +
+                    "\n" + (wide ? "65535" : "255") + "\n");
     const std::size_t samples_per_row = std::size_t(image.width()) * image.channels();
     auto sample = [&](int y, std::size_t i) -> unsigned {
         return wide ? image.row<std::uint16_t>(y)[i] : image.row<std::uint8_t>(y)[i];
@@ -206,4 +205,4 @@ Buffer encode_pnm(ConstImageView image, const std::string&, const WriteOptions& 
     return out;
 }
 
-} // namespace apron::io
+}  // namespace apron::io

@@ -15,7 +15,9 @@ public:
     TextHeader(Bytes bytes, const std::string& name, const char* format)
         : bytes_(bytes), name_(name), format_(format) {}
 
-    static bool is_space(std::uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+    static bool is_space(std::uint8_t c) {
+        return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+    }
 
     std::size_t pos() const { return pos_; }
     std::size_t remaining() const { return bytes_.size() - pos_; }
@@ -40,11 +42,12 @@ public:
     std::uint64_t number(const char* what) {
         skip_space_and_comments();
         if (at_end()) truncated(what);
-        if (bytes_[pos_] < '0' || bytes_[pos_] > '9') malformed(std::string("expected a non-negative integer for the ") + what);
+        if (bytes_[pos_] < '0' || bytes_[pos_] > '9')
+            malformed(std::string("expected a non-negative integer for the ") + what);
         std::uint64_t v = 0;
         while (pos_ < bytes_.size() && bytes_[pos_] >= '0' && bytes_[pos_] <= '9') {
             v = v * 10 + (bytes_[pos_++] - '0');
-            if (v > (std::uint64_t(1) << 40)) malformed(std::string("the ") + what + " is too large");
+            if (v > (std::uint64_t(1) << 40)) malformed(std::string("the number for the ") + what + " is too large");
         }
         return v;
     }
@@ -59,7 +62,10 @@ public:
     }
 
     // The single whitespace byte that separates a binary header from its raster (as Netpbm requires).
+    // Netpbm's own reader takes a comment right after the last number as part of that whitespace.
     void end_of_header() {
+        if (!at_end() && bytes_[pos_] == '#')
+            while (pos_ < bytes_.size() && bytes_[pos_] != '\n' && bytes_[pos_] != '\r') ++pos_;
         if (at_end()) truncated("pixel data");
         if (!is_space(bytes_[pos_])) malformed("expected one whitespace character before the pixel data");
         ++pos_;
@@ -79,4 +85,4 @@ private:
     std::size_t pos_ = 0;
 };
 
-} // namespace apron::io
+}  // namespace apron::io

@@ -23,8 +23,8 @@ namespace apron::io {
 namespace {
 
 struct MemoryFile {
-    Bytes in{};            // reading
-    Buffer* out = nullptr; // writing
+    Bytes in{};             // reading
+    Buffer* out = nullptr;  // writing
     std::uint64_t pos = 0;
     char message[256] = "";
 
@@ -110,21 +110,21 @@ TIFF* open_memory_file(MemoryFile& f, const std::string& name, const char* mode,
     TIFFOpenOptionsSetErrorHandlerExtR(opts.get(), on_error, &f);
     TIFFOpenOptionsSetWarningHandlerExtR(opts.get(), on_warning, &f);
     TIFFOpenOptionsSetMaxSingleMemAlloc(opts.get(), max_alloc);
-    return TIFFClientOpenExt(name.c_str(), mode, &f, file_read, file_write, file_seek, file_close, file_size,
-                             file_map, file_unmap, opts.get());
+    return TIFFClientOpenExt(name.c_str(), mode, &f, file_read, file_write, file_seek, file_close, file_size, file_map,
+                             file_unmap, opts.get());
 }
 
 // How the samples of one strip or tile are laid out, and where they go in the image.
 struct Layout {
-    int spp = 1;               // samples per pixel in the image
-    int chunk_spp = 1;         // samples per pixel in a strip/tile: spp (contiguous) or 1 (separate planes)
+    int spp = 1;        // samples per pixel in the image
+    int chunk_spp = 1;  // samples per pixel in a strip/tile: spp (contiguous) or 1 (separate planes)
     std::size_t sample_bytes = 1;
 };
 
 // Copies a w x h block of a decoded strip/tile (rows `chunk_pitch` bytes apart) to (x0, y0) of the image;
 // `plane` is the sample it holds when planes are separate.
-void copy_block(Image& img, const Layout& l, const std::uint8_t* chunk, std::size_t chunk_pitch, int x0, int y0,
-                int w, int h, int plane) {
+void copy_block(Image& img, const Layout& l, const std::uint8_t* chunk, std::size_t chunk_pitch, int x0, int y0, int w,
+                int h, int plane) {
     const std::size_t pixel_bytes = l.sample_bytes * std::size_t(l.spp);
     for (int r = 0; r < h; ++r) {
         const std::uint8_t* src = chunk + std::size_t(r) * chunk_pitch;
@@ -133,7 +133,8 @@ void copy_block(Image& img, const Layout& l, const std::uint8_t* chunk, std::siz
             std::memcpy(dst, src, std::size_t(w) * pixel_bytes);
         } else {
             dst += std::size_t(plane) * l.sample_bytes;
-            for (int x = 0; x < w; ++x) std::memcpy(dst + std::size_t(x) * pixel_bytes, src + x * l.sample_bytes, l.sample_bytes);
+            for (int x = 0; x < w; ++x)
+                std::memcpy(dst + std::size_t(x) * pixel_bytes, src + x * l.sample_bytes, l.sample_bytes);
         }
     }
 }
@@ -156,7 +157,8 @@ void read_tiles(TIFF* tif, MemoryFile& f, Image& img, const Layout& l, const std
     for (int p = 0; p < planes; ++p)
         for (std::uint64_t y = 0; y < std::uint64_t(img.height()); y += th)
             for (std::uint64_t x = 0; x < std::uint64_t(img.width()); x += tw) {
-                const std::uint32_t tile = TIFFComputeTile(tif, std::uint32_t(x), std::uint32_t(y), 0, std::uint16_t(p));
+                const std::uint32_t tile =
+                    TIFFComputeTile(tif, std::uint32_t(x), std::uint32_t(y), 0, std::uint16_t(p));
                 if (TIFFReadEncodedTile(tif, tile, buffer.data(), tmsize_t(buffer.size())) != tmsize_t(buffer.size()))
                     tiff_failed(name, f, "bad TIFF file");
                 copy_block(img, l, buffer.data(), tile_pitch, int(x), int(y),
@@ -192,13 +194,15 @@ PixelType sample_type(TIFF* tif, const std::string& name) {
     if (format == SAMPLEFORMAT_UINT && bits == 8) return PixelType::u8;
     if (format == SAMPLEFORMAT_UINT && bits == 16) return PixelType::u16;
     if (format == SAMPLEFORMAT_IEEEFP && bits == 32) return PixelType::f32;
-    const char* kind = format == SAMPLEFORMAT_UINT ? "unsigned" : format == SAMPLEFORMAT_INT ? "signed"
-                     : format == SAMPLEFORMAT_IEEEFP ? "float" : "other";
+    const char* kind = format == SAMPLEFORMAT_UINT     ? "unsigned"
+                       : format == SAMPLEFORMAT_INT    ? "signed"
+                       : format == SAMPLEFORMAT_IEEEFP ? "float"
+                                                       : "other";
     fail(name, "TIFF samples of " + std::to_string(bits) + "-bit " + kind +
                    " type are not supported (apron reads 8/16-bit unsigned and 32-bit float)");
 }
 
-} // namespace
+}  // namespace
 
 Image decode_tiff(Bytes bytes, const std::string& name, const ReadOptions& options) {
     MemoryFile f;
@@ -254,7 +258,8 @@ Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOpt
     const int c = image.channels();
     const bool deflate = TIFFIsCODECConfigured(COMPRESSION_ADOBE_DEFLATE);
     // About 256 KiB strips: large enough for deflate to work well, small enough to stream.
-    const std::uint32_t rows_per_strip = std::uint32_t(std::clamp<std::size_t>((256 << 10) / row_bytes, 1, image.height()));
+    const std::uint32_t rows_per_strip =
+        std::uint32_t(std::clamp<std::size_t>((256 << 10) / row_bytes, 1, image.height()));
     TIFFSetField(h.tif, TIFFTAG_IMAGEWIDTH, std::uint32_t(image.width()));
     TIFFSetField(h.tif, TIFFTAG_IMAGELENGTH, std::uint32_t(image.height()));
     TIFFSetField(h.tif, TIFFTAG_SAMPLESPERPIXEL, std::uint16_t(c));
@@ -269,7 +274,8 @@ Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOpt
     TIFFSetField(h.tif, TIFFTAG_ROWSPERSTRIP, rows_per_strip);
     TIFFSetField(h.tif, TIFFTAG_COMPRESSION, deflate ? COMPRESSION_ADOBE_DEFLATE : COMPRESSION_NONE);
     if (deflate)
-        TIFFSetField(h.tif, TIFFTAG_PREDICTOR, image.type() == PixelType::f32 ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL);
+        TIFFSetField(h.tif, TIFFTAG_PREDICTOR,
+                     image.type() == PixelType::f32 ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL);
 
     // The predictor rewrites the buffer it is given, so each strip is first copied out of the image.
     std::vector<std::uint8_t> strip(row_bytes * rows_per_strip);
@@ -286,7 +292,7 @@ Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOpt
     return out;
 }
 
-} // namespace apron::io
+}  // namespace apron::io
 
 #else  // !APRON_HAVE_TIFF: dispatch never calls these (can_store refuses TIFF), but the linker needs them.
 
@@ -299,6 +305,6 @@ Buffer encode_tiff(ConstImageView, const std::string& name, const WriteOptions&)
     fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
 
-} // namespace apron::io
+}  // namespace apron::io
 
 #endif
