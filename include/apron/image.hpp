@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 namespace apron {
 
@@ -55,6 +56,13 @@ struct BasicImageView {
     }
     // A sub-rectangle sharing the same pixels; throws apron::Error if it does not fit.
     BasicImageView roi(int x, int y, int w, int h) const;
+
+    // A mutable view is usable wherever a read-only one is expected.
+    operator BasicImageView<const std::byte>() const
+        requires(!std::is_const_v<Byte>)
+    {
+        return {data, shape, pitch, memory};
+    }
 };
 
 using ImageView = BasicImageView<std::byte>;
