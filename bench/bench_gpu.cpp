@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
             const ExecutionPlan plan = make_plan({op}, host.shape(), type, Backend::cuda);
             const auto& lp = std::get<LinearPlan>(plan.operations[0].steps[0].what);
             const double ms = time_ms(*ex, [&] { ex->linear(lp, in.cview(), out.view); }, reps);
-            const double gpix = mpix / ms / 1e3;
+            const double gpix = mpix / ms;  // Mpix per ms = Gpix per s
             const double bpp = type == PixelType::f32 ? 8 : 2;
             const double roof = std::min(bandwidth / bpp, fma_peak / (k * k)) / 1e9;
             results.push_back({std::string("correlate ") + to_string(type) + " " + std::to_string(k) + "x" + std::to_string(k),
