@@ -3,6 +3,8 @@
 // against the reference: types x channels x odd sizes x tiny images x masks larger than the image.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "apron/ops.hpp"
 #include "apron/pipeline.hpp"
 #include "plan/plan.hpp"
@@ -51,10 +53,21 @@ std::vector<Case> all_cases() {
         {PixelType::u8, PixelType::f32}, {PixelType::f32, PixelType::u8}};
     std::vector<Case> cases;
     int k = 0;
-    for (const auto& op : operations())
+    for (const auto& op : operations()) {
         for (const auto& spec : op.examples)
             for (auto [in, out] : types)
                 for (auto [w, h] : sizes) cases.push_back({spec, in, out, w, h, 1 + (k++ % 4)});
+        // Every border mode on the first example, where the example leaves the border to its default.
+        const std::string& first = op.examples.front();
+        const bool has_border = std::any_of(op.params.begin(), op.params.end(), [](const ParamSpec& p) { return p.name == "border"; });
+        if (!has_border || first.find("border=") != std::string::npos) continue;
+        for (const char* mode : {"constant", "nearest", "reflect", "mirror", "wrap"}) {
+            const std::string spec = first + (first.find(':') == std::string::npos ? ":" : ",") + "border=" + mode +
+                                     (std::string(mode) == "constant" ? ",value=3" : "");
+            for (auto [in, out] : {types[0], types[2]})
+                for (auto [w, h] : {sizes[0], sizes[3], sizes[4]}) cases.push_back({spec, in, out, w, h, 1 + (k++ % 4)});
+        }
+    }
     return cases;
 }
 
