@@ -2,6 +2,7 @@
 // combine; within SPEC.md's tolerance on the float path. Plans come from the real planner (so the
 // algorithms and accumulators are the ones users get), sometimes with the algorithm forced.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <algorithm>
 #include <cmath>
@@ -419,4 +420,41 @@ TEST(CpuFast, LargerImagesAndFlippedAnchors) {
     m.element = flipped(element(6, 4, "cross"));
     m.border = BorderMode::wrap;
     check_morph(morph_plan(m, in.shape()), in, "flipped cross");
+}
+
+// Every SIMD level compiled in (AVX-512, AVX2, SSE4, the portable fallback) gives the reference's
+// results, so the binary is right on machines other than this one.
+TEST(CpuFast, EverySimdTargetMatchesReference) {
+    std::mt19937 rng(31);
+    const Image u8 = test::random_image(83, 19, 3, PixelType::u8, 12), f32 = test::random_image(45, 17, 1, PixelType::f32, 13);
+    for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        hwy::SetSupportedTargetsForTest(target);
+        auto ex = make_cpu_executor(2);
+        const std::string name = hwy::TargetName(target);
+        for (bool integer : {true, false})
+            for (auto [mw, mh] : {std::pair{5, 5}, std::pair{3, 1}, std::pair{7, 6}}) {
+                LinearStep s;
+                s.mask = random_mask(mw, mh, integer, rng);
+                s.border = BorderMode::reflect;
+                for (PixelType tout : kTypes) {
+                    check_linear(linear_plan(s, u8.shape(), tout), u8, name + " u8", *ex);
+                    check_linear(linear_plan(s, f32.shape(), tout), f32, name + " f32", *ex);
+                }
+            }
+        LinearStep g;  // separable float and exact
+        g.mask = Mask(5, 5, std::vector<double>(25, 1.0 / 25));
+        check_linear(linear_plan(g, u8.shape(), PixelType::u8), u8, name + " separable", *ex);
+        check_linear(linear_plan(g, f32.shape(), PixelType::f32), f32, name + " separable", *ex);
+        g.mask = Mask(3, 3, {1, 2, 1, 2, 4, 2, 1, 2, 1});
+        g.normalise = Normalise::sum;
+        check_linear(linear_plan(g, u8.shape(), PixelType::u16), u8, name + " separable exact", *ex);
+        for (const char* shape : {"rect", "ellipse"})
+            for (const Image* in : {&u8, &f32}) {
+                MorphStep m;
+                m.element = element(7, 5, shape);
+                m.kind = MorphKind::erode;
+                check_morph(morph_plan(m, in->shape()), *in, name + " " + shape, *ex);
+            }
+    }
+    hwy::SetSupportedTargetsForTest(0);
 }

@@ -11,6 +11,7 @@
 // A group adds zero-weight products (a tap of one row that is outside another row's mask). They are
 // exact zeros for finite inputs; a ring row holding inf or NaN is instead summed one output row at a
 // time over that row's non-zero taps only, as the reference does.
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -24,29 +25,40 @@ namespace {
 
 // The taps of a group of `rows` consecutive output rows: entry k reads ring row `ring_row[k]`
 // (relative to the group's first input row) at offset `off[k]`, with weight w[k * rows + q] for the
-// group's row q. Entries whose weights are all zero are left out.
+// group's row q. Entries whose weights are all zero are left out. Entries come in mask-row order;
+// those of the first and last rows - 1 ring rows reach only some rows of the group (rows_of).
 struct GroupTaps {
     int rows = 1;
     std::vector<int> ring_row;
     std::vector<std::size_t> off;
     std::vector<double> w;
+    std::vector<unsigned char> rows_of;
+    std::size_t full_begin = 0, full_end = 0;
 
     // weight(i, j) of a mw x mh mask (j: mask row); offsets i * step.
     template <class Weight>
     GroupTaps(int group_rows, int mw, int mh, std::size_t step, Weight&& weight) : rows(group_rows) {
-        for (int r = 0; r < mh + rows - 1; ++r)
+        for (int r = 0; r < mh + rows - 1; ++r) {
+            if (r == rows - 1) full_begin = size();
+            if (r == mh) full_end = size();
             for (int i = 0; i < mw; ++i) {
                 std::vector<double> ws(std::size_t(rows), 0.0);
-                bool any = false;
+                unsigned reach = 0;
                 for (int q = 0; q < rows; ++q) {
                     const int j = r - q;
-                    if (j >= 0 && j < mh) any = (ws[std::size_t(q)] = weight(i, j)) != 0 || any;
+                    if (j < 0 || j >= mh) continue;
+                    ws[std::size_t(q)] = weight(i, j);
+                    if (ws[std::size_t(q)] != 0) reach |= 1u << q;
                 }
-                if (!any) continue;
+                if (!reach) continue;
                 ring_row.push_back(r);
                 off.push_back(std::size_t(i) * step);
                 w.insert(w.end(), ws.begin(), ws.end());
+                rows_of.push_back((unsigned char)reach);
             }
+        }
+        if (mh + rows - 1 <= mh) full_end = size();  // rows == 1: every entry is full
+        if (full_end < full_begin) full_end = full_begin;
     }
     std::size_t size() const { return ring_row.size(); }
 };
@@ -57,6 +69,7 @@ struct Participant {
     std::vector<const F*> ptrs;
     std::vector<F> w;
     std::vector<F*> outs;
+    std::vector<void*> dsts;
     std::vector<char> finite;  // per ring slot
 };
 
@@ -95,6 +108,10 @@ public:
                 });
         }
         if (separable_) row_pass_ = GroupTaps(1, mw_, 1, C, [&](int i, int) { return row[std::size_t(i)]; });
+        // Row-pass results can only leave the finite range from f32 input or absurd weights.
+        double row_abs = 0;
+        for (double v : row) row_abs += std::fabs(v);
+        check_row_pass_ = separable_ && !plan.exact && (plan.in == PixelType::f32 || row_abs * type_max(plan.in) > 1e37);
         // Scratch per output column: the ring (padded rows for direct, intermediate rows for separable),
         // the padded row and the sums.
         ring_rows_ = mh_ + group_ - 1;
@@ -134,7 +151,7 @@ public:
                     gather(p, row_pass_, [&](int) { return padded; });
                     simd::weighted_sum(p.ptrs.data(), p.w.data(), p.ptrs.size(), dst, b.n);
                     if constexpr (std::is_same_v<F, float>)
-                        if (!plan_.exact) finite = simd::all_finite(dst, b.n);
+                        if (check_row_pass_) finite = simd::all_finite(dst, b.n);
                 } else {
                     finite = load_row(loaded, x0, x1, dst);
                 }
@@ -167,29 +184,40 @@ private:
     // Sums for output rows y, y+1, ... (g.rows of them) whose first input row is virtual row `top`,
     // then their finish into the output.
     void sum_rows(Participant<F>& p, const Band& b, const GroupTaps& g, long long top, int y) const {
-        gather(p, g, [&](int r) { return b.slot(top + r); });
+        const simd::GroupArgs<F> args = gather(p, g, [&](int r) { return b.slot(top + r); });
+        auto out_row = [&](int q) {
+            return out_.row_bytes(y + q) + std::size_t(b.x0) * std::size_t(C_) * bytes_per_sample(plan_.out);
+        };
+        if constexpr (std::is_same_v<F, float>) {
+            if (!plan_.exact) {  // finish fused into the kernel's stores
+                p.dsts.resize(std::size_t(g.rows));
+                for (int q = 0; q < g.rows; ++q) p.dsts[std::size_t(q)] = out_row(q);
+                simd::weighted_sum_rows_finish(args, plan_.out, p.dsts.data(), b.n, plan_.finish);
+                return;
+            }
+        }
         p.outs.resize(std::size_t(g.rows));
         for (int q = 0; q < g.rows; ++q) p.outs[std::size_t(q)] = b.sums + std::size_t(q) * b.sum_stride;
-        simd::weighted_sum_rows(g.rows, p.ptrs.data(), p.w.data(), g.size(), p.outs.data(), b.n);
-        for (int q = 0; q < g.rows; ++q) {
-            void* dst = out_.row_bytes(y + q) + std::size_t(b.x0) * std::size_t(C_) * bytes_per_sample(plan_.out);
-            const F* sum = p.outs[std::size_t(q)];
-            if constexpr (std::is_same_v<F, float>) {
-                if (!plan_.exact) {
-                    simd::finish_float_row(plan_.out, sum, dst, b.n, plan_.finish);
-                    continue;
-                }
-            }
-            simd::finish_exact_row(plan_.out, sum, dst, b.n, plan_.finish, bound_);
-        }
+        simd::weighted_sum_rows(args, p.outs.data(), b.n);
+        for (int q = 0; q < g.rows; ++q)
+            simd::finish_exact_row(plan_.out, p.outs[std::size_t(q)], out_row(q), b.n, plan_.finish, bound_);
     }
 
     template <class Where>
-    static void gather(Participant<F>& p, const GroupTaps& g, Where&& row_start) {
+    static simd::GroupArgs<F> gather(Participant<F>& p, const GroupTaps& g, Where&& row_start) {
         p.ptrs.resize(g.size());
         p.w.resize(g.w.size());
         for (std::size_t k = 0; k < g.size(); ++k) p.ptrs[k] = row_start(g.ring_row[k]) + g.off[k];
         for (std::size_t k = 0; k < g.w.size(); ++k) p.w[k] = F(g.w[k]);
+        simd::GroupArgs<F> a;
+        a.rows = g.rows;
+        a.taps = p.ptrs.data();
+        a.w = p.w.data();
+        a.count = g.size();
+        a.full_begin = g.full_begin;
+        a.full_end = g.full_end;
+        a.rows_of = g.rows_of.data();
+        return a;
     }
 
     // Padded input row for virtual row v, output columns [x0, x1): padded pixels [x0, x1 + mw - 1).
@@ -221,7 +249,7 @@ private:
     F fill_{};
     bool fill_finite_ = true;
     double bound_ = 0;
-    bool separable_ = false;
+    bool separable_ = false, check_row_pass_ = false;
     int group_ = 1, ring_rows_ = 1;
     std::vector<GroupTaps> groups_;  // groups_[g - 1]: groups of g rows
     GroupTaps row_pass_{1, 0, 0, 0, [](int, int) { return 0.0; }};

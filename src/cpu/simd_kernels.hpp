@@ -27,14 +27,27 @@ void weighted_sum(const double* const* taps, const double* w, std::size_t count,
 // True when every one of the n samples is finite.
 bool all_finite(const float* p, std::size_t n);
 
-// Several output rows at once (rows = 1..max_rows): outs[q][s] = sum over k of w[k * rows + q] *
-// taps[k][s], FMAs in tap order (a zero weight adds an exact zero, so each row gets the same bits as
-// weighted_sum over its non-zero taps, as long as the inputs are finite). Over-computes.
+// Several output rows at once (rows = 1..max_rows). Entry k reads taps[k] and adds w[k * rows + q] *
+// taps[k][s] to output row q, for the rows q whose bit is set in rows_of[k]; entries in
+// [full_begin, full_end) reach every row (rows_of is not read there). FMAs go in entry order, so each
+// row gets the same bits as weighted_sum over its own non-zero taps whatever the group, as long as
+// the inputs are finite (a zero weight inside the full range adds an exact zero).
 constexpr int max_rows = 4;
-void weighted_sum_rows(int rows, const float* const* taps, const float* w, std::size_t count, float* const* outs,
-                       std::size_t n);
-void weighted_sum_rows(int rows, const double* const* taps, const double* w, std::size_t count, double* const* outs,
-                       std::size_t n);
+template <class F>
+struct GroupArgs {
+    int rows = 1;
+    const F* const* taps = nullptr;
+    const F* w = nullptr;
+    std::size_t count = 0, full_begin = 0, full_end = 0;
+    const unsigned char* rows_of = nullptr;
+};
+// outs[q][s] = the sum, for s < n. Over-computes.
+void weighted_sum_rows(const GroupArgs<float>& g, float* const* outs, std::size_t n);
+void weighted_sum_rows(const GroupArgs<double>& g, double* const* outs, std::size_t n);
+// The float path with the finish fused in: outs[q][s] = finish_float<Out, float>(sum, f) for s < n
+// exactly (outs are rows of the output type `out`; no over-compute on the outputs).
+void weighted_sum_rows_finish(const GroupArgs<float>& g, PixelType out, void* const* outs, std::size_t n,
+                              const LinearFinish& f);
 
 // dst[s] = finish_float<Out, float>(sum[s], f) for s < n (Out = type `out`).
 void finish_float_row(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f);

@@ -84,6 +84,34 @@ bool WidenAny(PixelType t, const void* src, F* dst, std::size_t n) {
 bool WidenF32(PixelType t, const void* src, float* dst, std::size_t n) { return WidenAny(t, src, dst, n); }
 bool WidenF64(PixelType t, const void* src, double* dst, std::size_t n) { return WidenAny(t, src, dst, n); }
 
+// ---- storing ---------------------------------------------------------------------------------------
+
+// store_pixel<Out>(float v) for a vector: !(v > 0) -> 0, then min(v, max), rint (half to even), narrow.
+template <class Out, class D>
+HWY_INLINE void StorePixels(D df, hn::Vec<D> v, Out* HWY_RESTRICT p) {
+    if constexpr (std::is_same_v<Out, float>) {
+        hn::StoreU(v, df, p);
+    } else {
+        const hn::Rebind<Out, D> dout;
+        v = hn::IfThenElseZero(hn::Gt(v, hn::Zero(df)), v);
+        v = hn::Min(v, hn::Set(df, float(PixelTraits<Out>::max)));
+        hn::StoreU(hn::DemoteTo(dout, hn::NearestInt(v)), dout, p);
+    }
+}
+
+// store_pixel<Out>(double v) for a vector of doubles.
+template <class Out, class D>
+HWY_INLINE void StorePixels64(D dd, hn::Vec<D> v, Out* HWY_RESTRICT p) {
+    const hn::Rebind<float, D> df;
+    if constexpr (std::is_same_v<Out, float>) {
+        hn::StoreU(hn::DemoteTo(df, v), df, p);
+    } else {
+        v = hn::IfThenElseZero(hn::Gt(v, hn::Zero(dd)), v);
+        v = hn::Round(hn::Min(v, hn::Set(dd, PixelTraits<Out>::max)));
+        StorePixels<Out>(df, hn::DemoteTo(df, v), p);  // integers <= 65535: exact in f32
+    }
+}
+
 // ---- the tap loop --------------------------------------------------------------------------------
 
 // K vectors of outputs stay in registers while every tap streams past: one broadcast weight, K loads
@@ -144,89 +172,114 @@ void WeightedSumF64(const double* const* taps, const double* w, std::size_t coun
 // R output rows at once: each loaded input vector feeds all R rows (with R weights), so a tap costs
 // K loads and R broadcasts for R * K FMAs instead of K loads for K FMAs. On AVX-512 most loads of a
 // shifted row straddle two cache lines and count twice, which made the one-row loop load-bound at
-// about half the FMA peak; with R = 4 it is FMA-bound again.
-template <int R, int K, class D, class F = hn::TFromD<D>>
-HWY_INLINE void SumRowsBlock(D d, const F* const* HWY_RESTRICT taps, const F* HWY_RESTRICT w, std::size_t count,
-                             F* const* HWY_RESTRICT outs, std::size_t s) {
+// about half the FMA peak; with R = 4 it is FMA-bound again. `sink(q, s, acc)` stores row q's vector
+// at sample s.
+template <int R, int K, class D, class Sink, class F = hn::TFromD<D>>
+HWY_INLINE void SumRowsBlock(D d, const GroupArgs<F>& g, std::size_t s, Sink& sink) {
     const std::size_t N = hn::Lanes(d);
     using V = hn::Vec<D>;
     V acc[R][K];
     for (int q = 0; q < R; ++q)
         for (int k = 0; k < K; ++k) acc[q][k] = hn::Zero(d);
-    for (std::size_t t = 0; t < count; ++t) {
-        const F* HWY_RESTRICT p = taps[t] + s;
+    // Entries outside [full_begin, full_end) (the first and last R - 1 mask rows) reach only some rows
+    // of the group: those products are skipped instead of multiplied by zero.
+    auto entry = [&](std::size_t t, unsigned rows) HWY_ATTR {
+        const F* HWY_RESTRICT p = g.taps[t] + s;
         V v[K];
         for (int k = 0; k < K; ++k) v[k] = hn::LoadU(d, p + std::size_t(k) * N);
         for (int q = 0; q < R; ++q) {
-            const V wq = hn::Set(d, w[t * R + std::size_t(q)]);
+            if (!(rows & (1u << q))) continue;
+            const V wq = hn::Set(d, g.w[t * R + std::size_t(q)]);
             for (int k = 0; k < K; ++k) acc[q][k] = hn::MulAdd(wq, v[k], acc[q][k]);
         }
-    }
+    };
+    constexpr unsigned all = (1u << R) - 1;
+    for (std::size_t t = 0; t < g.full_begin; ++t) entry(t, g.rows_of[t]);
+    for (std::size_t t = g.full_begin; t < g.full_end; ++t) entry(t, all);
+    for (std::size_t t = g.full_end; t < g.count; ++t) entry(t, g.rows_of[t]);
     for (int q = 0; q < R; ++q)
-        for (int k = 0; k < K; ++k) hn::StoreU(acc[q][k], d, outs[q] + s + std::size_t(k) * N);
+        for (int k = 0; k < K; ++k) sink(q, s + std::size_t(k) * N, acc[q][k]);
 }
 
-template <int R, int K, class F>
-void SumRowsT(const F* const* taps, const F* w, std::size_t count, F* const* outs, std::size_t n) {
+template <int R, int K, class F, class Sink>
+void SumRowsT(const GroupArgs<F>& g, std::size_t n, Sink& sink) {
     const hn::ScalableTag<F> d;
     const std::size_t N = hn::Lanes(d);
     std::size_t s = 0;
-    for (; s + K * N <= n; s += K * N) SumRowsBlock<R, K>(d, taps, w, count, outs, s);
-    for (; s < n; s += N) SumRowsBlock<R, 1>(d, taps, w, count, outs, s);  // R chains: not latency-bound
+    for (; s + K * N <= n; s += K * N) SumRowsBlock<R, K>(d, g, s, sink);
+    for (; s < n; s += N) SumRowsBlock<R, 1>(d, g, s, sink);  // R chains: not latency-bound
 }
 
-// Accumulators per target: 16 of the 32 AVX-512 registers, 8 of the 16 elsewhere.
+// Accumulators per target: 20 of the 32 AVX-512 registers, 8 of the 16 elsewhere.
 #if HWY_TARGET <= HWY_AVX3
-constexpr int kAccumulators = 16;
+constexpr int kAccumulators = 20;
 #else
 constexpr int kAccumulators = 8;
 #endif
 template <int R>
 constexpr int kVectors = kAccumulators / R > 8 ? 8 : kAccumulators / R;
 
-template <class F>
-void SumRowsAny(int rows, const F* const* taps, const F* w, std::size_t count, F* const* outs, std::size_t n) {
-    switch (rows) {
-    case 1: return SumRowsT<1, kVectors<1>>(taps, w, count, outs, n);
-    case 2: return SumRowsT<2, kVectors<2>>(taps, w, count, outs, n);
-    case 3: return SumRowsT<3, kVectors<3>>(taps, w, count, outs, n);
-    case 4: return SumRowsT<4, kVectors<4>>(taps, w, count, outs, n);
+template <class F, class Sink>
+void SumRowsAny(const GroupArgs<F>& g, std::size_t n, Sink& sink) {
+    switch (g.rows) {
+    case 1: return SumRowsT<1, kVectors<1>>(g, n, sink);
+    case 2: return SumRowsT<2, kVectors<2>>(g, n, sink);
+    case 3: return SumRowsT<3, kVectors<3>>(g, n, sink);
+    case 4: return SumRowsT<4, kVectors<4>>(g, n, sink);
     default: break;
     }
 }
-void SumRowsF32(int rows, const float* const* taps, const float* w, std::size_t count, float* const* outs, std::size_t n) {
-    SumRowsAny(rows, taps, w, count, outs, n);
-}
-void SumRowsF64(int rows, const double* const* taps, const double* w, std::size_t count, double* const* outs, std::size_t n) {
-    SumRowsAny(rows, taps, w, count, outs, n);
-}
 
-// ---- storing ---------------------------------------------------------------------------------------
+// Plain sums (over-computes up to a whole vector).
+template <class F>
+struct SumSink {
+    F* const* outs;
+    template <class V>
+    HWY_INLINE void operator()(int q, std::size_t s, V v) const {
+        hn::StoreU(v, hn::ScalableTag<F>(), outs[q] + s);
+    }
+};
 
-// store_pixel<Out>(float v) for a vector: !(v > 0) -> 0, then min(v, max), rint (half to even), narrow.
-template <class Out, class D>
-HWY_INLINE void StorePixels(D df, hn::Vec<D> v, Out* HWY_RESTRICT p) {
-    if constexpr (std::is_same_v<Out, float>) {
-        hn::StoreU(v, df, p);
-    } else {
-        const hn::Rebind<Out, D> dout;
-        v = hn::IfThenElseZero(hn::Gt(v, hn::Zero(df)), v);
-        v = hn::Min(v, hn::Set(df, float(PixelTraits<Out>::max)));
-        hn::StoreU(hn::DemoteTo(dout, hn::NearestInt(v)), dout, p);
+// The float path's finish fused into the store: out = store_pixel<Out>(sum * mul + add), exactly n
+// samples (a last partial vector goes through a small buffer).
+template <class Out>
+struct FinishSink {
+    Out* const* outs;
+    std::size_t n;
+    hn::Vec<hn::ScalableTag<float>> mul, add;
+    HWY_INLINE void operator()(int q, std::size_t s, hn::Vec<hn::ScalableTag<float>> v) const {
+        const hn::ScalableTag<float> d;
+        const std::size_t N = hn::Lanes(d);
+        v = hn::Add(hn::Mul(v, mul), add);
+        if (HWY_LIKELY(s + N <= n)) return StorePixels<Out>(d, v, outs[q] + s);
+        if (s >= n) return;
+        Out buf[64];
+        StorePixels<Out>(d, v, buf);
+        std::memcpy(outs[q] + s, buf, (n - s) * sizeof(Out));
+    }
+};
+
+template <class Out>
+void SumRowsFinishT(const GroupArgs<float>& g, void* const* outs, std::size_t n, float mul, float add) {
+    const hn::ScalableTag<float> d;
+    FinishSink<Out> sink{reinterpret_cast<Out* const*>(outs), n, hn::Set(d, mul), hn::Set(d, add)};
+    SumRowsAny(g, n, sink);
+}
+void SumRowsFinish(const GroupArgs<float>& g, PixelType out, void* const* outs, std::size_t n, float mul, float add) {
+    switch (out) {
+    case PixelType::u8: return SumRowsFinishT<std::uint8_t>(g, outs, n, mul, add);
+    case PixelType::u16: return SumRowsFinishT<std::uint16_t>(g, outs, n, mul, add);
+    case PixelType::f32: return SumRowsFinishT<float>(g, outs, n, mul, add);
     }
 }
 
-// store_pixel<Out>(double v) for a vector of doubles.
-template <class Out, class D>
-HWY_INLINE void StorePixels64(D dd, hn::Vec<D> v, Out* HWY_RESTRICT p) {
-    const hn::Rebind<float, D> df;
-    if constexpr (std::is_same_v<Out, float>) {
-        hn::StoreU(hn::DemoteTo(df, v), df, p);
-    } else {
-        v = hn::IfThenElseZero(hn::Gt(v, hn::Zero(dd)), v);
-        v = hn::Round(hn::Min(v, hn::Set(dd, PixelTraits<Out>::max)));
-        StorePixels<Out>(df, hn::DemoteTo(df, v), p);  // integers <= 65535: exact in f32
-    }
+void SumRowsF32(const GroupArgs<float>& g, float* const* outs, std::size_t n) {
+    SumSink<float> sink{outs};
+    SumRowsAny(g, n, sink);
+}
+void SumRowsF64(const GroupArgs<double>& g, double* const* outs, std::size_t n) {
+    SumSink<double> sink{outs};
+    SumRowsAny(g, n, sink);
 }
 
 // ---- finish: float path ----------------------------------------------------------------------------
@@ -346,6 +399,7 @@ HWY_EXPORT(WeightedSumF32);
 HWY_EXPORT(WeightedSumF64);
 HWY_EXPORT(SumRowsF32);
 HWY_EXPORT(SumRowsF64);
+HWY_EXPORT(SumRowsFinish);
 HWY_EXPORT(FinishFloatRow);
 HWY_EXPORT(FinishExactF32);
 HWY_EXPORT(FinishExactF64);
@@ -359,13 +413,15 @@ void weighted_sum(const float* const* taps, const float* w, std::size_t count, f
 void weighted_sum(const double* const* taps, const double* w, std::size_t count, double* out, std::size_t n) {
     HWY_DYNAMIC_DISPATCH(WeightedSumF64)(taps, w, count, out, n);
 }
-void weighted_sum_rows(int rows, const float* const* taps, const float* w, std::size_t count, float* const* outs,
-                       std::size_t n) {
-    HWY_DYNAMIC_DISPATCH(SumRowsF32)(rows, taps, w, count, outs, n);
+void weighted_sum_rows(const GroupArgs<float>& g, float* const* outs, std::size_t n) {
+    HWY_DYNAMIC_DISPATCH(SumRowsF32)(g, outs, n);
 }
-void weighted_sum_rows(int rows, const double* const* taps, const double* w, std::size_t count, double* const* outs,
-                       std::size_t n) {
-    HWY_DYNAMIC_DISPATCH(SumRowsF64)(rows, taps, w, count, outs, n);
+void weighted_sum_rows(const GroupArgs<double>& g, double* const* outs, std::size_t n) {
+    HWY_DYNAMIC_DISPATCH(SumRowsF64)(g, outs, n);
+}
+void weighted_sum_rows_finish(const GroupArgs<float>& g, PixelType out, void* const* outs, std::size_t n,
+                              const LinearFinish& f) {
+    HWY_DYNAMIC_DISPATCH(SumRowsFinish)(g, out, outs, n, float(f.mul), float(f.add));
 }
 void finish_float_row(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f) {
     HWY_DYNAMIC_DISPATCH(FinishFloatRow)(out, sum, dst, n, f);
