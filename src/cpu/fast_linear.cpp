@@ -96,17 +96,20 @@ public:
         }
         separable_ = !row.empty();
         // Rows per group: a mask one row high shares nothing between output rows; small heights
-        // waste a larger share of zero-weight products, so they take pairs.
+        // waste a larger share of zero-weight products, so they take pairs. Masks beyond 256 x 256
+        // (whose direct sums are FFT territory) keep one table of single rows, to bound its memory.
         group_ = mh_ >= 4 ? simd::max_rows : mh_ >= 2 ? 2 : 1;
-        for (int g = 1; g <= group_; ++g) {
-            if (separable_)
-                groups_.emplace_back(g, 1, mh_, 0, [&](int, int j) { return column[std::size_t(j)]; });
-            else
-                groups_.emplace_back(g, mw_, mh_, C, [&](int i, int j) {
-                    const std::size_t k = std::size_t(j) * std::size_t(mw_) + std::size_t(i);
-                    return plan.exact ? double(plan.integer_mask.weights[k]) : m.weights[k];
-                });
-        }
+        if (!separable_ && (long long)mw_ * mh_ > 65536) group_ = 1;
+        // Two tables: single rows (band tails, rows next to non-finite input) and full groups.
+        auto table = [&](int g) {
+            if (separable_) return GroupTaps(g, 1, mh_, 0, [&](int, int j) { return column[std::size_t(j)]; });
+            return GroupTaps(g, mw_, mh_, C, [&](int i, int j) {
+                const std::size_t k = std::size_t(j) * std::size_t(mw_) + std::size_t(i);
+                return plan.exact ? double(plan.integer_mask.weights[k]) : m.weights[k];
+            });
+        };
+        groups_.push_back(table(1));
+        if (group_ > 1) groups_.push_back(table(group_));
         if (separable_) row_pass_ = GroupTaps(1, mw_, 1, C, [&](int i, int) { return row[std::size_t(i)]; });
         // Row-pass results can only leave the finite range from f32 input or absurd weights.
         double row_abs = 0;
@@ -159,8 +162,8 @@ public:
             }
             bool finite = true;
             for (long long v = top; v <= top + mh_ + rows - 2; ++v) finite = finite && p.finite[b.slot_index(v)];
-            if (finite) {
-                sum_rows(p, b, groups_[std::size_t(rows - 1)], top, y);
+            if (finite && rows == group_) {
+                sum_rows(p, b, groups_.back(), top, y);
             } else {
                 for (int q = 0; q < rows; ++q) sum_rows(p, b, groups_[0], top + q, y + q);
             }
@@ -251,7 +254,7 @@ private:
     double bound_ = 0;
     bool separable_ = false, check_row_pass_ = false;
     int group_ = 1, ring_rows_ = 1;
-    std::vector<GroupTaps> groups_;  // groups_[g - 1]: groups of g rows
+    std::vector<GroupTaps> groups_;  // groups of 1 row, then (if larger) of group_ rows
     GroupTaps row_pass_{1, 0, 0, 0, [](int, int) { return 0.0; }};
     Tiling tiling_{1, 1, 1, 1, 0, 1};
     std::vector<Participant<F>> parts_;
