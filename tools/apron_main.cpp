@@ -27,7 +27,7 @@ struct FilterArgs {
     std::string out_type, backend = "auto";
     int threads = 0;
     bool timing = false, plan_only = false;
-    std::uint64_t max_pixels = std::uint64_t(1) << 30;
+    std::int64_t max_pixels = std::int64_t(1) << 30;
     int quality = 95;
 };
 
@@ -52,13 +52,14 @@ int run_filter(const FilterArgs& a) {
         throw apron::Error("--threads: " + std::to_string(a.threads) + " is out of range (0 = all cores, at most " +
                            std::to_string(apron::max_threads) + ")");
     if (a.quality < 1 || a.quality > 100) throw apron::Error("--quality: must be 1..100");
+    if (a.max_pixels < 1) throw apron::Error("--max-pixels: must be positive");
 
     const apron::Pipeline pipeline(a.ops);  // parses and validates every --op before any file is touched
     const apron::ImageFormat out_format = apron::format_for_path(a.output);
 
     std::vector<apron::StageTiming> stages;
     auto t = Clock::now();
-    const apron::Image input = apron::read_image(a.input, {a.max_pixels});
+    const apron::Image input = apron::read_image(a.input, {std::uint64_t(a.max_pixels)});
     stages.push_back({"read " + a.input, ms_since(t)});
 
     apron::ImageShape out_shape = input.shape();
@@ -185,8 +186,16 @@ int main(int argc, char** argv) {
 
     try {
         app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
+    } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        // One line, like every other apron error (CLI11 would add a second "Run with --help" line).
+        std::fprintf(stderr, "apron: %s (see apron --help)\n", e.what());
+        return 2;
     }
     try {
         if (*filter) return run_filter(fa);

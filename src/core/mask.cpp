@@ -1,6 +1,7 @@
 #include "apron/mask.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <sstream>
@@ -108,6 +109,8 @@ Mask parse_mask_text(std::string_view text, const std::string& source) {
 }
 
 Mask read_mask_file(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a mask file");
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(path, "cannot open mask file");
     std::ostringstream ss;

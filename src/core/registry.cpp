@@ -198,7 +198,8 @@ OpProgram parse_operation(std::string_view spec) {
                     if (!s.empty() && s.back() == '.') s.pop_back();
                     return s;
                 };
-                std::string range = std::isinf(p.max) ? (p.min_exclusive ? "> " : ">= ") + fmt(p.min)
+                std::string range = std::isinf(p.max)  ? (p.min_exclusive ? "> " : ">= ") + fmt(p.min)
+                                    : p.min_exclusive ? "> " + fmt(p.min) + " and <= " + fmt(p.max)
                                                       : fmt(p.min) + ".." + fmt(p.max);
                 args.fail(p.name, args.text(p.name) + " is out of range (must be " + range + ")");
             }

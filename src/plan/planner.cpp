@@ -1,6 +1,7 @@
 // The planner: for each step, the algorithm and the constants a backend needs. This is where apron
 // decides what is exact, what is separable and which accumulator is safe; backends never decide.
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "apron/errors.hpp"
@@ -97,6 +98,19 @@ MorphPlan plan_morph(const MorphStep& step, PixelType type) {
     return p;
 }
 
+// The constant border reads as a pixel of the image, so its value must be one the input type can hold
+// (an integer sum stays an integer sum; SciPy's cval would be a float on integer images).
+void check_border_value(const std::string& spec, std::optional<BorderMode> border, double value, PixelType in) {
+    if (border != BorderMode::constant || !is_integer(in)) return;
+    if (value != std::floor(value) || value < 0 || value > type_max(in)) {
+        char v[32];
+        std::snprintf(v, sizeof v, "%g", value);
+        fail("--op " + spec, std::string("value: ") + v + " cannot be stored in " + to_string(in) +
+                                 " pixels (the constant border reads as a pixel: use an integer 0.." +
+                                 std::to_string(int(type_max(in))) + ")");
+    }
+}
+
 std::string mask_size(const Mask& m) { return std::to_string(m.width) + "x" + std::to_string(m.height); }
 
 std::string label_of(const StepPlan& s) {
@@ -167,9 +181,11 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
             const PixelType in = type_of(step.input);
             PixelType out;
             if (auto* l = std::get_if<LinearStep>(&step.action)) {
+                check_border_value(op.spec, l->border, l->border_value, in);
                 out = last ? out_type : PixelType::f32;
                 sp.what = plan_linear(*l, in, out);
             } else if (auto* m = std::get_if<MorphStep>(&step.action)) {
+                check_border_value(op.spec, m->border, m->border_value, in);
                 out = in;  // a morphology result that is the op's last step is converted by a combine below
                 sp.what = plan_morph(*m, in);
             } else {

@@ -300,22 +300,11 @@ def test_bad_option(apron, tmp_path, extra, name):
     check_failure(r, out, name)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="apron bug: --max-pixels -5 is accepted (CLI11 parses it into uint64 as 2^64-5, i.e. no limit) and the "
-    "run succeeds; SPEC.md Errors: an impossible parameter must be refused with a one-line message",
-)
 def test_negative_max_pixels(apron, tmp_path):
     r, out = run_bad(apron, tmp_path, good_pgm(tmp_path), "box", "--max-pixels", "-5")
     check_failure(r, out, "--max-pixels")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="apron bug: option values CLI11 cannot convert (--threads abc, --max-pixels 1e3, --threads 1.5) give the "
-    "two-line CLI11 text 'Could not convert: --threads = abc' + 'Run with --help for more information.' (exit 104); "
-    "SPEC.md Errors asks for one line (apron_main.cpp promises 'apron: <what>: <problem>')",
-)
 @pytest.mark.parametrize("option,value", [("--threads", "abc"), ("--max-pixels", "1e3")])
 def test_unconvertible_option_value(apron, tmp_path, option, value):
     r, out = run_bad(apron, tmp_path, good_pgm(tmp_path), "box", option, value)
