@@ -329,3 +329,11 @@ def test_cuda_backend_without_cuda(apron, tmp_path):
         pytest.skip("this build and machine have the CUDA backend")
     r, out = run_bad(apron, tmp_path, good_pgm(tmp_path), "box", "--backend", "cuda")
     check_failure(r, out, "cuda")
+
+
+@pytest.mark.parametrize("op", ["box:border=constant,value=7.5", "box:border=constant,value=-1",
+                                "dilate:border=constant,value=300"])
+def test_constant_border_value_must_fit_the_pixel_type(apron, tmp_path, op):
+    """On integer images the constant border reads as a pixel, so its value must be one the type holds."""
+    r, out = run_bad(apron, tmp_path, good_pgm(tmp_path), op)
+    check_failure(r, out, "value")
