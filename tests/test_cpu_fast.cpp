@@ -149,7 +149,7 @@ TEST(CpuFast, LinearSweepMatchesReference) {
                         LinearStep s;
                         s.mask = random_mask(mw, mh, integer, rng);
                         s.border = b;
-                        s.border_value = b == BorderMode::constant && k % 2 ? 77.25 : 0;
+                        s.border_value = b == BorderMode::constant && k % 2 ? (tin == PixelType::f32 ? 77.25 : 77) : 0;
                         const LinearPlan p = linear_plan(s, in.shape(), tout);
                         check_linear(p, in, describe(p, w, h, channels));
                     }
@@ -457,4 +457,18 @@ TEST(CpuFast, EverySimdTargetMatchesReference) {
             }
     }
     hwy::SetSupportedTargetsForTest(0);
+}
+
+// Outputs of 32 MiB and more are written with non-temporal stores; they must hold the same values.
+TEST(CpuFast, LargeOutputsMatchReference) {
+    const Image f32 = test::random_image(2900, 2900, 1, PixelType::f32, 5);
+    const Image u8 = test::random_image(2900, 2900, 1, PixelType::u8, 6);
+    LinearStep s;
+    s.mask = Mask(3, 1, {0.25, 0.5, 0.25});
+    check_linear(linear_plan(s, f32.shape(), PixelType::f32), f32, "large float path");
+    s.mask = Mask(1, 2, {1, 3});
+    check_linear(linear_plan(s, u8.shape(), PixelType::f32), u8, "large exact path, f32 out");
+    MorphStep m;
+    m.element = element(2, 2, "rect");
+    check_morph(morph_plan(m, f32.shape()), f32, "large dilate");
 }

@@ -118,6 +118,7 @@ public:
         // Scratch per output column: the ring (padded rows for direct, intermediate rows for separable),
         // the padded row and the sums.
         ring_rows_ = mh_ + group_ - 1;
+        stream_ = std::size_t(W_) * std::size_t(H_) * std::size_t(C_) * bytes_per_sample(plan.out) >= stream_bytes;
         const std::size_t rows = std::size_t(ring_rows_ + group_ + 1);
         tiling_ = Tiling(W_, H_, participants, rows * C * sizeof(F), mw_ - 1, std::max(8, 2 * mh_));
     }
@@ -169,6 +170,7 @@ public:
             }
             y += rows;
         }
+        if (stream_) simd::flush_streams();
     }
 
 private:
@@ -195,7 +197,7 @@ private:
             if (!plan_.exact) {  // finish fused into the kernel's stores
                 p.dsts.resize(std::size_t(g.rows));
                 for (int q = 0; q < g.rows; ++q) p.dsts[std::size_t(q)] = out_row(q);
-                simd::weighted_sum_rows_finish(args, plan_.out, p.dsts.data(), b.n, plan_.finish);
+                simd::weighted_sum_rows_finish(args, plan_.out, p.dsts.data(), b.n, plan_.finish, stream_);
                 return;
             }
         }
@@ -203,7 +205,7 @@ private:
         for (int q = 0; q < g.rows; ++q) p.outs[std::size_t(q)] = b.sums + std::size_t(q) * b.sum_stride;
         simd::weighted_sum_rows(args, p.outs.data(), b.n);
         for (int q = 0; q < g.rows; ++q)
-            simd::finish_exact_row(plan_.out, p.outs[std::size_t(q)], out_row(q), b.n, plan_.finish, bound_);
+            simd::finish_exact_row(plan_.out, p.outs[std::size_t(q)], out_row(q), b.n, plan_.finish, bound_, stream_);
     }
 
     template <class Where>
@@ -252,7 +254,7 @@ private:
     F fill_{};
     bool fill_finite_ = true;
     double bound_ = 0;
-    bool separable_ = false, check_row_pass_ = false;
+    bool separable_ = false, check_row_pass_ = false, stream_ = false;
     int group_ = 1, ring_rows_ = 1;
     std::vector<GroupTaps> groups_;  // groups of 1 row, then (if larger) of group_ rows
     GroupTaps row_pass_{1, 0, 0, 0, [](int, int) { return 0.0; }};

@@ -61,6 +61,7 @@ public:
                 i = k;
             }
         rect_ = full && plan.algorithm == MorphAlgorithm::separable_rect;
+        stream_ = std::size_t(W_) * std::size_t(H_) * std::size_t(C_) * sizeof(T) >= stream_bytes;
         levels_ = runs_.empty() ? 1 : floor_log2(longest_) + 1;
         vertical_van_herk_ = rect_ && mh_ > 4;
         const std::size_t C = std::size_t(C_);
@@ -84,6 +85,7 @@ public:
         }
         if (rect_) run_rect(p, x0, x1, y0, y1);
         else run_direct(p, x0, x1, y0, y1);
+        if (stream_) simd::flush_streams();
     }
 
 private:
@@ -108,12 +110,12 @@ private:
                          [&](T s) { return sanitize(s); });
     }
 
-    void pick(Participant<T>& p, T* dst, std::size_t n) const {
-        simd::extremum(pixel_type(), max_, p.ptrs.data(), p.ptrs.size(), dst, n);
+    void pick(Participant<T>& p, T* dst, std::size_t n, bool out = false) const {
+        simd::extremum(pixel_type(), max_, p.ptrs.data(), p.ptrs.size(), dst, n, out && stream_);
     }
-    void pick2(const T* a, const T* b, T* dst, std::size_t n) const {
+    void pick2(const T* a, const T* b, T* dst, std::size_t n, bool out = false) const {
         const void* rows[2] = {a, b};
-        simd::extremum(pixel_type(), max_, rows, b ? 2 : 1, dst, n);
+        simd::extremum(pixel_type(), max_, rows, b ? 2 : 1, dst, n, out && stream_);
     }
     static PixelType pixel_type() {
         return std::is_same_v<T, std::uint8_t> ? PixelType::u8 : std::is_same_v<T, std::uint16_t> ? PixelType::u16 : PixelType::f32;
@@ -158,7 +160,7 @@ private:
                 for (; loaded <= vbase + o + k - 1; ++loaded) row_pass(loaded, x0, x1, padded, slot(loaded));
                 p.ptrs.clear();
                 for (int j = 0; j < k; ++j) p.ptrs.push_back(slot(vbase + o + j));
-                pick(p, out_row(o), n);
+                pick(p, out_row(o), n, true);
             }
             return;
         }
@@ -176,7 +178,7 @@ private:
             for (int t = k - 2; t >= 0; --t) pick2(seg[std::size_t(t)], seg[std::size_t(t) + 1], seg[std::size_t(t)], n);
         };
         suffix(A, vbase);
-        pick2(A[0], nullptr, out_row(0), n);
+        pick2(A[0], nullptr, out_row(0), n, true);
         for (int base = 0;; base += k) {
             const T* prefix = nullptr;
             for (int t = 0; t < k - 1; ++t) {
@@ -186,12 +188,12 @@ private:
                 row_pass(vbase + base + k + t, x0, x1, padded, row);
                 if (t == 0) prefix = row;
                 else { pick2(prefix, row, pre, n); prefix = pre; }
-                pick2(A[std::size_t(t) + 1], prefix, out_row(o), n);
+                pick2(A[std::size_t(t) + 1], prefix, out_row(o), n, true);
             }
             if (base + k >= rows_out) return;
             row_pass(vbase + base + 2 * k - 1, x0, x1, padded, B[std::size_t(k) - 1]);
             for (int t = k - 2; t >= 0; --t) pick2(B[std::size_t(t)], B[std::size_t(t) + 1], B[std::size_t(t)], n);
-            pick2(B[0], nullptr, out_row(base + k), n);
+            pick2(B[0], nullptr, out_row(base + k), n, true);
             std::swap(A, B);
         }
     }
@@ -220,7 +222,7 @@ private:
                 p.ptrs.push_back(base + samples(r.begin));
                 if (r.length != 1 << a) p.ptrs.push_back(base + samples(r.begin + r.length - (1 << a)));
             }
-            pick(p, out_.row<T>(y) + samples(x0), n);
+            pick(p, out_.row<T>(y) + samples(x0), n, true);
         }
     }
 
@@ -233,7 +235,7 @@ private:
     T identity_{}, fill_{};
     std::vector<Run> runs_;
     int longest_ = 0, levels_ = 1;
-    bool rect_ = false, vertical_van_herk_ = false;
+    bool rect_ = false, vertical_van_herk_ = false, stream_ = false;
     Tiling tiling_{1, 1, 1, 1, 0, 1};
     std::vector<Participant<T>> parts_;
 };

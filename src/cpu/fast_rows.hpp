@@ -39,6 +39,12 @@ private:
     std::size_t size_ = 0;
 };
 
+// Outputs this large are written with non-temporal stores: they outgrow the caches before anyone
+// reads them, and skipping the read-for-ownership saves a third of the memory traffic of a
+// memory-bound pass (f32 dilate 3x3 on 4096^2, 2 threads of the Sapphire Rapids VM: 14.5 ms of CPU
+// time instead of 18).
+constexpr std::size_t stream_bytes = std::size_t(32) << 20;
+
 // Elements of one row in a ring of rows: room for the kernels' over-compute, rounded to a cache line.
 template <class T>
 std::size_t row_stride(std::size_t samples) {

@@ -45,20 +45,25 @@ struct GroupArgs {
 void weighted_sum_rows(const GroupArgs<float>& g, float* const* outs, std::size_t n);
 void weighted_sum_rows(const GroupArgs<double>& g, double* const* outs, std::size_t n);
 // The float path with the finish fused in: outs[q][s] = finish_float<Out, float>(sum, f) for s < n
-// exactly (outs are rows of the output type `out`; no over-compute on the outputs).
+// exactly (outs are rows of the output type `out`; no over-compute on the outputs). `stream`: see
+// extremum.
 void weighted_sum_rows_finish(const GroupArgs<float>& g, PixelType out, void* const* outs, std::size_t n,
-                              const LinearFinish& f);
+                              const LinearFinish& f, bool stream = false);
 
-// dst[s] = finish_float<Out, float>(sum[s], f) for s < n (Out = type `out`).
-void finish_float_row(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f);
 // dst[s] = finish_exact<Out>(int64(sum[s]), f) for s < n, bit for bit. sum holds integers with
 // |sum| <= bound; the kernel picks f32, f64 or scalar arithmetic from the bound so the result is exact.
-void finish_exact_row(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f, double bound);
-void finish_exact_row(PixelType out, const double* sum, void* dst, std::size_t n, const LinearFinish& f, double bound);
+void finish_exact_row(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f, double bound,
+                      bool stream = false);
+void finish_exact_row(PixelType out, const double* sum, void* dst, std::size_t n, const LinearFinish& f, double bound,
+                      bool stream = false);
 
 // Morphology: dst[s] = min (or max) over k < count of rows[k][s], for s < n exactly (no over-compute).
 // dst may be one of the rows (each element is read before it is written). Rows hold samples of type t.
-void extremum(PixelType t, bool max, const void* const* rows, std::size_t count, void* dst, std::size_t n);
+// `stream`: dst is a row of a large output that nothing reads soon; written with non-temporal stores
+// where aligned (call flush_streams before handing the output over).
+void extremum(PixelType t, bool max, const void* const* rows, std::size_t count, void* dst, std::size_t n,
+              bool stream = false);
+void flush_streams();
 
 // Copies n f32 samples for morphology, replacing what fmin/fmax starting from the type's extreme would
 // never pick (NaN, and +inf for erode / -inf for dilate) by +-FLT_MAX, so that plain min/max agree

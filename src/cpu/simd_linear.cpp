@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu/simd_kernels.hpp"
 
@@ -86,30 +87,45 @@ bool WidenF64(PixelType t, const void* src, double* dst, std::size_t n) { return
 
 // ---- storing ---------------------------------------------------------------------------------------
 
+// Final stores into the output: StoreU, or with kStream a non-temporal store (the caller checked
+// that p is aligned to the stored vector).
+template <bool kStream, class D>
+HWY_INLINE void Put(D d, hn::Vec<D> v, hn::TFromD<D>* HWY_RESTRICT p) {
+    if constexpr (kStream) hn::Stream(v, d, p);
+    else hn::StoreU(v, d, p);
+}
+
 // store_pixel<Out>(float v) for a vector: !(v > 0) -> 0, then min(v, max), rint (half to even), narrow.
-template <class Out, class D>
+template <class Out, bool kStream = false, class D>
 HWY_INLINE void StorePixels(D df, hn::Vec<D> v, Out* HWY_RESTRICT p) {
     if constexpr (std::is_same_v<Out, float>) {
-        hn::StoreU(v, df, p);
+        Put<kStream>(df, v, p);
     } else {
         const hn::Rebind<Out, D> dout;
         v = hn::IfThenElseZero(hn::Gt(v, hn::Zero(df)), v);
         v = hn::Min(v, hn::Set(df, float(PixelTraits<Out>::max)));
-        hn::StoreU(hn::DemoteTo(dout, hn::NearestInt(v)), dout, p);
+        Put<kStream>(dout, hn::DemoteTo(dout, hn::NearestInt(v)), p);
     }
 }
 
 // store_pixel<Out>(double v) for a vector of doubles.
-template <class Out, class D>
+template <class Out, bool kStream = false, class D>
 HWY_INLINE void StorePixels64(D dd, hn::Vec<D> v, Out* HWY_RESTRICT p) {
     const hn::Rebind<float, D> df;
     if constexpr (std::is_same_v<Out, float>) {
-        hn::StoreU(hn::DemoteTo(df, v), df, p);
+        Put<kStream>(df, hn::DemoteTo(df, v), p);
     } else {
         v = hn::IfThenElseZero(hn::Gt(v, hn::Zero(dd)), v);
         v = hn::Round(hn::Min(v, hn::Set(dd, PixelTraits<Out>::max)));
-        StorePixels<Out>(df, hn::DemoteTo(df, v), p);  // integers <= 65535: exact in f32
+        StorePixels<Out, kStream>(df, hn::DemoteTo(df, v), p);  // integers <= 65535: exact in f32
     }
+}
+
+// Whether rows p of Out, written a vector of D at a time, can take non-temporal stores.
+template <class D, class Out>
+bool StreamAligned(D, const Out* p) {
+    const std::size_t bytes = hn::Lanes(D()) * sizeof(Out);
+    return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
 }
 
 // ---- the tap loop --------------------------------------------------------------------------------
@@ -242,7 +258,7 @@ struct SumSink {
 
 // The float path's finish fused into the store: out = store_pixel<Out>(sum * mul + add), exactly n
 // samples (a last partial vector goes through a small buffer).
-template <class Out>
+template <class Out, bool kStream>
 struct FinishSink {
     Out* const* outs;
     std::size_t n;
@@ -251,7 +267,7 @@ struct FinishSink {
         const hn::ScalableTag<float> d;
         const std::size_t N = hn::Lanes(d);
         v = hn::Add(hn::Mul(v, mul), add);
-        if (HWY_LIKELY(s + N <= n)) return StorePixels<Out>(d, v, outs[q] + s);
+        if (HWY_LIKELY(s + N <= n)) return StorePixels<Out, kStream>(d, v, outs[q] + s);
         if (s >= n) return;
         Out buf[64];
         StorePixels<Out>(d, v, buf);
@@ -260,16 +276,24 @@ struct FinishSink {
 };
 
 template <class Out>
-void SumRowsFinishT(const GroupArgs<float>& g, void* const* outs, std::size_t n, float mul, float add) {
+void SumRowsFinishT(const GroupArgs<float>& g, void* const* outs, std::size_t n, float mul, float add, bool stream) {
     const hn::ScalableTag<float> d;
-    FinishSink<Out> sink{reinterpret_cast<Out* const*>(outs), n, hn::Set(d, mul), hn::Set(d, add)};
-    SumRowsAny(g, n, sink);
+    Out* const* rows = reinterpret_cast<Out* const*>(outs);
+    for (int q = 0; q < g.rows; ++q) stream = stream && StreamAligned(d, rows[q]);
+    if (stream) {
+        FinishSink<Out, true> sink{rows, n, hn::Set(d, mul), hn::Set(d, add)};
+        SumRowsAny(g, n, sink);
+    } else {
+        FinishSink<Out, false> sink{rows, n, hn::Set(d, mul), hn::Set(d, add)};
+        SumRowsAny(g, n, sink);
+    }
 }
-void SumRowsFinish(const GroupArgs<float>& g, PixelType out, void* const* outs, std::size_t n, float mul, float add) {
+void SumRowsFinish(const GroupArgs<float>& g, PixelType out, void* const* outs, std::size_t n, float mul, float add,
+                   bool stream) {
     switch (out) {
-    case PixelType::u8: return SumRowsFinishT<std::uint8_t>(g, outs, n, mul, add);
-    case PixelType::u16: return SumRowsFinishT<std::uint16_t>(g, outs, n, mul, add);
-    case PixelType::f32: return SumRowsFinishT<float>(g, outs, n, mul, add);
+    case PixelType::u8: return SumRowsFinishT<std::uint8_t>(g, outs, n, mul, add, stream);
+    case PixelType::u16: return SumRowsFinishT<std::uint16_t>(g, outs, n, mul, add, stream);
+    case PixelType::f32: return SumRowsFinishT<float>(g, outs, n, mul, add, stream);
     }
 }
 
@@ -280,26 +304,6 @@ void SumRowsF32(const GroupArgs<float>& g, float* const* outs, std::size_t n) {
 void SumRowsF64(const GroupArgs<double>& g, double* const* outs, std::size_t n) {
     SumSink<double> sink{outs};
     SumRowsAny(g, n, sink);
-}
-
-// ---- finish: float path ----------------------------------------------------------------------------
-
-template <class Out>
-void FinishFloatT(const float* HWY_RESTRICT sum, Out* HWY_RESTRICT dst, std::size_t n, const LinearFinish& f) {
-    const hn::ScalableTag<float> d;
-    const std::size_t N = hn::Lanes(d);
-    const auto mul = hn::Set(d, float(f.mul)), add = hn::Set(d, float(f.add));
-    std::size_t s = 0;
-    for (; s + N <= n; s += N) StorePixels<Out>(d, hn::Add(hn::Mul(hn::LoadU(d, sum + s), mul), add), dst + s);
-    for (; s < n; ++s) dst[s] = finish_float<Out, float>(sum[s], f);
-}
-
-void FinishFloatRow(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f) {
-    switch (out) {
-    case PixelType::u8: return FinishFloatT(sum, static_cast<std::uint8_t*>(dst), n, f);
-    case PixelType::u16: return FinishFloatT(sum, static_cast<std::uint16_t*>(dst), n, f);
-    case PixelType::f32: return FinishFloatT(sum, static_cast<float*>(dst), n, f);
-    }
 }
 
 // ---- finish: exact path ----------------------------------------------------------------------------
@@ -318,7 +322,7 @@ HWY_INLINE hn::Vec<D> LoadSum(D d, const S* HWY_RESTRICT p) {
 }
 
 // Integer output, integer rounding: q = rint((sum + offset) / d) + delta, clamped. Lanes of type C.
-template <class C, class Out, class S>
+template <class C, class Out, bool kStream, class S>
 void FinishRounded(const S* HWY_RESTRICT sum, Out* HWY_RESTRICT dst, std::size_t n, const LinearFinish& f) {
     const hn::ScalableTag<C> d;
     const std::size_t N = hn::Lanes(d);
@@ -333,15 +337,15 @@ void FinishRounded(const S* HWY_RESTRICT sum, Out* HWY_RESTRICT dst, std::size_t
         if (kind == DivKind::power_of_two) v = hn::Round(hn::Mul(v, inv));
         else if (kind == DivKind::divide) v = hn::Round(hn::Div(v, dv));
         v = hn::Min(hn::Max(hn::Add(v, delta), zero), hi);
-        if constexpr (std::is_same_v<C, float>) StorePixels<Out>(d, v, dst + s);
-        else StorePixels64<Out>(d, v, dst + s);
+        if constexpr (std::is_same_v<C, float>) StorePixels<Out, kStream>(d, v, dst + s);
+        else StorePixels64<Out, kStream>(d, v, dst + s);
     }
     for (; s < n; ++s) dst[s] = finish_exact<Out>(std::int64_t(sum[s]), f);
 }
 
 // Anything else (f32 output, or a scale / fractional delta): store_pixel(double(n) / d * scale + delta),
 // the same IEEE double operations in the same order as finish_exact.
-template <class Out, class S>
+template <class Out, bool kStream, class S>
 void FinishScaled(const S* HWY_RESTRICT sum, Out* HWY_RESTRICT dst, std::size_t n, const LinearFinish& f) {
     const hn::ScalableTag<double> d;
     const std::size_t N = hn::Lanes(d);
@@ -350,39 +354,50 @@ void FinishScaled(const S* HWY_RESTRICT sum, Out* HWY_RESTRICT dst, std::size_t 
     std::size_t s = 0;
     for (; s + N <= n; s += N) {
         auto v = hn::Div(hn::Add(LoadSum(d, sum + s), offset), den);
-        StorePixels64<Out>(d, hn::Add(hn::Mul(v, scale), delta), dst + s);
+        StorePixels64<Out, kStream>(d, hn::Add(hn::Mul(v, scale), delta), dst + s);
     }
     for (; s < n; ++s) dst[s] = finish_exact<Out>(std::int64_t(sum[s]), f);
 }
 
-template <class Out, class S>
+template <class Out, bool kStream, class S>
 void FinishExactT(const S* sum, Out* dst, std::size_t n, const LinearFinish& f, double bound) {
     const double top = bound + std::fabs(double(f.offset));  // >= |isum + offset|
     const double den = double(f.denominator);
     const double delta = std::fabs(double(f.delta_int));
     if (PixelTraits<Out>::integer && f.integer_rounding) {
         if constexpr (std::is_same_v<S, float>)  // f64 sums never get here with so small a bound
-            if (top < 0x1p23 && den < 0x1p24 && delta < 0x1p23) return FinishRounded<float, Out>(sum, dst, n, f);
-        if (top < 0x1p52 && den < 0x1p53 && delta < 0x1p52) return FinishRounded<double, Out>(sum, dst, n, f);
+            if (top < 0x1p23 && den < 0x1p24 && delta < 0x1p23)
+                return FinishRounded<float, Out, kStream>(sum, dst, n, f);
+        if (top < 0x1p52 && den < 0x1p53 && delta < 0x1p52) return FinishRounded<double, Out, kStream>(sum, dst, n, f);
     } else if (top < 0x1p53) {
-        return FinishScaled<Out>(sum, dst, n, f);
+        return FinishScaled<Out, kStream>(sum, dst, n, f);
     }
     for (std::size_t s = 0; s < n; ++s) dst[s] = finish_exact<Out>(std::int64_t(sum[s]), f);
 }
 
 template <class S>
-void FinishExactAny(PixelType out, const S* sum, void* dst, std::size_t n, const LinearFinish& f, double bound) {
+void FinishExactAny(PixelType out, const S* sum, void* dst, std::size_t n, const LinearFinish& f, double bound,
+                    bool stream) {
+    // Stores go a vector of f64 lanes at a time at most (8 samples), f32 lanes at most 16.
+    const hn::ScalableTag<float> df;
+    auto run = [&](auto* p) {
+        using Out = std::remove_pointer_t<decltype(p)>;
+        if (stream && StreamAligned(df, p)) FinishExactT<Out, true>(sum, p, n, f, bound);
+        else FinishExactT<Out, false>(sum, p, n, f, bound);
+    };
     switch (out) {
-    case PixelType::u8: return FinishExactT(sum, static_cast<std::uint8_t*>(dst), n, f, bound);
-    case PixelType::u16: return FinishExactT(sum, static_cast<std::uint16_t*>(dst), n, f, bound);
-    case PixelType::f32: return FinishExactT(sum, static_cast<float*>(dst), n, f, bound);
+    case PixelType::u8: return run(static_cast<std::uint8_t*>(dst));
+    case PixelType::u16: return run(static_cast<std::uint16_t*>(dst));
+    case PixelType::f32: return run(static_cast<float*>(dst));
     }
 }
-void FinishExactF32(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f, double bound) {
-    FinishExactAny(out, sum, dst, n, f, bound);
+void FinishExactF32(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f, double bound,
+                    bool stream) {
+    FinishExactAny(out, sum, dst, n, f, bound, stream);
 }
-void FinishExactF64(PixelType out, const double* sum, void* dst, std::size_t n, const LinearFinish& f, double bound) {
-    FinishExactAny(out, sum, dst, n, f, bound);
+void FinishExactF64(PixelType out, const double* sum, void* dst, std::size_t n, const LinearFinish& f, double bound,
+                    bool stream) {
+    FinishExactAny(out, sum, dst, n, f, bound, stream);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -400,7 +415,6 @@ HWY_EXPORT(WeightedSumF64);
 HWY_EXPORT(SumRowsF32);
 HWY_EXPORT(SumRowsF64);
 HWY_EXPORT(SumRowsFinish);
-HWY_EXPORT(FinishFloatRow);
 HWY_EXPORT(FinishExactF32);
 HWY_EXPORT(FinishExactF64);
 
@@ -420,17 +434,16 @@ void weighted_sum_rows(const GroupArgs<double>& g, double* const* outs, std::siz
     HWY_DYNAMIC_DISPATCH(SumRowsF64)(g, outs, n);
 }
 void weighted_sum_rows_finish(const GroupArgs<float>& g, PixelType out, void* const* outs, std::size_t n,
-                              const LinearFinish& f) {
-    HWY_DYNAMIC_DISPATCH(SumRowsFinish)(g, out, outs, n, float(f.mul), float(f.add));
+                              const LinearFinish& f, bool stream) {
+    HWY_DYNAMIC_DISPATCH(SumRowsFinish)(g, out, outs, n, float(f.mul), float(f.add), stream);
 }
-void finish_float_row(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f) {
-    HWY_DYNAMIC_DISPATCH(FinishFloatRow)(out, sum, dst, n, f);
+void finish_exact_row(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f, double bound,
+                      bool stream) {
+    HWY_DYNAMIC_DISPATCH(FinishExactF32)(out, sum, dst, n, f, bound, stream);
 }
-void finish_exact_row(PixelType out, const float* sum, void* dst, std::size_t n, const LinearFinish& f, double bound) {
-    HWY_DYNAMIC_DISPATCH(FinishExactF32)(out, sum, dst, n, f, bound);
-}
-void finish_exact_row(PixelType out, const double* sum, void* dst, std::size_t n, const LinearFinish& f, double bound) {
-    HWY_DYNAMIC_DISPATCH(FinishExactF64)(out, sum, dst, n, f, bound);
+void finish_exact_row(PixelType out, const double* sum, void* dst, std::size_t n, const LinearFinish& f, double bound,
+                      bool stream) {
+    HWY_DYNAMIC_DISPATCH(FinishExactF64)(out, sum, dst, n, f, bound, stream);
 }
 
 } // namespace apron::cpu::simd
