@@ -6,7 +6,7 @@
 // (BORDER_REFLECT_101 = apron's mirror), gaussian vs cv::GaussianBlur with ksize 2*ceil(3 sigma)+1, and
 // dilate with a rectangle vs cv::dilate (OpenCV's default border = apron's ignored outside). Each side
 // runs on all cores (T threads); outputs are compared before timing; a time is the median of R runs
-// after a warm-up, wall clock.
+// after a warm-up, wall clock, the two sides alternating run by run.
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -20,6 +20,8 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "apron/errors.hpp"
@@ -41,20 +43,28 @@ struct Row {
     double ours_ms = 0, cv_ms = 0, diff = 0;
 };
 
-double median_ms(const std::function<void()>& f, int reps) {
-    f();  // warm-up: page faults, dispatch, pool start
-    std::vector<double> t;
+// Median wall-clock times of a and b, run alternately (a, b, a, b, ...) after one warm-up each, so a
+// busy machine slows both sides alike. Slow cases stop after 3 pairs once 6 s are spent.
+std::pair<double, double> median_ms(const std::function<void()>& a, const std::function<void()>& b, int reps) {
+    a();
+    b();
+    std::vector<double> ta, tb;
+    auto time = [](const std::function<void()>& f) {
+        const auto t0 = std::chrono::steady_clock::now();
+        f();
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
     const auto start = std::chrono::steady_clock::now();
     for (int r = 0; r < reps; ++r) {
-        const auto a = std::chrono::steady_clock::now();
-        f();
-        const auto b = std::chrono::steady_clock::now();
-        t.push_back(std::chrono::duration<double, std::milli>(b - a).count());
-        // Slow cases stop after 3 runs once 4 s are spent.
-        if (r >= 2 && std::chrono::duration<double>(b - start).count() > 4.0) break;
+        ta.push_back(time(a));
+        tb.push_back(time(b));
+        if (r >= 2 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > 6.0) break;
     }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    auto median = [](std::vector<double> t) {
+        std::sort(t.begin(), t.end());
+        return t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
+    };
+    return {median(ta), median(tb)};
 }
 
 cv::Mat as_mat(const Image& img) {
@@ -115,7 +125,7 @@ public:
         prog.steps.push_back(Step{s, -1, -1});
         cv::Mat kernel(k, k, CV_32F);
         for (int i = 0; i < k * k; ++i) kernel.at<float>(i / k, i % k) = float(w[std::size_t(i)]);
-        run(prog, t, [kernel](const cv::Mat& in, cv::Mat& out) {
+        run(prog.spec, prog, t, [kernel](const cv::Mat& in, cv::Mat& out) {
             cv::filter2D(in, out, -1, kernel, cv::Point(-1, -1), 0, cv::BORDER_REFLECT_101);
         });
     }
@@ -124,7 +134,9 @@ public:
         const int ksize = 2 * int(std::ceil(3 * sigma)) + 1;
         char spec[80];
         std::snprintf(spec, sizeof spec, "gaussian:sigma=%g,border=mirror", sigma);
-        run(parse_operation(spec), t, [=](const cv::Mat& in, cv::Mat& out) {
+        char label[64];
+        std::snprintf(label, sizeof label, "gaussian s=%g (%dx%d)", sigma, ksize, ksize);
+        run(label, parse_operation(spec), t, [=](const cv::Mat& in, cv::Mat& out) {
             cv::GaussianBlur(in, out, cv::Size(ksize, ksize), sigma, sigma, cv::BORDER_REFLECT_101);
         });
     }
@@ -132,7 +144,8 @@ public:
     void dilate(int k, PixelType t) {
         const std::string spec = "dilate:se=rect:" + std::to_string(k) + "x" + std::to_string(k);
         const cv::Mat se = cv::getStructuringElement(cv::MORPH_RECT, cv::Size(k, k));
-        run(parse_operation(spec), t, [se](const cv::Mat& in, cv::Mat& out) { cv::dilate(in, out, se); });
+        run("dilate rect " + std::to_string(k) + "x" + std::to_string(k), parse_operation(spec), t,
+            [se](const cv::Mat& in, cv::Mat& out) { cv::dilate(in, out, se); });
     }
 
     void report() const {
@@ -156,7 +169,8 @@ private:
     int threads() const { return o_.threads > 0 ? o_.threads : int(std::thread::hardware_concurrency()); }
     double mpix(double ms) const { return double(o_.size) * o_.size / (ms * 1e3); }
 
-    void run(const OpProgram& prog, PixelType t, const std::function<void(const cv::Mat&, cv::Mat&)>& cv_op) {
+    void run(const std::string& label, const OpProgram& prog, PixelType t,
+             const std::function<void(const cv::Mat&, cv::Mat&)>& cv_op) {
         const Image in = random_image(o_.size, t, 42);
         Image out(in.shape());
         const StepPlan sp = plan_of(prog, in.shape());
@@ -169,10 +183,9 @@ private:
         auto theirs = [&] { cv_op(src, dst); };
         ours();
         theirs();
-        Row r{prog.spec, to_string(t), algorithm_of(sp)};
+        Row r{label, to_string(t), algorithm_of(sp)};
         r.diff = max_abs_diff(as_mat(out), dst);
-        r.ours_ms = median_ms(ours, o_.reps);
-        r.cv_ms = median_ms(theirs, o_.reps);
+        std::tie(r.ours_ms, r.cv_ms) = median_ms(ours, theirs, o_.reps);
         std::printf("%-24s %-5s apron %9.2f ms   opencv %9.2f ms   %6.2fx   max diff %.3g\n", r.op.c_str(), r.type.c_str(),
                     r.ours_ms, r.cv_ms, r.cv_ms / r.ours_ms, r.diff);
         std::fflush(stdout);

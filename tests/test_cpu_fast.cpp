@@ -472,3 +472,37 @@ TEST(CpuFast, LargeOutputsMatchReference) {
     m.element = element(2, 2, "rect");
     check_morph(morph_plan(m, f32.shape()), f32, "large dilate");
 }
+
+// NaN and infinities in f32 input: a group of rows must not mix a non-finite pixel into rows whose
+// mask does not reach it (a zero weight times inf is NaN), and integer outputs store NaN as 0.
+TEST(CpuFast, NonFiniteInputsMatchReference) {
+    Image in = test::random_image(37, 29, 2, PixelType::f32, 17);
+    in.row<float>(3)[10] = NAN;
+    in.row<float>(11)[40] = INFINITY;
+    in.row<float>(12)[41] = -INFINITY;
+    in.row<float>(20)[0] = INFINITY;
+    std::mt19937 rng(8);
+    for (auto [mw, mh] : {std::pair{5, 5}, std::pair{3, 2}, std::pair{7, 7}})
+        for (bool separable : {false, true}) {
+            LinearStep s;
+            if (separable) s.mask = Mask(mw, mh, std::vector<double>(std::size_t(mw) * mh, 1.0 / (mw * mh)));
+            else s.mask = random_mask(mw, mh, false, rng);
+            if (!separable)  // zero weights inside the mask: the products a group must not form
+                for (std::size_t k = 0; k < s.mask.weights.size(); k += 3) s.mask.weights[k] = 0;
+            for (PixelType tout : kTypes) {
+                const LinearPlan p = linear_plan(s, in.shape(), tout);
+                Image want(in.width(), in.height(), 2, tout), got(in.width(), in.height(), 2, tout);
+                reference().linear(p, in.view(), want.view());
+                fast().linear(p, in.view(), got.view());
+                const double tol = tout == PixelType::f32 ? 1e-5 * p.step.mask.abs_sum() * 2 : 1;
+                int bad = 0;
+                for (int y = 0; y < in.height(); ++y)
+                    for (int x = 0; x < in.width(); ++x)
+                        for (int c = 0; c < 2; ++c) {
+                            const double a = test::sample_at(cv(want), x, y, c), b = test::sample_at(cv(got), x, y, c);
+                            const bool same = std::isnan(a) ? std::isnan(b) : std::isinf(a) ? a == b : std::fabs(a - b) <= tol;
+                            if (!same && bad++ < 3) ADD_FAILURE() << describe(p, 37, 29, 2) << " at " << x << "," << y << ": " << a << " vs " << b;
+                        }
+            }
+        }
+}

@@ -100,6 +100,24 @@ template <class Out, bool kStream = false, class D>
 HWY_INLINE void StorePixels(D df, hn::Vec<D> v, Out* HWY_RESTRICT p) {
     if constexpr (std::is_same_v<Out, float>) {
         Put<kStream>(df, v, p);
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    } else if constexpr (std::is_same_v<hn::Vec<D>, hn::Vec512<float>>) {
+        // 5 instructions instead of Highway's generic 12: x86 max(v, 0) returns 0 for NaN (the
+        // second operand), the value is then in [0, max] so the conversion cannot overflow, and
+        // vpmovdb / vpmovdw narrow without saturation logic.
+        const __m512 c = _mm512_min_ps(_mm512_max_ps(v.raw, _mm512_setzero_ps()),
+                                       _mm512_set1_ps(float(PixelTraits<Out>::max)));
+        const __m512i i = _mm512_cvtps_epi32(c);  // rounds half to even (MXCSR default)
+        if constexpr (std::is_same_v<Out, std::uint8_t>) {
+            const __m128i b = _mm512_cvtepi32_epi8(i);
+            if constexpr (kStream) _mm_stream_si128(reinterpret_cast<__m128i*>(p), b);
+            else _mm_storeu_si128(reinterpret_cast<__m128i*>(p), b);
+        } else {
+            const __m256i h = _mm512_cvtepi32_epi16(i);
+            if constexpr (kStream) _mm256_stream_si256(reinterpret_cast<__m256i*>(p), h);
+            else _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), h);
+        }
+#endif
     } else {
         const hn::Rebind<Out, D> dout;
         v = hn::IfThenElseZero(hn::Gt(v, hn::Zero(df)), v);
