@@ -25,40 +25,30 @@ namespace {
 
 // The taps of a group of `rows` consecutive output rows: entry k reads ring row `ring_row[k]`
 // (relative to the group's first input row) at offset `off[k]`, with weight w[k * rows + q] for the
-// group's row q. Entries whose weights are all zero are left out. Entries come in mask-row order;
-// those of the first and last rows - 1 ring rows reach only some rows of the group (rows_of).
+// group's row q (zero where the entry is outside that row's mask). Entries come in mask-row order;
+// those with no non-zero weight are left out.
 struct GroupTaps {
     int rows = 1;
     std::vector<int> ring_row;
     std::vector<std::size_t> off;
     std::vector<double> w;
-    std::vector<unsigned char> rows_of;
-    std::size_t full_begin = 0, full_end = 0;
 
     // weight(i, j) of a mw x mh mask (j: mask row); offsets i * step.
     template <class Weight>
     GroupTaps(int group_rows, int mw, int mh, std::size_t step, Weight&& weight) : rows(group_rows) {
-        for (int r = 0; r < mh + rows - 1; ++r) {
-            if (r == rows - 1) full_begin = size();
-            if (r == mh) full_end = size();
+        for (int r = 0; r < mh + rows - 1; ++r)
             for (int i = 0; i < mw; ++i) {
                 std::vector<double> ws(std::size_t(rows), 0.0);
-                unsigned reach = 0;
+                bool any = false;
                 for (int q = 0; q < rows; ++q) {
                     const int j = r - q;
-                    if (j < 0 || j >= mh) continue;
-                    ws[std::size_t(q)] = weight(i, j);
-                    if (ws[std::size_t(q)] != 0) reach |= 1u << q;
+                    if (j >= 0 && j < mh) any = (ws[std::size_t(q)] = weight(i, j)) != 0 || any;
                 }
-                if (!reach) continue;
+                if (!any) continue;
                 ring_row.push_back(r);
                 off.push_back(std::size_t(i) * step);
                 w.insert(w.end(), ws.begin(), ws.end());
-                rows_of.push_back((unsigned char)reach);
             }
-        }
-        if (mh + rows - 1 <= mh) full_end = size();  // rows == 1: every entry is full
-        if (full_end < full_begin) full_end = full_begin;
     }
     std::size_t size() const { return ring_row.size(); }
 };
@@ -95,10 +85,11 @@ public:
             column = plan.separable->column;
         }
         separable_ = !row.empty();
-        // Rows per group: a mask one row high shares nothing between output rows; small heights
-        // waste a larger share of zero-weight products, so they take pairs. Masks beyond 256 x 256
+        // Rows per group: a mask one row high shares nothing between output rows. A group of R rows
+        // over an mh-row mask forms (R - 1) / (mh + R - 1) zero products, so masks up to 8 rows take
+        // pairs (a 7-tap column: 8 FMAs per output vector with pairs, 10 with fours). Masks beyond 256 x 256
         // (whose direct sums are FFT territory) keep one table of single rows, to bound its memory.
-        group_ = mh_ >= 4 ? simd::max_rows : mh_ >= 2 ? 2 : 1;
+        group_ = mh_ > 8 ? simd::max_rows : mh_ >= 2 ? 2 : 1;
         if (!separable_ && (long long)mw_ * mh_ > 65536) group_ = 1;
         // Two tables: single rows (band tails, rows next to non-finite input) and full groups.
         auto table = [&](int g) {
@@ -219,9 +210,6 @@ private:
         a.taps = p.ptrs.data();
         a.w = p.w.data();
         a.count = g.size();
-        a.full_begin = g.full_begin;
-        a.full_end = g.full_end;
-        a.rows_of = g.rows_of.data();
         return a;
     }
 

@@ -27,19 +27,17 @@ void weighted_sum(const double* const* taps, const double* w, std::size_t count,
 // True when every one of the n samples is finite.
 bool all_finite(const float* p, std::size_t n);
 
-// Several output rows at once (rows = 1..max_rows). Entry k reads taps[k] and adds w[k * rows + q] *
-// taps[k][s] to output row q, for the rows q whose bit is set in rows_of[k]; entries in
-// [full_begin, full_end) reach every row (rows_of is not read there). FMAs go in entry order, so each
-// row gets the same bits as weighted_sum over its own non-zero taps whatever the group, as long as
-// the inputs are finite (a zero weight inside the full range adds an exact zero).
+// Several output rows at once (rows = 1..max_rows): entry k adds w[k * rows + q] * taps[k][s] to
+// output row q. FMAs go in entry order, and a zero weight adds an exact zero to a finite sum, so each
+// row gets the same bits as weighted_sum over its own non-zero taps whatever the group, as long as the
+// inputs are finite (0 * inf is NaN: callers sum rows near non-finite input one at a time).
 constexpr int max_rows = 4;
 template <class F>
 struct GroupArgs {
     int rows = 1;
     const F* const* taps = nullptr;
     const F* w = nullptr;
-    std::size_t count = 0, full_begin = 0, full_end = 0;
-    const unsigned char* rows_of = nullptr;
+    std::size_t count = 0;
 };
 // outs[q][s] = the sum, for s < n. Over-computes.
 void weighted_sum_rows(const GroupArgs<float>& g, float* const* outs, std::size_t n);

@@ -207,7 +207,9 @@ void WeightedSumF64(const double* const* taps, const double* w, std::size_t coun
 // K loads and R broadcasts for R * K FMAs instead of K loads for K FMAs. On AVX-512 most loads of a
 // shifted row straddle two cache lines and count twice, which made the one-row loop load-bound at
 // about half the FMA peak; with R = 4 it is FMA-bound again. `sink(q, s, acc)` stores row q's vector
-// at sample s.
+// at sample s. Products with the zero weights of the group's edge rows are formed (exact zeros for
+// finite inputs; the caller keeps non-finite rows out of groups): one branch-free loop keeps all
+// R * K accumulators in registers, which the masked variants did not.
 template <int R, int K, class D, class Sink, class F = hn::TFromD<D>>
 HWY_INLINE void SumRowsBlock(D d, const GroupArgs<F>& g, std::size_t s, Sink& sink) {
     const std::size_t N = hn::Lanes(d);
@@ -215,22 +217,15 @@ HWY_INLINE void SumRowsBlock(D d, const GroupArgs<F>& g, std::size_t s, Sink& si
     V acc[R][K];
     for (int q = 0; q < R; ++q)
         for (int k = 0; k < K; ++k) acc[q][k] = hn::Zero(d);
-    // Entries outside [full_begin, full_end) (the first and last R - 1 mask rows) reach only some rows
-    // of the group: those products are skipped instead of multiplied by zero.
-    auto entry = [&](std::size_t t, unsigned rows) HWY_ATTR {
+    for (std::size_t t = 0; t < g.count; ++t) {
         const F* HWY_RESTRICT p = g.taps[t] + s;
         V v[K];
         for (int k = 0; k < K; ++k) v[k] = hn::LoadU(d, p + std::size_t(k) * N);
         for (int q = 0; q < R; ++q) {
-            if (!(rows & (1u << q))) continue;
             const V wq = hn::Set(d, g.w[t * R + std::size_t(q)]);
             for (int k = 0; k < K; ++k) acc[q][k] = hn::MulAdd(wq, v[k], acc[q][k]);
         }
-    };
-    constexpr unsigned all = (1u << R) - 1;
-    for (std::size_t t = 0; t < g.full_begin; ++t) entry(t, g.rows_of[t]);
-    for (std::size_t t = g.full_begin; t < g.full_end; ++t) entry(t, all);
-    for (std::size_t t = g.full_end; t < g.count; ++t) entry(t, g.rows_of[t]);
+    }
     for (int q = 0; q < R; ++q)
         for (int k = 0; k < K; ++k) sink(q, s + std::size_t(k) * N, acc[q][k]);
 }
