@@ -2,9 +2,9 @@
 // stream, and device memory comes from the stream-ordered pool (cudaMallocAsync), so the buffers of a
 // pipeline are recycled without synchronising.
 //
-// These kernels are the straightforward, correct baseline (one thread per output sample, reading the
-// border through map_index, the same finish functions as every backend): tiled, register-blocked and
-// specialised kernels replace them behind the same interface.
+// Odd square masks up to 31x31 run the tiled kernel (direct_tiled.cu). Everything else still runs the
+// straightforward baseline kernels below (one thread per output sample, border through map_index, the
+// same finish functions as every backend) until specialised kernels replace them.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -14,17 +14,13 @@
 #include "core/linear_finish.hpp"
 #include "core/pixel.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/device_view.hpp"
+#include "cuda/direct_tiled.hpp"
 #include "plan/plan.hpp"
 
 namespace apron {
 namespace cuda {
 namespace {
-
-struct DeviceView {
-    const std::byte* data;
-    std::size_t pitch;
-    int width, height, channels;
-};
 
 template <class T>
 __device__ __forceinline__ T load(const DeviceView& v, int x, int y, int c) {
@@ -103,8 +99,6 @@ __global__ void combine_kernel(DeviceView a, DeviceView b, std::byte* out, std::
     out_row<Out>(out, out_pitch, y)[k] = store_pixel<Out>(add_rn(v, s.c));
 }
 
-DeviceView device_view(ConstImageView v) { return {v.data, v.pitch, v.width(), v.height(), v.channels()}; }
-
 dim3 grid_for(const ImageShape& s, dim3 block) {
     return dim3(unsigned((s.width * s.channels + block.x - 1) / block.x), unsigned((s.height + block.y - 1) / block.y));
 }
@@ -153,6 +147,7 @@ public:
     void synchronize() override { APRON_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
     void linear(const LinearPlan& p, ConstImageView in, ImageView out) override {
+        if (direct_tiled_supports(p)) return launch_direct_tiled(p, in, out, stream_);
         const Mask& m = p.step.mask;
         // Weights go up per call (stream-ordered, from a host copy kept alive until the stream passes).
         std::shared_ptr<void> weights;

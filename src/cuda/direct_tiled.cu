@@ -1,0 +1,39 @@
+// Dispatch of the tiled direct kernel by mask size (the kernel itself: direct_tiled_impl.cuh).
+#include "cuda/direct_tiled.hpp"
+
+#include "apron/errors.hpp"
+
+namespace apron::cuda {
+
+template <int K>
+void launch_direct_tiled_k(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream);
+
+bool direct_tiled_supports(const LinearPlan& p) {
+    const Mask& m = p.step.mask;
+    const bool odd_square = m.width == m.height && m.width % 2 == 1 && m.width >= 3 && m.width <= 31 &&
+                            m.anchor_x == m.width / 2 && m.anchor_y == m.height / 2;
+    return odd_square && p.accumulator == Accumulator::f32;
+}
+
+void launch_direct_tiled(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream) {
+    switch (p.step.mask.width) {
+    case 3: return launch_direct_tiled_k<3>(p, in, out, stream);
+    case 5: return launch_direct_tiled_k<5>(p, in, out, stream);
+    case 7: return launch_direct_tiled_k<7>(p, in, out, stream);
+    case 9: return launch_direct_tiled_k<9>(p, in, out, stream);
+    case 11: return launch_direct_tiled_k<11>(p, in, out, stream);
+    case 13: return launch_direct_tiled_k<13>(p, in, out, stream);
+    case 15: return launch_direct_tiled_k<15>(p, in, out, stream);
+    case 17: return launch_direct_tiled_k<17>(p, in, out, stream);
+    case 19: return launch_direct_tiled_k<19>(p, in, out, stream);
+    case 21: return launch_direct_tiled_k<21>(p, in, out, stream);
+    case 23: return launch_direct_tiled_k<23>(p, in, out, stream);
+    case 25: return launch_direct_tiled_k<25>(p, in, out, stream);
+    case 27: return launch_direct_tiled_k<27>(p, in, out, stream);
+    case 29: return launch_direct_tiled_k<29>(p, in, out, stream);
+    case 31: return launch_direct_tiled_k<31>(p, in, out, stream);
+    default: throw Error("direct_tiled: unsupported mask size");
+    }
+}
+
+} // namespace apron::cuda

@@ -1,0 +1,141 @@
+// Direct 2D correlation, tiled (kernel template; instantiated by direct_tiled_k*.cu, one group of mask
+// sizes per file so they compile in parallel): a block stages its input tile with the halo in shared memory (as f32,
+// converted once), then each thread slides down a column of RY outputs, holding them in registers while
+// every input row of the window is read once and multiplied by the mask rows it meets.
+//
+// Weights travel as a __grid_constant__ kernel parameter: the loops are unrolled over the compile-time
+// mask size, so every weight is an immediate constant-bank operand of its FFMA (no load per tap).
+// Border maths (map_index) runs only in blocks whose tile reaches outside the image.
+//
+// Exact plans with an f32 accumulator use the same kernel: products and partial sums are integers below
+// 2^24, so the float arithmetic (FMA included) is exact, and finish_exact gives the shared result.
+#pragma once
+#include <cstdint>
+
+#include "core/border_index.hpp"
+#include "core/dispatch.hpp"
+#include "core/linear_finish.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/device_view.hpp"
+#include "cuda/direct_tiled.hpp"
+
+namespace apron::cuda {
+namespace tiled {
+
+constexpr int block_x = 32, block_y = 8;
+
+template <int K>
+struct Weights {
+    float w[K * K];
+};
+
+// Output rows per thread: more rows reuse each shared-memory load across more FMAs, fewer keep the
+// unrolled code small for big masks (RY * K * K FFMAs per thread).
+template <int K>
+constexpr int rows_per_thread() {
+    return K <= 9 ? 8 : K <= 17 ? 4 : 2;
+}
+
+template <class In>
+__device__ __forceinline__ float load_sample(const DeviceView& v, int x_sample, int y) {
+    return float(reinterpret_cast<const In*>(v.data + std::size_t(y) * v.pitch)[x_sample]);
+}
+
+template <class Out>
+__device__ __forceinline__ void store(std::byte* out, std::size_t pitch, int y, int xs, float acc, bool exact,
+                                      const LinearFinish& f) {
+    Out* row = reinterpret_cast<Out*>(out + std::size_t(y) * pitch);
+    row[xs] = exact ? finish_exact<Out>(static_cast<std::int64_t>(acc), f) : finish_float<Out, float>(acc, f);
+}
+
+template <int K, class In>
+__global__ void __launch_bounds__(block_x* block_y)
+    direct_tiled(DeviceView in, std::byte* out, std::size_t out_pitch, PixelType out_type,
+                 const __grid_constant__ Weights<K> w, BorderMode mode, float outside, LinearFinish finish, bool exact) {
+    constexpr int RY = rows_per_thread<K>();
+    constexpr int R = K / 2;  // odd square masks: anchor at the centre
+    constexpr int tile_h = block_y * RY + K - 1;
+    extern __shared__ float tile[];
+    const int C = in.channels;
+    const int tile_w = block_x + (K - 1) * C;  // in samples
+    const int samples = in.width * C;
+    const int x0 = blockIdx.x * block_x;        // first output sample of the block
+    const int y0 = blockIdx.y * block_y * RY;   // first output row of the block
+    const int gx0 = x0 - R * C, gy0 = y0 - R;   // first input sample/row of the tile
+
+    const bool interior = gx0 >= 0 && gy0 >= 0 && gx0 + tile_w <= samples && gy0 + tile_h <= in.height;
+    if (interior) {
+        for (int r = threadIdx.y; r < tile_h; r += block_y)
+            for (int c = threadIdx.x; c < tile_w; c += block_x) tile[r * tile_w + c] = load_sample<In>(in, gx0 + c, gy0 + r);
+    } else {
+        for (int r = threadIdx.y; r < tile_h; r += block_y) {
+            const int sy = map_index(gy0 + r, in.height, mode);
+            for (int c = threadIdx.x; c < tile_w; c += block_x) {
+                const int gs = gx0 + c;
+                const int px = gs >= 0 ? gs / C : -((-gs + C - 1) / C);  // floor division
+                const int ch = gs - px * C;
+                const int sx = map_index(px, in.width, mode);
+                tile[r * tile_w + c] = (sx < 0 || sy < 0) ? outside : load_sample<In>(in, sx * C + ch, sy);
+            }
+        }
+    }
+    __syncthreads();
+
+    float acc[RY];
+#pragma unroll
+    for (int r = 0; r < RY; ++r) acc[r] = 0.0f;
+    const float* base = tile + threadIdx.y * RY * tile_w + threadIdx.x;
+#pragma unroll
+    for (int t = 0; t < RY + K - 1; ++t) {
+#pragma unroll
+        for (int i = 0; i < K; ++i) {
+            const float v = base[t * tile_w + i * C];
+#pragma unroll
+            for (int r = 0; r < RY; ++r) {
+                const int j = t - r;
+                if (j >= 0 && j < K) acc[r] = fmaf(w.w[j * K + i], v, acc[r]);
+            }
+        }
+    }
+
+    const int xs = x0 + threadIdx.x;
+    if (xs >= samples) return;
+#pragma unroll
+    for (int r = 0; r < RY; ++r) {
+        const int y = y0 + threadIdx.y * RY + r;
+        if (y >= in.height) break;
+        switch (out_type) {
+        case PixelType::u8: store<std::uint8_t>(out, out_pitch, y, xs, acc[r], exact, finish); break;
+        case PixelType::u16: store<std::uint16_t>(out, out_pitch, y, xs, acc[r], exact, finish); break;
+        case PixelType::f32: store<float>(out, out_pitch, y, xs, acc[r], exact, finish); break;
+        }
+    }
+}
+
+template <int K, class In>
+void launch(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream) {
+    constexpr int RY = rows_per_thread<K>();
+    Weights<K> w{};
+    for (int k = 0; k < K * K; ++k)
+        w.w[k] = p.exact ? float(p.integer_mask.weights[std::size_t(k)]) : float(p.step.mask.weights[std::size_t(k)]);
+    const int C = in.channels();
+    const std::size_t smem = sizeof(float) * std::size_t(block_y * RY + K - 1) * std::size_t(block_x + (K - 1) * C);
+    auto kernel = direct_tiled<K, In>;
+    APRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    const dim3 block(block_x, block_y);
+    const dim3 grid(unsigned((in.width() * C + block_x - 1) / block_x), unsigned((in.height() + block_y * RY - 1) / (block_y * RY)));
+    kernel<<<grid, block, smem, stream>>>(device_view(in), out.data, out.pitch, p.out, w, p.step.border,
+                                          float(store_pixel<In>(p.step.border_value)), p.finish, p.exact);
+    APRON_CUDA_CHECK_LAUNCH("direct_tiled");
+}
+
+
+} // namespace tiled
+
+// One mask size, every input type: what the dispatcher in direct_tiled.cu calls.
+template <int K>
+void launch_direct_tiled_k(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream) {
+    with_type(p.in, [&]<class In>() { tiled::launch<K, In>(p, in, out, stream); });
+}
+
+} // namespace apron::cuda

@@ -1,0 +1,10 @@
+// Instantiates the tiled direct kernel for mask sizes 19, 21, 23.
+#include "cuda/direct_tiled_impl.cuh"
+
+namespace apron::cuda {
+
+template void launch_direct_tiled_k<19>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+template void launch_direct_tiled_k<21>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+template void launch_direct_tiled_k<23>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+
+} // namespace apron::cuda

@@ -1,0 +1,9 @@
+// Instantiates the tiled direct kernel for mask sizes 25, 27.
+#include "cuda/direct_tiled_impl.cuh"
+
+namespace apron::cuda {
+
+template void launch_direct_tiled_k<25>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+template void launch_direct_tiled_k<27>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+
+} // namespace apron::cuda

@@ -1,0 +1,9 @@
+// Instantiates the tiled direct kernel for mask sizes 29, 31.
+#include "cuda/direct_tiled_impl.cuh"
+
+namespace apron::cuda {
+
+template void launch_direct_tiled_k<29>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+template void launch_direct_tiled_k<31>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+
+} // namespace apron::cuda

@@ -1,0 +1,11 @@
+// Instantiates the tiled direct kernel for mask sizes 3, 5, 7, 9.
+#include "cuda/direct_tiled_impl.cuh"
+
+namespace apron::cuda {
+
+template void launch_direct_tiled_k<3>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+template void launch_direct_tiled_k<5>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+template void launch_direct_tiled_k<7>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+template void launch_direct_tiled_k<9>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+
+} // namespace apron::cuda
