@@ -25,18 +25,21 @@ namespace {
 
 // The taps of a group of `rows` consecutive output rows: entry k reads ring row `ring_row[k]`
 // (relative to the group's first input row) at offset `off[k]`, with weight w[k * rows + q] for the
-// group's row q (zero where the entry is outside that row's mask). Entries come in mask-row order;
-// those with no non-zero weight are left out.
+// group's row q (zero where the entry is outside that row's mask). Entries come in ring-row order;
+// those with no non-zero weight are left out. bounds: see simd::GroupArgs (needs mh >= rows - 1).
 struct GroupTaps {
     int rows = 1;
     std::vector<int> ring_row;
     std::vector<std::size_t> off;
     std::vector<double> w;
+    std::vector<std::size_t> bounds;
 
     // weight(i, j) of a mw x mh mask (j: mask row); offsets i * step.
     template <class Weight>
     GroupTaps(int group_rows, int mw, int mh, std::size_t step, Weight&& weight) : rows(group_rows) {
-        for (int r = 0; r < mh + rows - 1; ++r)
+        std::vector<std::size_t> row_begin;  // entry index where each ring row starts
+        for (int r = 0; r < mh + rows - 1; ++r) {
+            row_begin.push_back(size());
             for (int i = 0; i < mw; ++i) {
                 std::vector<double> ws(std::size_t(rows), 0.0);
                 bool any = false;
@@ -49,6 +52,10 @@ struct GroupTaps {
                 off.push_back(std::size_t(i) * step);
                 w.insert(w.end(), ws.begin(), ws.end());
             }
+        }
+        row_begin.push_back(size());
+        for (int i = 0; i < rows; ++i) bounds.push_back(row_begin[std::size_t(i)]);
+        for (int i = 0; i < rows; ++i) bounds.push_back(row_begin[std::size_t(mh + i)]);
     }
     std::size_t size() const { return ring_row.size(); }
 };
@@ -85,10 +92,10 @@ public:
             column = plan.separable->column;
         }
         separable_ = !row.empty();
-        // Rows per group: a mask one row high shares nothing between output rows. A group of R rows
-        // over an mh-row mask forms (R - 1) / (mh + R - 1) zero products, so masks up to 8 rows take
-        // pairs (a 7-tap column: 8 FMAs per output vector with pairs, 10 with fours). Masks beyond 256 x 256
-        // (whose direct sums are FFT territory) keep one table of single rows, to bound its memory.
+        // Rows per group: a mask one row high shares nothing between output rows; up to 8 rows, pairs
+        // (the kernel's edge loops and their accumulator spills weigh more than 4-row sharing gains
+        // on so few entries). Masks beyond 256 x 256 (whose direct sums are FFT territory) keep one
+        // table of single rows, to bound its memory.
         group_ = mh_ > 8 ? simd::max_rows : mh_ >= 2 ? 2 : 1;
         if (!separable_ && (long long)mw_ * mh_ > 65536) group_ = 1;
         // Two tables: single rows (band tails, rows next to non-finite input) and full groups.
@@ -210,6 +217,7 @@ private:
         a.taps = p.ptrs.data();
         a.w = p.w.data();
         a.count = g.size();
+        a.bounds = g.bounds.data();
         return a;
     }
 

@@ -27,9 +27,12 @@ void weighted_sum(const double* const* taps, const double* w, std::size_t count,
 // True when every one of the n samples is finite.
 bool all_finite(const float* p, std::size_t n);
 
-// Several output rows at once (rows = 1..max_rows): entry k adds w[k * rows + q] * taps[k][s] to
-// output row q. FMAs go in entry order, and a zero weight adds an exact zero to a finite sum, so each
-// row gets the same bits as weighted_sum over its own non-zero taps whatever the group, as long as the
+// Several output rows at once (rows = R = 1..max_rows): entry k adds w[k * R + q] * taps[k][s] to
+// output row q. Entries come by ring row; bounds (2R values) say where the ring rows that reach only
+// part of the group lie: entries [bounds[i], bounds[i + 1]) for i < R - 1 reach rows 0..i, [bounds[R - 1],
+// bounds[R]) reach every row, [bounds[R + i], bounds[R + i + 1]) for i < R - 1 reach rows i + 1..R - 1
+// (bounds[2R - 1] = count). FMAs go in entry order, so each row gets the same bits as weighted_sum over
+// its own taps whatever the group. Zero weights inside the reach add exact zeros, as long as the
 // inputs are finite (0 * inf is NaN: callers sum rows near non-finite input one at a time).
 constexpr int max_rows = 4;
 template <class F>
@@ -38,6 +41,7 @@ struct GroupArgs {
     const F* const* taps = nullptr;
     const F* w = nullptr;
     std::size_t count = 0;
+    const std::size_t* bounds = nullptr;
 };
 // outs[q][s] = the sum, for s < n. Over-computes.
 void weighted_sum_rows(const GroupArgs<float>& g, float* const* outs, std::size_t n);

@@ -207,25 +207,42 @@ void WeightedSumF64(const double* const* taps, const double* w, std::size_t coun
 // K loads and R broadcasts for R * K FMAs instead of K loads for K FMAs. On AVX-512 most loads of a
 // shifted row straddle two cache lines and count twice, which made the one-row loop load-bound at
 // about half the FMA peak; with R = 4 it is FMA-bound again. `sink(q, s, acc)` stores row q's vector
-// at sample s. Products with the zero weights of the group's edge rows are formed (exact zeros for
-// finite inputs; the caller keeps non-finite rows out of groups): one branch-free loop keeps all
-// R * K accumulators in registers, which the masked variants did not.
-template <int R, int K, class D, class Sink, class F = hn::TFromD<D>>
-HWY_INLINE void SumRowsBlock(D d, const GroupArgs<F>& g, std::size_t s, Sink& sink) {
+// at sample s.
+//
+// The entries of the first and last R - 1 ring rows reach only some rows of the group; each such ring
+// row gets its own loop over a compile-time range of rows, so no zero products are formed and no
+// test is made per entry (a runtime mask made GCC spill the accumulators between loops).
+template <int Q0, int Q1, int R, int K, class D, class F, class V>
+HWY_INLINE void SumEntries(D d, const GroupArgs<F>& g, std::size_t t0, std::size_t t1, std::size_t s, V (&acc)[R][K]) {
     const std::size_t N = hn::Lanes(d);
-    using V = hn::Vec<D>;
-    V acc[R][K];
-    for (int q = 0; q < R; ++q)
-        for (int k = 0; k < K; ++k) acc[q][k] = hn::Zero(d);
-    for (std::size_t t = 0; t < g.count; ++t) {
+    for (std::size_t t = t0; t < t1; ++t) {
         const F* HWY_RESTRICT p = g.taps[t] + s;
         V v[K];
         for (int k = 0; k < K; ++k) v[k] = hn::LoadU(d, p + std::size_t(k) * N);
-        for (int q = 0; q < R; ++q) {
+        for (int q = Q0; q <= Q1; ++q) {
             const V wq = hn::Set(d, g.w[t * R + std::size_t(q)]);
             for (int k = 0; k < K; ++k) acc[q][k] = hn::MulAdd(wq, v[k], acc[q][k]);
         }
     }
+}
+
+template <int R, int K, class D, class Sink, class F = hn::TFromD<D>>
+HWY_INLINE void SumRowsBlock(D d, const GroupArgs<F>& g, std::size_t s, Sink& sink) {
+    using V = hn::Vec<D>;
+    V acc[R][K];
+    for (int q = 0; q < R; ++q)
+        for (int k = 0; k < K; ++k) acc[q][k] = hn::Zero(d);
+    const std::size_t* b = g.bounds;
+    // Top edge: ring row r < R - 1 reaches rows 0..r.
+    if constexpr (R > 1) SumEntries<0, 0>(d, g, b[0], b[1], s, acc);
+    if constexpr (R > 2) SumEntries<0, 1>(d, g, b[1], b[2], s, acc);
+    if constexpr (R > 3) SumEntries<0, 2>(d, g, b[2], b[3], s, acc);
+    SumEntries<0, R - 1>(d, g, b[R - 1], b[R], s, acc);
+    // Bottom edge: ring row mh + i reaches rows i + 1..R - 1.
+    if constexpr (R > 1) SumEntries<1, R - 1>(d, g, b[R], b[R + 1], s, acc);
+    if constexpr (R > 2) SumEntries<2, R - 1>(d, g, b[R + 1], b[R + 2], s, acc);
+    if constexpr (R > 3) SumEntries<3, R - 1>(d, g, b[R + 2], b[R + 3], s, acc);
+    const std::size_t N = hn::Lanes(d);
     for (int q = 0; q < R; ++q)
         for (int k = 0; k < K; ++k) sink(q, s + std::size_t(k) * N, acc[q][k]);
 }
