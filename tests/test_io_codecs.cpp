@@ -15,14 +15,6 @@
 namespace apron::iotest {
 namespace {
 
-template <class T>
-std::vector<T> pixels_of(const Image& img) {
-    std::vector<T> v;
-    for (int y = 0; y < img.height(); ++y)
-        v.insert(v.end(), img.row<T>(y), img.row<T>(y) + img.width() * img.channels());
-    return v;
-}
-
 // 3x2, 2-bit palette (red, green, blue, white) with tRNS giving blue alpha 0x80; rows: 0 1 2 / 3 2 1.
 // 10x1, 1-bit gray 1011001110.
 // 2x1, 16-bit gray 0x1234 0xABCD.

@@ -8,14 +8,6 @@
 namespace apron::iotest {
 namespace {
 
-template <class T>
-std::vector<T> pixels_of(const Image& img) {
-    std::vector<T> v;
-    for (int y = 0; y < img.height(); ++y)
-        v.insert(v.end(), img.row<T>(y), img.row<T>(y) + img.width() * img.channels());
-    return v;
-}
-
 TEST(Pnm, CommentsWhereverWhitespaceIsAllowed) {
     const Image img = decode_image(bytes("P2\n# made by hand\n3 # width\n# height next\n2\n9#maxval\n"
                                          "1 2 3\n# a comment between rows\n4 5\t\t6\n"),

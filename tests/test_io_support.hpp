@@ -104,4 +104,13 @@ private:
     std::filesystem::path path_;
 };
 
+// Every sample of an image, row by row, as one vector.
+template <class T>
+std::vector<T> pixels_of(const Image& img) {
+    std::vector<T> v;
+    for (int y = 0; y < img.height(); ++y)
+        v.insert(v.end(), img.row<T>(y), img.row<T>(y) + img.width() * img.channels());
+    return v;
+}
+
 }  // namespace apron::iotest
