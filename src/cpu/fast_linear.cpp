@@ -8,9 +8,9 @@
 // Accumulator: f32 for the float path and for the exact path when the planner found every partial sum
 // below 2^24 (sums of integer products are then exact in f32, fused or not); f64 otherwise.
 //
-// A group adds zero-weight products (a tap of one row that is outside another row's mask). They are
-// exact zeros for finite inputs; a ring row holding inf or NaN is instead summed one output row at a
-// time over that row's non-zero taps only, as the reference does.
+// A group forms the products of an entry with every row it reaches, zero weights included when the
+// mask has zeros inside. Those are exact zeros for finite inputs; rows whose window holds inf or NaN
+// are instead summed one output row at a time over their non-zero taps only, as the reference does.
 #include <cmath>
 #include <cstdint>
 #include <vector>
