@@ -65,8 +65,26 @@ __global__ void __launch_bounds__(block_x* block_y)
 
     const bool interior = gx0 >= 0 && gy0 >= 0 && gx0 + tile_w <= samples && gy0 + tile_h <= in.height;
     if (interior) {
-        for (int r = threadIdx.y; r < tile_h; r += block_y)
-            for (int c = threadIdx.x; c < tile_w; c += block_x) tile[r * tile_w + c] = load_sample<In>(in, gx0 + c, gy0 + r);
+        // Every load of the thread is issued before the first store to shared memory, so each thread
+        // keeps up to rows x cols loads in flight (a plain loop waits for each load before the next:
+        // measured 33 % of bandwidth at 3x3 that way).
+        constexpr int rows = (tile_h + block_y - 1) / block_y;
+        constexpr int cols = (block_x + (K - 1) * max_channels + block_x - 1) / block_x;
+        float v[rows][cols];
+#pragma unroll
+        for (int a = 0; a < rows; ++a)
+#pragma unroll
+            for (int b = 0; b < cols; ++b) {
+                const int r = threadIdx.y + a * block_y, c = threadIdx.x + b * block_x;
+                if (r < tile_h && c < tile_w) v[a][b] = load_sample<In>(in, gx0 + c, gy0 + r);
+            }
+#pragma unroll
+        for (int a = 0; a < rows; ++a)
+#pragma unroll
+            for (int b = 0; b < cols; ++b) {
+                const int r = threadIdx.y + a * block_y, c = threadIdx.x + b * block_x;
+                if (r < tile_h && c < tile_w) tile[r * tile_w + c] = v[a][b];
+            }
     } else {
         for (int r = threadIdx.y; r < tile_h; r += block_y) {
             const int sy = map_index(gy0 + r, in.height, mode);
