@@ -58,12 +58,15 @@ double time_ms(Executor& ex, F&& launch, int reps) {
 
 int main(int argc, char** argv) {
     int size = 8192, reps = 10;
-    std::string csv;
+    std::string csv, only_type;
+    int only_k = 0;  // --type u8|f32 and --k N restrict the cases (for profiling one kernel)
     for (int k = 1; k < argc; ++k) {
         const std::string a = argv[k];
         if (a == "--size" && k + 1 < argc) size = std::stoi(argv[++k]);
         else if (a == "--reps" && k + 1 < argc) reps = std::stoi(argv[++k]);
         else if (a == "--csv" && k + 1 < argc) csv = argv[++k];
+        else if (a == "--type" && k + 1 < argc) only_type = argv[++k];
+        else if (a == "--k" && k + 1 < argc) only_k = std::stoi(argv[++k]);
     }
     if (!cuda_available()) {
         std::fprintf(stderr, "bench_gpu: no CUDA device\n");
@@ -73,6 +76,7 @@ int main(int argc, char** argv) {
     std::vector<Result> results;
     const double mpix = double(size) * size / 1e6;
     for (PixelType type : {PixelType::f32, PixelType::u8}) {
+        if (!only_type.empty() && only_type != to_string(type)) continue;
         Image host(size, size, 1, type);
         for (int y = 0; y < size; ++y)
             for (std::size_t b = 0; b < host.shape().row_bytes(); ++b)
@@ -84,6 +88,7 @@ int main(int argc, char** argv) {
         ex->upload(host.view(), in.view);
         Buffer out = ex->allocate(host.shape());
         for (int k : {3, 5, 7, 9, 13, 17, 31}) {
+            if (only_k && k != only_k) continue;
             // A random-looking non-separable float mask (the general direct path).
             std::vector<double> w(std::size_t(k) * k);
             for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.01 * double((i * 37) % 17) - 0.05;

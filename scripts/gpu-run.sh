@@ -3,14 +3,14 @@
 # build with Ninja on all cores, run the GPU tests and the CPU tests, compute-sanitizer (memcheck and
 # racecheck) on the GPU tests, apron's GPU benchmark and the peers' (NPP, cuDNN through PyTorch, CuPy) in
 # the same call. Everything it learns goes under $OUT, in at most six files (the device tool returns eight):
-# summary.txt, build.log, tests.txt, sanitizers.txt, bench_gpu.csv, peers.txt.
+# summary.txt, build.log, tests.txt, sanitizers.txt, bench_gpu.csv, profile.txt, peers.txt.
 #
 # The GPU machine lacks Debian's Highway; carry it (and the peer scripts) in .device-carry/:
 #   mkdir -p .device-carry/debs && (cd .device-carry/debs && apt-get download libhwy-dev libhwy1)
 #   for f in .device-carry/debs/*.deb; do dpkg -x "$f" .device-carry/hwy; done
 #   cp -r ../shared/peers .device-carry/
 # and name .device-carry in the call's `carry`.
-# APRON_GPU_STEPS selects steps (default "build test sanitize bench peers").
+# APRON_GPU_STEPS selects steps (default "build test sanitize bench peers"; "profile" runs ncu on one case).
 set -uo pipefail
 OUT=${OUT:-/tmp/apron-gpu-out}
 mkdir -p "$OUT"
@@ -58,6 +58,15 @@ case " $steps " in *" sanitize "*)
 case " $steps " in *" bench "*)
   log "apron bench_gpu"
   build-gpu/bench/bench_gpu --size "${APRON_BENCH_SIZE:-8192}" --csv "$OUT/bench_gpu.csv" 2>&1 | tee -a "$OUT/summary.txt"
+;; esac
+
+case " $steps " in *" profile "*)
+  # Nsight Compute on one bench case: APRON_PROFILE="--type u8 --k 5" (speed of light, memory, stalls).
+  log "ncu ${APRON_PROFILE:-}"
+  ncu --launch-skip 3 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --section WarpStateStats --section Occupancy --section LaunchStats \
+      build-gpu/bench/bench_gpu --reps 1 ${APRON_PROFILE:-} > "$OUT/profile.txt" 2>&1
+  grep -E "Throughput|Duration|Occupancy|Registers|Stall|L1|L2|DRAM|Warp Cycles" "$OUT/profile.txt" | head -40 | tee -a "$OUT/summary.txt"
 ;; esac
 
 case " $steps " in *" peers "*)

@@ -28,6 +28,14 @@ APRON_HD T store_pixel(double v) {
 
 template <class T>
 APRON_HD T store_pixel(float v) {
+#if defined(__CUDA_ARCH__)
+    // The same result without the slow conversion unit: clamp (fmaxf turns NaN into 0), then adding
+    // 2^23 rounds half to even in the FADD and leaves the integer in the low mantissa bits.
+    if constexpr (PixelTraits<T>::integer) {
+        const float c = fminf(fmaxf(v, 0.0f), float(PixelTraits<T>::max));
+        return T(__float_as_uint(c + 8388608.0f) & 0xFFFFu);
+    }
+#endif
     if constexpr (PixelTraits<T>::integer) {
         if (!(v > 0.0f)) return T(0);
         if (v >= float(PixelTraits<T>::max)) return T(PixelTraits<T>::max);
@@ -35,6 +43,20 @@ APRON_HD T store_pixel(float v) {
     } else {
         return T(v);
     }
+}
+
+} // namespace apron
+
+namespace apron {
+
+// A sample as float. On the device, u8/u16 avoid the conversion unit: 2^23 + n has n in its low mantissa
+// bits, so subtracting 2^23 is exact.
+template <class T>
+APRON_HD float sample_to_float(T v) {
+#if defined(__CUDA_ARCH__)
+    if constexpr (PixelTraits<T>::integer) return __uint_as_float(0x4B000000u | unsigned(v)) - 8388608.0f;
+#endif
+    return float(v);
 }
 
 } // namespace apron

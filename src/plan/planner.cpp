@@ -40,6 +40,7 @@ void plan_exact(LinearPlan& p, IntegerMask im) {
         const double add = weight_sum == 0 ? book_mid(p.in) : type_max(p.in);
         f.offset = std::int64_t(add) * im.divisor;
     }
+    f.inverse_denominator = 1.0 / double(f.denominator);
     f.scale = s.scale;
     f.delta = s.delta;
     f.integer_rounding = s.scale == 1.0 && s.delta == std::floor(s.delta) && std::fabs(s.delta) < 2147483648.0;
