@@ -16,6 +16,9 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_view.hpp"
 #include "cuda/direct_tiled.hpp"
+#include "cuda/morph_rect.hpp"
+#include "cuda/runtime_direct.hpp"
+#include "cuda/separable_fused.hpp"
 #include "plan/plan.hpp"
 
 namespace apron {
@@ -147,7 +150,11 @@ public:
     void synchronize() override { APRON_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
     void linear(const LinearPlan& p, ConstImageView in, ImageView out) override {
+        // Kernel families in order of preference; the baseline below takes whatever none of them handles.
+        if (p.algorithm == LinearAlgorithm::separable && separable_fused_supports(p))
+            return launch_separable_fused(p, in, out, stream_);
         if (direct_tiled_supports(p)) return launch_direct_tiled(p, in, out, stream_);
+        if (runtime_direct_supports(p)) return launch_runtime_direct(p, in, out, stream_);
         const Mask& m = p.step.mask;
         // Weights go up per call (stream-ordered, from a host copy kept alive until the stream passes).
         std::shared_ptr<void> weights;
@@ -176,6 +183,7 @@ public:
     }
 
     void morph(const MorphPlan& p, ConstImageView in, ImageView out) override {
+        if (morph_rect_supports(p)) return launch_morph_rect(p, in, out, stream_);
         const Mask& e = p.step.element;
         std::vector<unsigned char> cells(e.weights.size());
         for (std::size_t k = 0; k < cells.size(); ++k) cells[k] = e.weights[k] != 0;
