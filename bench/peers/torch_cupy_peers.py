@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""Peer benchmark through PyTorch (cuDNN) and CuPy: the counterparts of the cases bench/bench_gpu.cpp times for
+apron, timed the same way (device-resident single-channel square images, random input with a fixed seed, CUDA
+events, warm-up, median of repetitions). Writes CSV in the common schema bench/report.py merges:
+
+    impl,op,type,param,size,ms,mpix_s
+
+Rows:
+    cudnn      correlate      f32  k      torch conv2d, 1x1xNxN f32, random k x k weights, zero padding k//2
+                                          (constant border), cudnn.allow_tf32 False, cudnn.benchmark True
+    cudnn-f16  correlate      f32  k      the same in float16 (input, weights and output; listed as f32 since it
+                                          stands in for the float case)
+    cupy       correlate      f32/u8 k    cupyx.scipy.ndimage.correlate, float32 weights, mode 'nearest'
+                                          (replicate), k <= 17 (far slower beyond)
+    cupy       gaussian       f32/u8 sigma cupyx.scipy.ndimage.gaussian_filter, truncate 3 (radius ceil(3 sigma)),
+                                          mode 'nearest'
+    cupy       dilate, erode  u8   k      cupyx.scipy.ndimage.grey_dilation / grey_erosion, size (k, k), 'nearest'
+    torch      h2h_correlate  f32  5      pinned host tensor -> .cuda(non_blocking) -> conv2d 5x5 -> pinned host,
+                                          wall clock of the whole region (one stream, no overlap)
+    torch      h2h_correlate  u8   5      the same with u8 pixels on both ends, converted to f32 on the device
+
+Each section runs in its own try/except: a missing library or a failing case only drops its rows.
+
+    python3 bench/peers/torch_cupy_peers.py --sizes 8192[,4096...] --csv FILE [--reps 15] [--warmup 3]
+"""
+import argparse
+import csv
+import sys
+import time
+
+FILTER_KS = [3, 5, 7, 9, 11, 13, 15, 17, 21, 25, 31]
+CUPY_MAX_K = 17
+SIGMAS = [1, 2, 3, 4, 8]
+MORPH_KS = [3, 5, 7, 9, 15, 21, 31]
+SLOW_MS = 50.0   # a call slower than this is timed over SLOW_REPS repetitions only
+SLOW_REPS = 5
+HEADER = ["impl", "op", "type", "param", "size", "ms", "mpix_s"]
+
+
+class Runner:
+    """Times the cases and writes each row as it comes, so that a run cut short keeps what it had."""
+
+    def __init__(self, reps, warmup, csv_file):
+        self.reps = reps
+        self.warmup = warmup
+        self.rows = 0
+        self.file = csv_file
+        self.writer = csv.writer(csv_file)
+        self.writer.writerow(HEADER)
+        csv_file.flush()
+
+    def add(self, impl, op, typ, param, size, ms):
+        mpix_s = size * size / 1e6 / (ms / 1e3)
+        self.writer.writerow([impl, op, typ, param, size, "%.6g" % ms, "%.6g" % mpix_s])
+        self.file.flush()
+        self.rows += 1
+        print("%-10s %-14s %-4s %5s %6d %9.3f ms %10.0f Mpix/s" % (impl, op, typ, param, size, ms, mpix_s),
+              flush=True)
+
+    def median_ms(self, fn, new_event, elapsed_ms):
+        """Median of CUDA-event times of fn() after warm-up; the last warm-up's time decides the repetitions."""
+        last = 0.0
+        for _ in range(self.warmup):
+            a, b = new_event(), new_event()
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            last = elapsed_ms(a, b)
+        reps = SLOW_REPS if last > SLOW_MS else self.reps
+        times = []
+        for _ in range(reps):
+            a, b = new_event(), new_event()
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            times.append(elapsed_ms(a, b))
+        times.sort()
+        return times[len(times) // 2]
+
+    def section(self, name, body):
+        t0 = time.perf_counter()
+        try:
+            body()
+        except ImportError as e:
+            print("skipped %s: %s not available (%s)" % (name, getattr(e, "name", None) or "a library", e),
+                  flush=True)
+        except Exception as e:  # noqa: BLE001 - a failing section only loses its own rows
+            print("skipped the rest of %s: %s: %s" % (name, type(e).__name__, e), flush=True)
+        print("# %s: %.1f s" % (name, time.perf_counter() - t0), flush=True)
+
+
+def torch_sections(run, sizes):
+    def body_conv():
+        import torch
+        import torch.nn.functional as F
+
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.benchmark = True
+        if not torch.backends.cudnn.is_available():
+            raise ImportError("cuDNN is not available to PyTorch", name="cudnn")
+
+        def ev():
+            return torch.cuda.Event(enable_timing=True)
+
+        def el(a, b):
+            return a.elapsed_time(b)
+
+        gen = torch.Generator(device="cuda")
+        for size in sizes:
+            gen.manual_seed(size)
+            x32 = torch.randint(0, 256, (1, 1, size, size), generator=gen, device="cuda").float()
+            for impl, dtype in (("cudnn", torch.float32), ("cudnn-f16", torch.float16)):
+                x = x32.to(dtype)
+                for k in FILTER_KS:
+                    if k > 31:
+                        continue
+                    gen.manual_seed(k)
+                    w = (torch.randint(-3, 4, (1, 1, k, k), generator=gen, device="cuda").float() / (k * k)).to(dtype)
+                    try:
+                        with torch.no_grad():
+                            ms = run.median_ms(lambda: F.conv2d(x, w, padding=k // 2), ev, el)
+                        run.add(impl, "correlate", "f32", k, size, ms)
+                    except Exception as e:  # noqa: BLE001
+                        print("skipped %s correlate %d @%d: %s" % (impl, k, size, e), flush=True)
+                del x
+            del x32
+            torch.cuda.empty_cache()
+
+    def body_h2h():
+        import torch
+        import torch.nn.functional as F
+
+        torch.backends.cudnn.allow_tf32 = False
+        for size in sizes:
+            g = torch.Generator().manual_seed(size)
+            w = torch.randint(-3, 4, (1, 1, 5, 5), generator=g).float().div_(8).cuda()
+            for typ in ("f32", "u8"):
+                dtype = torch.float32 if typ == "f32" else torch.uint8
+                host = torch.randint(0, 256, (1, 1, size, size), generator=g).to(dtype).pin_memory()
+                out = torch.empty(host.shape, dtype=dtype, pin_memory=True)
+
+                def once():
+                    with torch.no_grad():
+                        d = host.cuda(non_blocking=True)
+                        y = F.conv2d(d.float() if typ == "u8" else d, w, padding=2)
+                        if typ == "u8":
+                            y = y.round_().clamp_(0, 255).to(torch.uint8)
+                        out.copy_(y, non_blocking=True)
+                        torch.cuda.current_stream().synchronize()
+
+                for _ in range(run.warmup):
+                    once()
+                times = []
+                for _ in range(run.reps):
+                    t0 = time.perf_counter()
+                    once()
+                    times.append((time.perf_counter() - t0) * 1e3)
+                times.sort()
+                run.add("torch", "h2h_correlate", typ, 5, size, times[len(times) // 2])
+                del host, out
+            torch.cuda.empty_cache()
+
+    run.section("cuDNN conv2d (PyTorch)", body_conv)
+    run.section("PyTorch host-to-host 5x5", body_h2h)
+
+
+def cupy_sections(run, sizes):
+    def tools():
+        import cupy
+        import cupyx.scipy.ndimage as ndi
+
+        def ev():
+            return cupy.cuda.Event()
+
+        def el(a, b):
+            return cupy.cuda.get_elapsed_time(a, b)
+
+        return cupy, ndi, ev, el
+
+    def free():
+        import cupy
+        cupy.get_default_memory_pool().free_all_blocks()
+
+    def images(cupy, size):
+        rs = cupy.random.RandomState(seed=size)
+        x8 = rs.randint(0, 256, size=(size, size), dtype=cupy.int32).astype(cupy.uint8)
+        return x8.astype(cupy.float32), x8
+
+    def body_correlate():
+        cupy, ndi, ev, el = tools()
+        for size in sizes:
+            x32, x8 = images(cupy, size)
+            for typ, x in (("f32", x32), ("u8", x8)):
+                out = cupy.empty_like(x)
+                for k in FILTER_KS:
+                    if k > CUPY_MAX_K:
+                        continue
+                    w = (cupy.random.RandomState(seed=k).randint(-3, 4, size=(k, k)).astype(cupy.float32)
+                         / cupy.float32(k * k))
+                    try:
+                        ms = run.median_ms(lambda: ndi.correlate(x, w, output=out, mode="nearest"), ev, el)
+                        run.add("cupy", "correlate", typ, k, size, ms)
+                    except Exception as e:  # noqa: BLE001
+                        print("skipped cupy correlate %s %d @%d: %s" % (typ, k, size, e), flush=True)
+                del out
+            del x32, x8
+            free()
+
+    def body_gaussian():
+        cupy, ndi, ev, el = tools()
+        for size in sizes:
+            x32, x8 = images(cupy, size)
+            for typ, x in (("f32", x32), ("u8", x8)):
+                out = cupy.empty_like(x)
+                for s in SIGMAS:
+                    try:
+                        ms = run.median_ms(
+                            lambda: ndi.gaussian_filter(x, s, output=out, mode="nearest", truncate=3.0), ev, el)
+                        run.add("cupy", "gaussian", typ, s, size, ms)
+                    except Exception as e:  # noqa: BLE001
+                        print("skipped cupy gaussian %s sigma %g @%d: %s" % (typ, s, size, e), flush=True)
+                del out
+            del x32, x8
+            free()
+
+    def body_morph():
+        cupy, ndi, ev, el = tools()
+        for size in sizes:
+            x32, x8 = images(cupy, size)
+            del x32
+            out = cupy.empty_like(x8)
+            for op, fn in (("dilate", ndi.grey_dilation), ("erode", ndi.grey_erosion)):
+                for k in MORPH_KS:
+                    try:
+                        ms = run.median_ms(lambda: fn(x8, size=(k, k), output=out, mode="nearest"), ev, el)
+                        run.add("cupy", op, "u8", k, size, ms)
+                    except Exception as e:  # noqa: BLE001
+                        print("skipped cupy %s %d @%d: %s" % (op, k, size, e), flush=True)
+            del x8, out
+            free()
+
+    run.section("CuPy correlate", body_correlate)
+    run.section("CuPy gaussian_filter", body_gaussian)
+    run.section("CuPy grey_dilation / grey_erosion", body_morph)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="8192", help="comma-separated image sides (square, one channel)")
+    ap.add_argument("--csv", required=True, help="output CSV file")
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--warmup", type=int, default=3)
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    t0 = time.perf_counter()
+    with open(args.csv, "w", newline="") as f:
+        run = Runner(max(1, args.reps), max(1, args.warmup), f)
+        torch_sections(run, sizes)
+        cupy_sections(run, sizes)
+    print("torch_cupy_peers: %d rows to %s in %.0f s" % (run.rows, args.csv, time.perf_counter() - t0))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

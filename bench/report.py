@@ -1,0 +1,362 @@
+#!/usr/bin/env python3
+"""Merges apron's GPU benchmark CSV (bench_gpu --csv) with the peers' (bench/peers/) into markdown ratio tables.
+
+    python3 bench/report.py apron.csv npp.csv peers.csv ... [--gpu NAME] [--commit SHA] > table.md
+
+Every CSV starts with the header impl,op,type,param,size,ms,mpix_s; further columns are allowed (apron's rows carry
+algorithm,roofline_pct). Rows with impl 'apron' are apron's, all others are peers. Per image size, one table per
+(op, type) of apron's cases that some peer also measured: rows are the parameter (mask size k or sigma), columns
+apron's Gpix/s [% of its roofline], each peer's Gpix/s, apron / best peer and apron / each peer. Matching:
+  - same op, type and parameter;
+  - gaussian (param sigma): CuPy's gaussian of the same sigma, and NPP's fixed-mask gaussian (op gaussian_mask,
+    param = mask width) of the width closest to 2 ceil(3 sigma) + 1, always marked '~' (approximate: NPP's fixed
+    masks have their own sigma, and stop at 15x15);
+  - correlate_int u8: a peer's correlate_int u8, else its correlate u8 (marked '~');
+  - h2h_correlate: a peer's row of another type (PyTorch's f32 against apron's u8) is used only when it has none
+    of apron's type, marked '~'.
+apron cases no peer measured go to 'other apron cases'; peer cases without an apron row to 'peer cases without an
+apron row'. With several sizes, a size-sweep table gives apron's Mpix/s per size (and apron / best peer).
+"""
+import argparse
+import csv
+import datetime
+import math
+import os
+import subprocess
+import sys
+from collections import defaultdict
+
+CORE = ["impl", "op", "type", "param", "size", "ms", "mpix_s"]
+
+PEER_LABELS = {
+    "npp": "NPP",
+    "cudnn": "cuDNN f32",
+    "cudnn-f16": "cuDNN f16",
+    "cupy": "CuPy",
+    "torch": "PyTorch",
+}
+PEER_ORDER = ["npp", "cudnn", "cudnn-f16", "cupy", "torch"]
+OP_ORDER = ["correlate", "correlate_int", "gaussian", "dilate", "erode", "h2h_correlate"]
+TYPE_ORDER = ["f32", "u8"]
+NPP_GAUSS_OP = "gaussian_mask"
+
+
+def label(impl):
+    return PEER_LABELS.get(impl, impl)
+
+
+def num(s):
+    try:
+        v = float(s)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def fmt_param(p):
+    return "%d" % p if float(p).is_integer() else "%g" % p
+
+
+def fmt_rate(mpix_s):
+    """Gpix/s with about three significant digits."""
+    g = mpix_s / 1e3
+    if g >= 100:
+        return "%.0f" % g
+    if g >= 10:
+        return "%.1f" % g
+    if g >= 1:
+        return "%.2f" % g
+    return "%.3g" % g
+
+
+def fmt_ratio(r):
+    if r >= 10:
+        return "%.0fx" % r
+    return "%.2fx" % r if r < 1 else "%.1fx" % r
+
+
+class Row:
+    __slots__ = ("impl", "op", "type", "param", "size", "ms", "mpix_s", "extra", "source")
+
+    def __init__(self, d, source):
+        self.impl = d["impl"].strip()
+        self.op = d["op"].strip()
+        self.type = d["type"].strip()
+        self.param = num(d["param"])
+        self.size = int(num(d["size"]))
+        self.ms = num(d["ms"])
+        self.mpix_s = num(d["mpix_s"])
+        if self.mpix_s is None and self.ms:
+            self.mpix_s = self.size * self.size / 1e6 / (self.ms / 1e3)
+        self.extra = {k: (v or "").strip() for k, v in d.items() if k not in CORE and k is not None}
+        self.source = source
+
+
+def read_rows(paths):
+    rows, problems = [], []
+    for path in paths:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in CORE if c not in (reader.fieldnames or [])]
+            if missing:
+                problems.append("%s: no column %s, file skipped" % (path, ", ".join(missing)))
+                continue
+            for n, d in enumerate(reader, start=2):
+                try:
+                    r = Row(d, path)
+                except (TypeError, ValueError, AttributeError, KeyError):
+                    problems.append("%s:%d: unreadable row, skipped" % (path, n))
+                    continue
+                if r.param is None or r.mpix_s is None or r.mpix_s <= 0 or not r.impl or not r.op:
+                    problems.append("%s:%d: incomplete row, skipped" % (path, n))
+                    continue
+                rows.append(r)
+    return rows, problems
+
+
+def index(rows):
+    """(impl, op, type, param, size) -> the fastest row of that key (a repeated run keeps its best)."""
+    best = {}
+    for r in rows:
+        key = (r.impl, r.op, r.type, r.param, r.size)
+        if key not in best or r.mpix_s > best[key].mpix_s:
+            best[key] = r
+    return best
+
+
+def gauss_width(sigma):
+    return 2 * math.ceil(3 * sigma - 1e-9) + 1
+
+
+class Matcher:
+    def __init__(self, table):
+        self.table = table
+        # (impl, op, type, size) -> {param: row}
+        self.by_case = defaultdict(dict)
+        for (impl, op, typ, param, size), r in table.items():
+            if impl != "apron":
+                self.by_case[(impl, op, typ, size)][param] = r
+        self.peers = sorted({k[0] for k in self.by_case}, key=lambda i: (PEER_ORDER.index(i)
+                                                                         if i in PEER_ORDER else 99, i))
+        self.used = set()  # peer rows matched to some apron row
+
+    def _types(self, op, typ):
+        # Only host-to-host falls back on a peer's other type (PyTorch's h2h may have f32 only).
+        return [typ] + ([t for t in TYPE_ORDER if t != typ] if op == "h2h_correlate" else [])
+
+    def match(self, impl, op, typ, param, size):
+        """The peer row that answers apron's case (op, typ, param, size): (row, approximate, note) or None."""
+        candidates = []  # (op, type, approximate), in order of preference
+        for i, t in enumerate(self._types(op, typ)):
+            candidates.append((op, t, i > 0))
+            if op == "correlate_int":
+                candidates.append(("correlate", t, True))
+        for cop, ct, approx in candidates:
+            params = self.by_case.get((impl, cop, ct, size))
+            if params and param in params:
+                r = params[param]
+                return r, approx, ("" if ct == typ else ct)
+        if op == "gaussian":
+            want = gauss_width(param)
+            for i, t in enumerate(self._types(op, typ)):
+                params = self.by_case.get((impl, NPP_GAUSS_OP, t, size))
+                if not params:
+                    continue
+                w = min(params, key=lambda p: (abs(p - want), -p))
+                r = params[w]
+                note = "%sx%s" % (fmt_param(w), fmt_param(w)) + ("" if t == typ else " " + t)
+                return r, True, note  # NPP's masks have their own sigma: always approximate
+        return None
+
+    def matches(self, op, typ, param, size):
+        out = {}
+        for impl in self.peers:
+            m = self.match(impl, op, typ, param, size)
+            if m:
+                out[impl] = m
+                r = m[0]
+                self.used.add((r.impl, r.op, r.type, r.param, r.size))
+        return out
+
+
+def git_commit():
+    try:
+        here = os.path.dirname(os.path.abspath(__file__))
+        return subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def gpu_name():
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20).stdout.strip().splitlines()
+        return out[0].strip() if out else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def md_table(header, rows, align=None):
+    align = align or ["---"] + ["--:"] * (len(header) - 1)
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    for r in rows:
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |")
+    return "\n".join(lines)
+
+
+def case_sort_key(op, typ):
+    return (OP_ORDER.index(op) if op in OP_ORDER else len(OP_ORDER), op, TYPE_ORDER.index(typ)
+            if typ in TYPE_ORDER else 9, typ)
+
+
+def apron_cell(r):
+    roof = num(r.extra.get("roofline_pct"))
+    return fmt_rate(r.mpix_s) + (" [%.0f%%]" % roof if roof is not None else "")
+
+
+def comparison_tables(out, table, matcher, size):
+    """Appends the size's heading and tables to out (nothing when no peer answers any apron case of that size);
+    returns the (op, type) of apron's cases that got a table and those that did not."""
+    apron = defaultdict(dict)  # (op, type) -> {param: row}
+    for (impl, op, typ, param, sz), r in table.items():
+        if impl == "apron" and sz == size:
+            apron[(op, typ)][param] = r
+    compared, uncompared = set(), set()
+    for op, typ in sorted(apron, key=lambda c: case_sort_key(*c)):
+        params = apron[(op, typ)]
+        found = {p: matcher.matches(op, typ, p, size) for p in sorted(params)}
+        impls = [i for i in matcher.peers if any(i in m for m in found.values())]
+        if not impls:
+            uncompared.add((op, typ))
+            continue
+        if not compared:
+            out.append("## %dx%d\n" % (size, size))
+        compared.add((op, typ))
+        pname = "sigma" if op == "gaussian" else "k"
+        header = [pname, "apron Gpix/s [roofline]"] + ["%s Gpix/s" % label(i) for i in impls] + [
+            "apron / best peer", "apron / each peer"]
+        has_alg = any(r.extra.get("algorithm") for r in params.values())
+        if has_alg:
+            header.append("apron algorithm")
+        body = []
+        for p in sorted(params):
+            a = params[p]
+            m = found[p]
+            cells = [fmt_param(p), apron_cell(a)]
+            each = []
+            for i in impls:
+                if i not in m:
+                    cells.append("–")
+                    continue
+                r, approx, note = m[i]
+                mark = "~" if approx else ""
+                cells.append(fmt_rate(r.mpix_s) + mark + (" (%s)" % note if note else ""))
+                each.append((a.mpix_s / r.mpix_s, label(i), mark))
+            if each:
+                ratio, who, mark = min(each, key=lambda e: e[0])
+                cells.append("**%s** %s%s" % (fmt_ratio(ratio), who, mark))
+                cells.append(", ".join("%s %s%s" % (fmt_ratio(x), w, mk) for x, w, mk in each))
+            else:
+                cells += ["–", "–"]
+            if has_alg:
+                cells.append(a.extra.get("algorithm", ""))
+            body.append(cells)
+        align = ["--:"] * (len(header)) if not has_alg else ["--:"] * (len(header) - 1) + ["---"]
+        out.append("### %s %s, %dx%d\n" % (op, typ, size, size))
+        out.append(md_table(header, body, align) + "\n")
+    return compared, uncompared
+
+
+def other_apron_table(out, rows):
+    if not rows:
+        return
+    out.append("## other apron cases (no peer measured them)\n")
+    body = []
+    for r in sorted(rows, key=lambda r: (r.size, case_sort_key(r.op, r.type), r.param)):
+        roof = num(r.extra.get("roofline_pct"))
+        body.append([r.op, r.type, fmt_param(r.param), r.size, "%.3f" % r.ms, "%.0f" % r.mpix_s,
+                     "%.0f%%" % roof if roof is not None else "–", r.extra.get("algorithm", "")])
+    out.append(md_table(["op", "type", "param", "size", "ms", "Mpix/s", "roofline", "algorithm"], body,
+                        ["---", "---", "--:", "--:", "--:", "--:", "--:", "---"]) + "\n")
+
+
+def peer_only_table(out, table, matcher):
+    rows = [r for k, r in table.items() if k[0] != "apron" and k not in matcher.used]
+    if not rows:
+        return
+    out.append("## peer cases without an apron row\n")
+    body = [[label(r.impl), r.op, r.type, fmt_param(r.param), r.size, "%.3f" % r.ms, "%.0f" % r.mpix_s]
+            for r in sorted(rows, key=lambda r: (r.size, case_sort_key(r.op, r.type), r.impl, r.param))]
+    out.append(md_table(["peer", "op", "type", "param", "size", "ms", "Mpix/s"], body,
+                        ["---", "---", "---", "--:", "--:", "--:", "--:"]) + "\n")
+
+
+def size_sweep_table(out, table, matcher, sizes):
+    cases = sorted({(op, typ, param) for (impl, op, typ, param, sz) in table if impl == "apron"},
+                   key=lambda c: (case_sort_key(c[0], c[1]), c[2]))
+    body = []
+    for op, typ, param in cases:
+        cells = [op, typ, fmt_param(param)]
+        for size in sizes:
+            r = table.get(("apron", op, typ, param, size))
+            if r is None:
+                cells.append("–")
+                continue
+            m = matcher.matches(op, typ, param, size)
+            cell = "%.0f" % r.mpix_s
+            if m:
+                ratio = min(r.mpix_s / x[0].mpix_s for x in m.values())
+                cell += " (%s)" % fmt_ratio(ratio)
+            cells.append(cell)
+        body.append(cells)
+    out.append("## size sweep: apron Mpix/s per image side (apron / best peer)\n")
+    out.append(md_table(["op", "type", "param"] + ["%d" % s for s in sizes], body,
+                        ["---", "---", "--:"] + ["--:"] * len(sizes)) + "\n")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Merge apron's and the peers' benchmark CSVs into markdown tables.")
+    ap.add_argument("csv", nargs="+", help="CSV files (impl,op,type,param,size,ms,mpix_s[,...])")
+    ap.add_argument("--gpu", help="GPU name for the header (default: nvidia-smi's, where there is one)")
+    ap.add_argument("--commit", help="apron commit for the header (default: git rev-parse --short HEAD)")
+    args = ap.parse_args(argv)
+
+    rows, problems = read_rows(args.csv)
+    for p in problems:
+        print("report.py: " + p, file=sys.stderr)
+    table = index(rows)
+    matcher = Matcher(table)
+
+    out = []
+    gpu = args.gpu or gpu_name() or "unknown GPU"
+    commit = args.commit or git_commit() or "unknown commit"
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    out.append("# apron against its peers: %s, %s, commit %s\n" % (gpu, date, commit))
+    out.append("Inputs: %s. Throughput in Gpix/s (single-channel square images, kernel time by CUDA events, "
+               "median after warm-up; h2h rows are host-to-host wall time). [n%%]: apron's share of its roofline. "
+               "Ratios are apron / peer: above 1x apron is faster. '~': an approximate match (NPP's gaussian has "
+               "fixed masks of its own sigma up to 15x15, the width used shown; or a peer case of another type or op). Borders: apron "
+               "and NPP replicate, CuPy 'nearest' (replicate), cuDNN zero padding. cuDNN f16 computes in "
+               "half precision.\n" % ", ".join(os.path.basename(p) for p in args.csv))
+    if not table:
+        out.append("No rows.\n")
+        print("\n".join(out))
+        return 1
+
+    compared = set()
+    for size in sorted({k[4] for k in table if k[0] == "apron"}, reverse=True):
+        compared |= comparison_tables(out, table, matcher, size)[0]
+    # apron's cases (op, type) that no peer measured at any size; the others' sizes without a peer are in the
+    # size sweep
+    other_apron_table(out, [r for k, r in table.items() if k[0] == "apron" and (k[1], k[2]) not in compared])
+    peer_only_table(out, table, matcher)
+    apron_sizes = sorted({k[4] for k in table if k[0] == "apron"})
+    if len(apron_sizes) > 1:
+        size_sweep_table(out, table, matcher, apron_sizes)
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
