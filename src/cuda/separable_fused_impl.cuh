@@ -1,0 +1,306 @@
+// Fused separable filter, kernel template (design notes at the top of separable_fused.cu; instantiated by
+// separable_fused_r*.cu, one group of radius buckets per file so they compile in parallel).
+//
+// One block owns an output tile of TPX pixels x TH rows (all channels). Phase 1 (row pass): for each of
+// the TH + 2R rows the column pass needs, four consecutive outputs per thread are summed from a register
+// window read straight from global memory (through L1: neighbouring windows overlap, so each input
+// sector comes from DRAM/L2 about once), and stored as one 16-byte word into the shared intermediate.
+// Phase 2 (column pass): each thread holds 4 x RY outputs in registers and reads each of its RY + 2R
+// intermediate rows once as a 16-byte shared load. The intermediate never leaves the SM.
+//
+// Weights are padded to the bucket's 2R + 1 taps around the anchor (zeros outside the factor) and travel
+// as a __grid_constant__ parameter, so the unrolled FMAs take them as constant-bank operands.
+// Border maths: only in blocks whose window reaches outside the image (a column map in shared memory,
+// map_index on the row once per intermediate row).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/border_index.hpp"
+#include "core/dispatch.hpp"
+#include "core/linear_finish.hpp"
+#include "core/pixel.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/device_view.hpp"
+#include "cuda/separable_fused.hpp"
+
+namespace apron::cuda {
+namespace sep {
+
+constexpr int threads = 256;
+constexpr int rows_per_thread = 8;  // RY: column-pass outputs per thread along y (x4 along x)
+
+// Tile geometry for C channels. The intermediate holds one row of IW 16-byte items per tile row:
+// item k is plane c = k / (TPX/4), pixels 4 (k % (TPX/4)) .. +3, so a warp's 16-byte accesses to one row
+// are contiguous (no bank conflicts). IW is a multiple of 8 for every C (a quarter-warp never straddles rows).
+struct Geometry {
+    int tpx;     // tile width in pixels
+    int iw;      // 16-byte items per intermediate row (C * tpx / 4)
+    int ng;      // row groups of the column pass (threads / iw)
+    int gshift;  // log2(tpx / 4)
+    __host__ __device__ int th() const { return ng * rows_per_thread; }
+};
+
+inline Geometry geometry(int channels) {
+    switch (channels) {
+    case 1: return {64, 16, 16, 4};
+    case 2: return {32, 16, 16, 3};
+    case 3: return {32, 24, 10, 3};
+    default: return {16, 16, 16, 2};
+    }
+}
+
+template <class Acc>
+struct Vec4T;
+template <> struct Vec4T<float> { using type = float4; };
+template <> struct Vec4T<int> { using type = int4; };
+template <class Acc> using Vec4 = typename Vec4T<Acc>::type;
+
+template <int R, class Acc>
+struct Taps {
+    Acc row[2 * R + 1];
+    Acc col[2 * R + 1];
+};
+
+template <class Acc, class In>
+__device__ __forceinline__ Acc to_acc(In v) {
+    if constexpr (std::is_same_v<Acc, float>) return sample_to_float(v);
+    else return int(v);
+}
+
+// Four consecutive samples from a 4-sample aligned address, as accumulator values.
+template <class Acc, class In>
+__device__ __forceinline__ void load4(const In* p, Acc (&v)[4]) {
+    if constexpr (sizeof(In) == 4) {
+        const float4 f = __ldg(reinterpret_cast<const float4*>(p));
+        v[0] = to_acc<Acc>(f.x), v[1] = to_acc<Acc>(f.y), v[2] = to_acc<Acc>(f.z), v[3] = to_acc<Acc>(f.w);
+    } else if constexpr (sizeof(In) == 2) {
+        const ushort4 f = __ldg(reinterpret_cast<const ushort4*>(p));
+        v[0] = to_acc<Acc>(In(f.x)), v[1] = to_acc<Acc>(In(f.y)), v[2] = to_acc<Acc>(In(f.z)), v[3] = to_acc<Acc>(In(f.w));
+    } else {
+        const uchar4 f = __ldg(reinterpret_cast<const uchar4*>(p));
+        v[0] = to_acc<Acc>(In(f.x)), v[1] = to_acc<Acc>(In(f.y)), v[2] = to_acc<Acc>(In(f.z)), v[3] = to_acc<Acc>(In(f.w));
+    }
+}
+
+__device__ __forceinline__ float fmaf_acc(float w, float v, float a) { return fmaf(w, v, a); }
+__device__ __forceinline__ int fmaf_acc(int w, int v, int a) { return w * v + a; }
+
+template <class Out, class Acc>
+__device__ __forceinline__ Out finish_one(Acc acc, bool exact, const LinearFinish& f) {
+    if constexpr (std::is_same_v<Acc, int>) return finish_exact<Out>(static_cast<std::int64_t>(acc), f);
+    else return exact ? finish_exact<Out>(static_cast<std::int64_t>(acc), f) : finish_float<Out, float>(acc, f);
+}
+
+// Four outputs of one row and plane: pixels x .. x+3 (those below `width`), channel c of C.
+template <class Out, class Acc>
+__device__ __forceinline__ void store4(std::byte* out, std::size_t pitch, int y, int x, int c, int C, int width,
+                                       bool vec_out, const Acc (&a)[4], bool exact, const LinearFinish& f) {
+    Out v[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) v[q] = finish_one<Out>(a[q], exact, f);
+    Out* row = reinterpret_cast<Out*>(out + std::size_t(y) * pitch);
+    if (C == 1 && vec_out && x + 4 <= width) {
+        if constexpr (sizeof(Out) == 1) *reinterpret_cast<uchar4*>(row + x) = make_uchar4(v[0], v[1], v[2], v[3]);
+        else if constexpr (sizeof(Out) == 2) *reinterpret_cast<ushort4*>(row + x) = make_ushort4(v[0], v[1], v[2], v[3]);
+        else *reinterpret_cast<float4*>(row + x) = make_float4(v[0], v[1], v[2], v[3]);
+        return;
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+        if (x + q < width) row[std::size_t(x + q) * C + c] = v[q];
+}
+
+struct Params {
+    DeviceView in;
+    std::byte* out;
+    std::size_t out_pitch;
+    PixelType out_type;
+    BorderMode mode;
+    LinearFinish finish;
+    Geometry g;
+    int block_row0;  // blockIdx.y offset (grids of more than 65535 block rows go in several launches)
+    bool exact;    // float accumulator holding exact integers: finish_exact
+    bool vec_in;   // C == 1 and rows 4-sample aligned: vector loads in interior blocks
+    bool vec_out;  // C == 1 and output rows 4-sample aligned: vector stores
+};
+
+template <int R>
+constexpr int aligned_radius() {
+    return (R + 3) / 4 * 4;
+}
+
+// 4 blocks per SM (64 registers) for f32 images (memory-bound at small radii: occupancy keeps loads in
+// flight). Integer images, whose exact finish holds 64-bit values, spilled under that cap (R = 1-3 int32,
+// 14-20 u8/u16 f32) and get 3 (85 registers); they are compute-bound (2-4 bytes per pixel).
+template <class In>
+constexpr int min_blocks() {
+    return std::is_same_v<In, float> ? 4 : 3;
+}
+
+template <int R, class In, class Acc>
+__global__ void __launch_bounds__(threads, min_blocks<In>())
+    separable_fused(const Params p, const __grid_constant__ Taps<R, Acc> w, Acc outside) {
+    constexpr int K = 2 * R + 1;
+    constexpr int RA = aligned_radius<R>();
+    constexpr int RY = rows_per_thread;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    Acc* mid = reinterpret_cast<Acc*>(smem_raw);
+    const Geometry g = p.g;
+    const int C = p.in.channels, W = p.in.width, H = p.in.height;
+    const int TH = g.th(), TR = TH + 2 * R, MP = 4 * g.iw;  // MP: intermediate row pitch in elements
+    int* colmap = reinterpret_cast<int*>(mid + std::size_t(TR) * MP);
+    const int x0 = blockIdx.x * g.tpx, y0 = (p.block_row0 + int(blockIdx.y)) * TH;
+    const bool interior = x0 - RA >= 0 && x0 + g.tpx + RA <= W && y0 - R >= 0 && y0 + TH + R <= H;
+    if (!interior) {
+        for (int e = threadIdx.x; e < g.tpx + 2 * R; e += threads) colmap[e] = map_index(x0 - R + e, W, p.mode);
+        __syncthreads();
+    }
+
+    const int k = threadIdx.x % g.iw, r0 = threadIdx.x / g.iw;  // item and first row of this thread
+    const int gmask = (1 << g.gshift) - 1;
+    const int c = k >> g.gshift, px0 = 4 * (k & gmask);       // plane and first tile pixel of the item
+
+    // ---- row pass: intermediate rows r0, r0 + ng, ... --------------------------------------------
+    if (r0 < g.ng) {
+        for (int r = r0; r < TR; r += g.ng) {
+            Acc a[4] = {Acc(0), Acc(0), Acc(0), Acc(0)};
+            const int vy = y0 - R + r;
+            if (interior && p.vec_in) {
+                // Window: pixels x0 + px0 - RA .. + 4 + 2 RA, 4-aligned; tap i of output q is element q + i + RA - R.
+                const In* src = reinterpret_cast<const In*>(p.in.data + std::size_t(vy) * p.in.pitch) + (x0 + px0 - RA);
+#pragma unroll
+                for (int m = 0; m < 1 + RA / 2; ++m) {
+                    Acc v[4];
+                    load4<Acc>(src + 4 * m, v);
+#pragma unroll
+                    for (int j = 0; j < 4; ++j)
+#pragma unroll
+                        for (int q = 0; q < 4; ++q) {
+                            const int i = 4 * m + j - q - (RA - R);
+                            if (i >= 0 && i < K) a[q] = fmaf_acc(w.row[i], v[j], a[q]);
+                        }
+                }
+            } else {
+                const int sy = interior ? vy : map_index(vy, H, p.mode);
+                const In* src = reinterpret_cast<const In*>(p.in.data + std::size_t(sy < 0 ? 0 : sy) * p.in.pitch);
+                const int xb = x0 + px0 - R;  // pixel of window element 0
+#pragma unroll
+                for (int e = 0; e < 4 + 2 * R; ++e) {
+                    const int sx = interior ? xb + e : colmap[px0 + e];
+                    const Acc v = (sx < 0 || sy < 0) ? outside : to_acc<Acc>(__ldg(src + std::size_t(sx) * C + c));
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) {
+                        const int i = e - q;
+                        if (i >= 0 && i < K) a[q] = fmaf_acc(w.row[i], v, a[q]);
+                    }
+                }
+            }
+            Vec4<Acc> o;
+            o.x = a[0], o.y = a[1], o.z = a[2], o.w = a[3];
+            *reinterpret_cast<Vec4<Acc>*>(mid + std::size_t(r) * MP + 4 * k) = o;
+        }
+    }
+    __syncthreads();
+
+    // ---- column pass: rows r0 * RY .. + RY of the tile, four pixels of plane c ----------------------
+    if (r0 >= g.ng) return;
+    Acc acc[RY][4];
+#pragma unroll
+    for (int r = 0; r < RY; ++r)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[r][q] = Acc(0);
+    const Acc* base = mid + std::size_t(r0) * RY * MP + 4 * k;
+#pragma unroll
+    for (int t = 0; t < RY + 2 * R; ++t) {
+        const Vec4<Acc> f = *reinterpret_cast<const Vec4<Acc>*>(base + t * MP);
+        const Acc v[4] = {f.x, f.y, f.z, f.w};
+#pragma unroll
+        for (int r = 0; r < RY; ++r) {
+            const int j = t - r;
+            if (j < 0 || j >= K) continue;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) acc[r][q] = fmaf_acc(w.col[j], v[q], acc[r][q]);
+        }
+    }
+    const int x = x0 + px0;
+    if (x >= W) return;
+#pragma unroll
+    for (int r = 0; r < RY; ++r) {
+        const int y = y0 + r0 * RY + r;
+        if (y >= H) break;
+        switch (p.out_type) {
+        case PixelType::u8: store4<std::uint8_t>(p.out, p.out_pitch, y, x, c, C, W, p.vec_out, acc[r], p.exact, p.finish); break;
+        case PixelType::u16: store4<std::uint16_t>(p.out, p.out_pitch, y, x, c, C, W, p.vec_out, acc[r], p.exact, p.finish); break;
+        case PixelType::f32: store4<float>(p.out, p.out_pitch, y, x, c, C, W, p.vec_out, acc[r], p.exact, p.finish); break;
+        }
+    }
+}
+
+// Shared memory of one block: the intermediate and the column map of edge blocks.
+template <int R, class Acc>
+std::size_t shared_bytes(const Geometry& g) {
+    return sizeof(Acc) * std::size_t(g.th() + 2 * R) * std::size_t(4 * g.iw) + sizeof(int) * std::size_t(g.tpx + 2 * R);
+}
+
+// Bucket radius R: the factors padded with zeros to 2R + 1 taps centred on the anchor.
+template <int R, class Acc>
+Taps<R, Acc> padded_taps(const LinearPlan& p) {
+    Taps<R, Acc> t{};
+    const Mask& m = p.step.mask;
+    for (int i = 0; i < m.width; ++i) {
+        const double v = p.exact ? double(p.integer_separable->row[std::size_t(i)]) : p.separable->row[std::size_t(i)];
+        t.row[R - m.anchor_x + i] = Acc(v);
+    }
+    for (int j = 0; j < m.height; ++j) {
+        const double v = p.exact ? double(p.integer_separable->column[std::size_t(j)]) : p.separable->column[std::size_t(j)];
+        t.col[R - m.anchor_y + j] = Acc(v);
+    }
+    return t;
+}
+
+template <int R, class In, class Acc>
+void launch(const LinearPlan& plan, ConstImageView in, ImageView out, cudaStream_t stream) {
+    Params p;
+    p.in = device_view(in);
+    p.out = out.data;
+    p.out_pitch = out.pitch;
+    p.out_type = plan.out;
+    p.mode = plan.step.border;
+    p.finish = plan.finish;
+    p.g = geometry(in.channels());
+    p.exact = plan.exact;
+    const std::size_t isz = sizeof(In), osz = bytes_per_sample(plan.out);
+    p.vec_in = in.channels() == 1 && reinterpret_cast<std::uintptr_t>(in.data) % (4 * isz) == 0 && in.pitch % (4 * isz) == 0;
+    p.vec_out = out.channels() == 1 && reinterpret_cast<std::uintptr_t>(out.data) % (4 * osz) == 0 && out.pitch % (4 * osz) == 0;
+    const Taps<R, Acc> taps = padded_taps<R, Acc>(plan);
+    const Acc outside = Acc(store_pixel<In>(plan.step.border_value));
+    const std::size_t smem = shared_bytes<R, Acc>(p.g);
+    auto kernel = separable_fused<R, In, Acc>;
+    APRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    const int block_rows = (in.height() + p.g.th() - 1) / p.g.th();
+    for (int b = 0; b < block_rows; b += 65535) {
+        p.block_row0 = b;
+        const dim3 grid(unsigned((in.width() + p.g.tpx - 1) / p.g.tpx), unsigned(std::min(65535, block_rows - b)));
+        kernel<<<grid, threads, smem, stream>>>(p, taps, outside);
+        APRON_CUDA_CHECK_LAUNCH("separable_fused");
+    }
+}
+
+} // namespace sep
+
+// One radius bucket, float accumulation (float plans, and exact plans whose sums stay below 2^24), every input type.
+template <int R>
+void launch_separable_fused_f32(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream) {
+    with_type(p.in, [&]<class In>() { sep::launch<R, In, float>(p, in, out, stream); });
+}
+
+// One radius bucket, int32 accumulation (exact plans with integer input whose bound is below 2^31).
+template <int R>
+void launch_separable_fused_i32(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream) {
+    if (p.in == PixelType::u8) sep::launch<R, std::uint8_t, int>(p, in, out, stream);
+    else sep::launch<R, std::uint16_t, int>(p, in, out, stream);
+}
+
+} // namespace apron::cuda
