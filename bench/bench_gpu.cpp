@@ -1,16 +1,28 @@
-// GPU benchmark: kernel-only throughput of the CUDA executor per operation and mask size on one
-// device-resident image (CUDA events, warm-up, median of repetitions), plus host-to-host time through the
-// whole pipeline. Prints a table and writes CSV (--csv FILE). The roofline column uses the ceilings
-// measured on the lent H200 (docs/perf-notes.md): 4156 GB/s device copy, 33.4 T FP32 FMA/s.
+// GPU benchmark of the CUDA backend: kernel-only throughput per operation, type, mask size and image size
+// (CUDA events on a stream of the benchmark's own, handed to the executor; warm-up, median of repetitions;
+// the image is device-resident and larger than L2 at the default size), and host-to-host time of one pinned
+// image through a 5x5 filter (copies overlapped with compute). Prints a table and writes CSV in the schema
+// bench/report.py merges with the peers' (bench/peers/):
+//   impl,op,type,param,size,ms,mpix_s,algorithm,roofline_pct
+// Rooflines use the ceilings measured on the lent H200 (docs/perf-notes.md): 4156 GB/s device copy,
+// 33.4 T FP32 FMA/s, 55 GB/s pinned PCIe each way.
+//
+//   bench_gpu [--sizes 8192,...] [--sweep] [--reps N] [--csv FILE] [--op NAME] [--type u8|f32] [--k N]
+// --sweep adds sizes 512 to 16384 for a subset of cases; --op/--type/--k restrict the cases (profiling).
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "apron/errors.hpp"
 #include "apron/pipeline.hpp"
 #include "plan/plan.hpp"
 
@@ -18,12 +30,21 @@ using namespace apron;
 
 namespace {
 
-constexpr double bandwidth = 4156e9, fma_peak = 33.4e12;
+constexpr double bandwidth = 4156e9, fma_peak = 33.4e12, pcie = 55e9;
+
+struct Case {
+    std::string op;     // correlate, correlate_int, gaussian, dilate, erode, h2h_correlate
+    PixelType type;
+    double param;       // mask size k (k x k) or sigma
+    OpProgram program;  // the apron operation
+    double taps;        // multiply-adds per pixel of the direct algorithm, 0: memory-bound algorithm
+};
 
 struct Result {
-    std::string name;
+    Case c;
     int size;
-    double ms, gpix, roofline_pct;
+    double ms, mpix_s, roofline_pct;
+    std::string algorithm;
 };
 
 double median(std::vector<double> v) {
@@ -31,85 +52,217 @@ double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
-// Times one step's executor call on device buffers, kernel only.
-template <class F>
-double time_ms(Executor& ex, F&& launch, int reps) {
-    for (int k = 0; k < 3; ++k) launch();
-    ex.synchronize();
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    std::vector<double> t;
-    for (int k = 0; k < reps; ++k) {
-        cudaEventRecord(a);  // legacy default stream: orders with the executor's non-blocking stream? no:
-        // the executor's stream is non-blocking, so synchronise around each repetition instead.
-        ex.synchronize();
-        const auto start = std::chrono::steady_clock::now();
-        launch();
-        ex.synchronize();
-        t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+// A random non-separable k x k mask (the general direct path), border replicate as NPP's. Integer masks
+// as NPP's too: weights -3..3 over 8 (an exact plan on integer images).
+OpProgram random_correlation(int k, bool integer) {
+    std::mt19937 rng{unsigned(k)};
+    std::vector<double> w(std::size_t(k) * k);
+    for (double& v : w) v = int(rng() % 7) - 3 + (integer ? 0 : 0.01 * int(rng() % 17));
+    LinearStep step{Mask(k, k, w), BorderMode::nearest};
+    if (integer) step.scale = 0.125;
+    return OpProgram{"correlate " + std::to_string(k) + "x" + std::to_string(k), {Step{step}}};
+}
+
+std::vector<Case> cases(bool sweep_subset) {
+    std::vector<Case> out;
+    const std::vector<int> direct_ks = sweep_subset ? std::vector<int>{3, 5, 9, 17, 31}
+                                                    : std::vector<int>{3, 5, 7, 9, 11, 13, 15, 17, 21, 25, 31};
+    for (PixelType t : {PixelType::f32, PixelType::u8})
+        for (int k : direct_ks) out.push_back({"correlate", t, double(k), random_correlation(k, false), double(k) * k});
+    if (!sweep_subset)
+        for (int k : direct_ks)
+            out.push_back({"correlate_int", PixelType::u8, double(k), random_correlation(k, true), double(k) * k});
+    for (PixelType t : {PixelType::f32, PixelType::u8})
+        for (double s : sweep_subset ? std::vector<double>{2} : std::vector<double>{1, 2, 3, 4, 8}) {
+            char spec[64];
+            std::snprintf(spec, sizeof spec, "gaussian:sigma=%g", s);
+            out.push_back({"gaussian", t, s, parse_operation(spec), 0});
+        }
+    for (const char* op : {"dilate", "erode"}) {
+        if (sweep_subset && std::string(op) == "erode") continue;
+        for (int k : sweep_subset ? std::vector<int>{5} : std::vector<int>{3, 5, 7, 9, 15, 21, 31}) {
+            const std::string se = std::to_string(k) + "x" + std::to_string(k);
+            out.push_back({op, PixelType::u8, double(k), parse_operation(std::string(op) + ":se=rect:" + se), 0});
+        }
     }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return median(t);
+    return out;
+}
+
+void fill_random(Image& img, unsigned seed) {
+    std::mt19937 rng(seed);
+    for (int y = 0; y < img.height(); ++y) {
+        if (img.type() == PixelType::f32)
+            for (int x = 0; x < img.width(); ++x) img.row<float>(y)[x] = float(rng() % 256);
+        else
+            for (std::size_t b = 0; b < img.shape().row_bytes(); ++b)
+                reinterpret_cast<unsigned char*>(img.row<std::uint8_t>(y))[b] = (unsigned char)rng();
+    }
+}
+
+class Bench {
+public:
+    Bench(int reps) : reps_(reps) {
+        cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+        cudaEventCreate(&a_);
+        cudaEventCreate(&b_);
+        ex_ = make_cuda_executor(stream_);
+    }
+    ~Bench() {
+        ex_.reset();
+        cudaEventDestroy(a_);
+        cudaEventDestroy(b_);
+        cudaStreamDestroy(stream_);
+    }
+
+    // Kernel only: the executor's call on device-resident buffers, timed by events on its stream.
+    Result kernel_only(const Case& c, int size) {
+        const ImageShape shape{size, size, 1, c.type};
+        const ExecutionPlan plan = make_plan({c.program}, shape, c.type, Backend::cuda);
+        if (plan.operations.size() != 1 || plan.operations[0].steps.size() != 1)
+            throw Error("bench_gpu: " + c.program.spec + " is not a single step");
+        const StepPlan& step = plan.operations[0].steps[0];
+        Image host(shape);
+        fill_random(host, unsigned(size));
+        Buffer in = ex_->allocate(shape), out = ex_->allocate(shape);
+        ex_->upload(host.view(), in.view);
+        auto launch = [&] {
+            if (auto* l = std::get_if<LinearPlan>(&step.what))
+                ex_->linear(*l, in.cview(), out.view);
+            else
+                ex_->morph(std::get<MorphPlan>(step.what), in.cview(), out.view);
+        };
+        const double ms = time_events(launch);
+        const double bpp = 2.0 * bytes_per_sample(c.type);
+        double roof = bandwidth / bpp;
+        if (c.taps > 0) roof = std::min(roof, fma_peak / c.taps);
+        return finish(c, size, ms, roof, step.label);
+    }
+
+    // Host to host: a pinned image through the whole pipeline (upload, filter, download overlapped).
+    Result host_to_host(const Case& c, int size) {
+        const ImageShape shape{size, size, 1, c.type};
+        Image host(shape, HostMemory::pinned), result(shape, HostMemory::pinned);
+        fill_random(host, 7);
+        Pipeline p;
+        p.add(c.program);
+        const RunOptions o{.backend = Backend::cuda, .cuda_stream = stream_};
+        std::vector<double> t;
+        for (int r = 0; r < reps_ + 2; ++r) {
+            const auto start = std::chrono::steady_clock::now();
+            p.run(host.view(), result.view(), o);
+            cudaStreamSynchronize(stream_);
+            if (r >= 2) t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        }
+        const double bytes = double(shape.row_bytes()) * size;
+        const double roof = double(size) * size / (bytes / pcie);  // pixels/s when up and down overlap fully
+        const std::string how = host.pinned() ? "pinned, overlapped bands" : "pageable (no pinned memory)";
+        return finish(c, size, median(t), roof, how);
+    }
+
+private:
+    double time_events(const std::function<void()>& launch) {
+        for (int k = 0; k < 3; ++k) launch();
+        std::vector<double> t;
+        for (int k = 0; k < reps_; ++k) {
+            cudaEventRecord(a_, stream_);
+            launch();
+            cudaEventRecord(b_, stream_);
+            cudaEventSynchronize(b_);
+            float ms = 0;
+            cudaEventElapsedTime(&ms, a_, b_);
+            t.push_back(ms);
+        }
+        return median(t);
+    }
+
+    static Result finish(const Case& c, int size, double ms, double roof_pix_s, const std::string& algorithm) {
+        const double mpix_s = double(size) * size / 1e6 / (ms / 1e3);
+        return {c, size, ms, mpix_s, 100 * mpix_s * 1e6 / roof_pix_s, algorithm};
+    }
+
+    int reps_;
+    cudaStream_t stream_ = nullptr;
+    cudaEvent_t a_ = nullptr, b_ = nullptr;
+    std::unique_ptr<Executor> ex_;
+};
+
+std::vector<int> parse_sizes(const std::string& s) {
+    std::vector<int> out;
+    std::stringstream in(s);
+    for (std::string part; std::getline(in, part, ',');) out.push_back(std::stoi(part));
+    return out;
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
-    int size = 8192, reps = 10;
-    std::string csv, only_type;
-    int only_k = 0;  // --type u8|f32 and --k N restrict the cases (for profiling one kernel)
+    std::vector<int> sizes = {8192};
+    int reps = 15;
+    bool sweep = false;
+    std::string csv, only_op, only_type;
+    double only_k = 0;
     for (int k = 1; k < argc; ++k) {
         const std::string a = argv[k];
-        if (a == "--size" && k + 1 < argc) size = std::stoi(argv[++k]);
-        else if (a == "--reps" && k + 1 < argc) reps = std::stoi(argv[++k]);
-        else if (a == "--csv" && k + 1 < argc) csv = argv[++k];
-        else if (a == "--type" && k + 1 < argc) only_type = argv[++k];
-        else if (a == "--k" && k + 1 < argc) only_k = std::stoi(argv[++k]);
+        auto next = [&]() -> std::string {
+            if (k + 1 >= argc) {
+                std::fprintf(stderr, "bench_gpu: %s needs a value\n", a.c_str());
+                std::exit(2);
+            }
+            return argv[++k];
+        };
+        if (a == "--sizes" || a == "--size") sizes = parse_sizes(next());
+        else if (a == "--reps") reps = std::max(1, std::stoi(next()));
+        else if (a == "--csv") csv = next();
+        else if (a == "--op") only_op = next();
+        else if (a == "--type") only_type = next();
+        else if (a == "--k") only_k = std::stod(next());
+        else if (a == "--sweep") sweep = true;
+        else {
+            std::fprintf(stderr, "bench_gpu: unknown argument %s\n", a.c_str());
+            return 2;
+        }
     }
     if (!cuda_available()) {
         std::fprintf(stderr, "bench_gpu: no CUDA device\n");
         return 1;
     }
-    auto ex = make_cuda_executor();
+    auto wanted = [&](const Case& c) {
+        return (only_op.empty() || c.op == only_op) && (only_type.empty() || only_type == to_string(c.type)) &&
+               (only_k == 0 || c.param == only_k);
+    };
+    Bench bench(reps);
     std::vector<Result> results;
-    const double mpix = double(size) * size / 1e6;
-    for (PixelType type : {PixelType::f32, PixelType::u8}) {
-        if (!only_type.empty() && only_type != to_string(type)) continue;
-        Image host(size, size, 1, type);
-        for (int y = 0; y < size; ++y)
-            for (std::size_t b = 0; b < host.shape().row_bytes(); ++b)
-                reinterpret_cast<unsigned char*>(host.row<std::uint8_t>(y))[b] = (unsigned char)(y * 131 + b * 7);
-        if (type == PixelType::f32)
-            for (int y = 0; y < size; ++y)
-                for (int x = 0; x < size; ++x) host.row<float>(y)[x] = float((x * 7 + y * 13) % 251);
-        Buffer in = ex->allocate(host.shape());
-        ex->upload(host.view(), in.view);
-        Buffer out = ex->allocate(host.shape());
-        for (int k : {3, 5, 7, 9, 13, 17, 31}) {
-            if (only_k && k != only_k) continue;
-            // A random-looking non-separable float mask (the general direct path).
-            std::vector<double> w(std::size_t(k) * k);
-            for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.01 * double((i * 37) % 17) - 0.05;
-            OpProgram op{"correlate " + std::to_string(k), {Step{LinearStep{Mask(k, k, w), BorderMode::constant}}}};
-            const ExecutionPlan plan = make_plan({op}, host.shape(), type, Backend::cuda);
-            const auto& lp = std::get<LinearPlan>(plan.operations[0].steps[0].what);
-            const double ms = time_ms(*ex, [&] { ex->linear(lp, in.cview(), out.view); }, reps);
-            const double gpix = mpix / ms;  // Mpix per ms = Gpix per s
-            const double bpp = type == PixelType::f32 ? 8 : 2;
-            const double roof = std::min(bandwidth / bpp, fma_peak / (k * k)) / 1e9;
-            results.push_back({std::string("correlate ") + to_string(type) + " " + std::to_string(k) + "x" + std::to_string(k),
-                               size, ms, gpix, 100 * gpix / roof});
+    auto run = [&](const Case& c, int size) {
+        try {
+            results.push_back(c.op == "h2h_correlate" ? bench.host_to_host(c, size) : bench.kernel_only(c, size));
+            const Result& r = results.back();
+            std::printf("%-14s %-4s %5g %6d %9.3f ms %10.0f Mpix/s %6.1f%%  %s\n", r.c.op.c_str(), to_string(r.c.type),
+                        r.c.param, r.size, r.ms, r.mpix_s, r.roofline_pct, r.algorithm.c_str());
+            std::fflush(stdout);
+        } catch (const std::exception& e) {
+            std::printf("%-14s %-4s %5g %6d failed: %s\n", c.op.c_str(), to_string(c.type), c.param, size, e.what());
         }
-    }
-    std::printf("%-28s %7s %10s %9s %8s\n", "case", "size", "ms", "Gpix/s", "%roof");
-    for (const auto& r : results)
-        std::printf("%-28s %7d %10.3f %9.2f %7.1f%%\n", r.name.c_str(), r.size, r.ms, r.gpix, r.roofline_pct);
+    };
+    std::printf("%-14s %-4s %5s %6s %12s %17s %7s  %s\n", "op", "type", "param", "size", "time", "throughput", "%roof",
+                "algorithm");
+    for (int size : sizes)
+        for (const Case& c : cases(false))
+            if (wanted(c)) run(c, size);
+    const Case h2h{"h2h_correlate", PixelType::u8, 5, random_correlation(5, true), 25};
+    for (int size : sizes)
+        if (wanted(h2h)) run(h2h, size);
+    if (sweep)
+        for (int size : {512, 1024, 2048, 4096, 16384}) {
+            for (const Case& c : cases(true))
+                if (wanted(c)) run(c, size);
+            if (wanted(h2h)) run(h2h, size);
+        }
     if (!csv.empty()) {
         std::ofstream f(csv);
-        f << "case,size,ms,gpix_per_s,roofline_pct\n";
-        for (const auto& r : results) f << r.name << ',' << r.size << ',' << r.ms << ',' << r.gpix << ',' << r.roofline_pct << '\n';
+        f << "impl,op,type,param,size,ms,mpix_s,algorithm,roofline_pct\n";
+        for (const auto& r : results)
+            f << "apron," << r.c.op << ',' << to_string(r.c.type) << ',' << r.c.param << ',' << r.size << ',' << r.ms
+              << ',' << r.mpix_s << ",\"" << r.algorithm << "\"," << r.roofline_pct << '\n';
     }
     return 0;
 }

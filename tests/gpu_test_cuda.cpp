@@ -2,6 +2,12 @@
 // ROI views and large images. Skips where no GPU is found.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
+#if APRON_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "backend_sweep.hpp"
 
 using namespace apron;
@@ -50,3 +56,91 @@ TEST(Cuda, AutoPicksTheGpu) {
     REQUIRE_GPU();
     EXPECT_NE(Pipeline({"sharpen"}).describe({64, 64, 1, PixelType::u8}).find("backend cuda"), std::string::npos);
 }
+
+#if APRON_HAVE_CUDA
+namespace {
+
+// A device copy of a host image (cudaMallocPitch), freed with the object.
+struct DeviceCopy {
+    std::byte* data = nullptr;
+    std::size_t pitch = 0;
+    ImageShape shape;
+    explicit DeviceCopy(const ImageShape& s) : shape(s) {
+        void* p = nullptr;
+        EXPECT_EQ(cudaMallocPitch(&p, &pitch, s.row_bytes(), std::size_t(s.height)), cudaSuccess);
+        data = static_cast<std::byte*>(p);
+    }
+    DeviceCopy(ConstImageView host) : DeviceCopy(host.shape) {
+        EXPECT_EQ(cudaMemcpy2D(data, pitch, host.data, host.pitch, host.shape.row_bytes(), std::size_t(host.height()),
+                               cudaMemcpyHostToDevice),
+                  cudaSuccess);
+    }
+    ~DeviceCopy() { cudaFree(data); }
+    ImageView view() { return ImageView{data, shape, pitch, Memory::device}; }
+    Image to_host() const {
+        Image out(shape);
+        EXPECT_EQ(cudaMemcpy2D(out.view().data, out.pitch(), data, pitch, shape.row_bytes(), std::size_t(shape.height),
+                               cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        return out;
+    }
+};
+
+} // namespace
+
+TEST(Cuda, DevicePipelinesRunOnTheCallersStream) {
+    REQUIRE_GPU();
+    const Image in = test::random_image(333, 211, 2, PixelType::u16, 8);
+    const Pipeline p({"gaussian:sigma=2", "sobel:dx=1,delta=30000", "dilate:se=ellipse:5x5"});
+    const Image expected = p.run(in, {.backend = Backend::cuda});
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    DeviceCopy d_in(in), d_out(in.shape());
+    const RunOptions on_stream{.backend = Backend::cuda, .cuda_stream = stream};
+    p.run(d_in.view(), d_out.view(), on_stream);  // device to device: returns before the work is done
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_TRUE(test::identical(d_out.to_host(), expected));
+    // Device in, host out; host in, device out.
+    Image host_out(in.shape());
+    p.run(d_in.view(), host_out.view(), on_stream);
+    EXPECT_TRUE(test::identical(host_out, expected));
+    DeviceCopy d_out2(in.shape());
+    p.run(in, d_out2.view(), on_stream);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_TRUE(test::identical(d_out2.to_host(), expected));
+    // A device ROI in and out.
+    DeviceCopy d_roi_out(ImageShape{101, 77, 2, PixelType::u16});
+    p.run(d_in.view().roi(13, 17, 101, 77), d_roi_out.view(), on_stream);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_TRUE(test::identical(d_roi_out.to_host(), p.run(in.view().roi(13, 17, 101, 77), {.backend = Backend::cuda})));
+    cudaStreamDestroy(stream);
+}
+
+TEST(Cuda, OverlappedHostToHostGivesTheSameBits) {
+    REQUIRE_GPU();
+    // Tall enough for several row bands; every border mode (wrap reads the last rows for the first band).
+    for (int channels : {1, 3}) {
+        const Image in = test::random_image(1000, 7001, channels, PixelType::u8, 21);
+        Image pinned_in(in.shape(), HostMemory::pinned), pinned_out(in.shape(), HostMemory::pinned);
+        ASSERT_TRUE(pinned_in.pinned());
+        for (int y = 0; y < in.height(); ++y)
+            std::memcpy(pinned_in.view().row_bytes(y), in.view().row_bytes(y), in.shape().row_bytes());
+        for (const char* op : {"box:width=5,border=wrap", "sobel:dx=0,dy=1,ksize=7,delta=128,border=reflect",
+                               "sharpen:border=constant,value=200", "box:width=9,border=mirror",
+                               "box:width=3,border=nearest", "gaussian:sigma=3,border=wrap"}) {
+            const Pipeline p({op});
+            const Image expected = p.run(in, {.backend = Backend::cpu});
+            std::vector<StageTiming> timings;
+            p.run(pinned_in, pinned_out.view(), {.backend = Backend::cuda, .timings = &timings});
+            if (std::string(op).rfind("box", 0) == 0) {
+                ASSERT_FALSE(timings.empty());
+                EXPECT_NE(timings[0].stage.find("overlapped"), std::string::npos) << op << ": " << timings[0].stage;
+            }
+            if (std::string(op).rfind("gaussian", 0) == 0)
+                EXPECT_LE(test::max_abs_diff(pinned_out, expected), 1) << op;
+            else
+                EXPECT_TRUE(test::identical(pinned_out, expected)) << op << " channels " << channels;
+        }
+    }
+}
+#endif

@@ -74,12 +74,16 @@ inline ConstImageView as_const(const ImageView& v) {
 
 // An owning host image with tightly packed rows (pitch rounded up to 64 bytes so SIMD loads of a row
 // start aligned).
+// Host memory of an Image. Pinned (page-locked) memory lets the CUDA backend copy at the full PCIe rate
+// and overlap copies with compute; it falls back to pageable memory where there is no CUDA device.
+enum class HostMemory : unsigned char { pageable, pinned };
+
 class Image {
 public:
     Image() = default;
-    explicit Image(const ImageShape& shape);
-    Image(int width, int height, int channels, PixelType type)
-        : Image(ImageShape{width, height, channels, type}) {}
+    explicit Image(const ImageShape& shape, HostMemory memory = HostMemory::pageable);
+    Image(int width, int height, int channels, PixelType type, HostMemory memory = HostMemory::pageable)
+        : Image(ImageShape{width, height, channels, type}, memory) {}
 
     const ImageShape& shape() const { return shape_; }
     int width() const { return shape_.width; }
@@ -88,6 +92,7 @@ public:
     PixelType type() const { return shape_.type; }
     std::size_t pitch() const { return pitch_; }
     bool empty() const { return !storage_; }
+    bool pinned() const { return storage_.get_deleter().pinned; }
 
     ImageView view() { return ImageView{storage_.get(), shape_, pitch_, Memory::host}; }
     ConstImageView view() const { return ConstImageView{storage_.get(), shape_, pitch_, Memory::host}; }
@@ -97,7 +102,10 @@ public:
     template <class T> const T* row(int y) const { return view().row<T>(y); }
 
 private:
-    struct FreeAligned { void operator()(std::byte* p) const; };
+    struct FreeAligned {
+        bool pinned;  // no initializer: a nested aggregate must stay default-constructible for unique_ptr (value-initialised: false)
+        void operator()(std::byte* p) const;
+    };
     ImageShape shape_{};
     std::size_t pitch_ = 0;
     std::unique_ptr<std::byte, FreeAligned> storage_;

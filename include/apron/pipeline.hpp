@@ -4,6 +4,15 @@
 //   apron::Pipeline p({"gaussian:sigma=2", "sobel:dx=1"});
 //   apron::Image out = p.run(apron::read_image("in.png"), {.out_type = apron::PixelType::f32});
 //
+// Device pipelines (CUDA backend): views in Memory::device stay on the device, and the work is ordered on
+// the caller's stream when RunOptions::cuda_stream is set:
+//
+//   p.run(ImageView{d_in, shape, pitch, Memory::device}, ImageView{d_out, shape, pitch, Memory::device},
+//         {.backend = apron::Backend::cuda, .cuda_stream = stream});   // returns before the work is done
+//
+// Host images in pinned memory (apron::Image(shape, HostMemory::pinned)) go up and down in row bands that
+// overlap with the kernels, so one large image runs near the PCIe rate.
+//
 // Types: the first operation reads the input's type; every operation writes the output type
 // (RunOptions::out_type, default the input's type), and later operations read that type.
 #include <optional>
@@ -32,6 +41,9 @@ struct RunOptions {
     int threads = 0;                      // CPU threads; 0 = all cores, at most max_threads
     std::optional<PixelType> out_type;    // default: the input's type
     std::vector<StageTiming>* timings = nullptr;  // when set, one entry per step is appended
+    // CUDA backend: the caller's cudaStream_t. Every copy and kernel is ordered on it; a run whose output
+    // is in device memory returns without waiting. nullptr: apron's own stream, and run() waits.
+    void* cuda_stream = nullptr;
 };
 
 class Pipeline {
@@ -44,6 +56,11 @@ public:
     bool empty() const { return ops_.empty(); }
 
     Image run(ConstImageView input, const RunOptions& options = {}) const;
+    // Into the caller's image (its shape must be the result's: describe() or output_shape() tell it).
+    // Input and output may each be in host or device memory (device memory needs the CUDA backend);
+    // they must not overlap.
+    void run(ConstImageView input, ImageView output, const RunOptions& options = {}) const;
+    ImageShape output_shape(const ImageShape& input, const RunOptions& options = {}) const;
     // What run() would do on an image of this shape: one line per step with its algorithm.
     std::string describe(const ImageShape& input, const RunOptions& options = {}) const;
 

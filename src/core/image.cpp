@@ -1,4 +1,5 @@
 #include "apron/image.hpp"
+#include "core/host_memory.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -50,15 +51,22 @@ BasicImageView<Byte> BasicImageView<Byte>::roi(int x, int y, int w, int h) const
 template struct BasicImageView<std::byte>;
 template struct BasicImageView<const std::byte>;
 
-void Image::FreeAligned::operator()(std::byte* p) const { std::free(p); }
+void Image::FreeAligned::operator()(std::byte* p) const {
+    if (pinned)
+        free_pinned(p);
+    else
+        std::free(p);
+}
 
-Image::Image(const ImageShape& shape) : shape_(shape) {
+Image::Image(const ImageShape& shape, HostMemory memory) : shape_(shape) {
     validate_shape(shape, "image");
     pitch_ = (shape.row_bytes() + 63) / 64 * 64;
     const std::size_t bytes = pitch_ * std::size_t(shape.height);
-    auto* p = static_cast<std::byte*>(std::aligned_alloc(64, bytes));
+    std::byte* p = memory == HostMemory::pinned ? static_cast<std::byte*>(allocate_pinned(bytes)) : nullptr;
+    const bool pinned = p != nullptr;
+    if (!p) p = static_cast<std::byte*>(std::aligned_alloc(64, bytes));
     if (!p) fail("image", "out of host memory allocating " + std::to_string(bytes) + " bytes");
-    storage_.reset(p);
+    storage_ = std::unique_ptr<std::byte, FreeAligned>(p, FreeAligned{pinned});
 }
 
 Image copy_of(ConstImageView v) {

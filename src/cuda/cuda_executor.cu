@@ -5,12 +5,14 @@
 // Odd square masks up to 31x31 run the tiled kernel (direct_tiled.cu). Everything else still runs the
 // straightforward baseline kernels below (one thread per output sample, border through map_index, the
 // same finish functions as every backend) until specialised kernels replace them.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "core/border_index.hpp"
 #include "core/dispatch.hpp"
+#include "core/host_memory.hpp"
 #include "core/linear_finish.hpp"
 #include "core/pixel.hpp"
 #include "cuda/cuda_check.hpp"
@@ -108,17 +110,26 @@ dim3 grid_for(const ImageShape& s, dim3 block) {
 
 class CudaExecutor final : public Executor {
 public:
-    CudaExecutor() {
+    explicit CudaExecutor(cudaStream_t caller) : stream_(caller), own_stream_(caller == nullptr) {
         int count = 0;
         if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
             cudaGetLastError();
             throw Error("--backend cuda: no CUDA device found");
         }
-        APRON_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        if (own_stream_) APRON_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     }
     ~CudaExecutor() override {
-        cudaStreamSynchronize(stream_);
-        cudaStreamDestroy(stream_);
+        // The copy streams only ever run ahead of work that stream_ waits for, so stream_ orders them all.
+        for (cudaStream_t s : {up_, down_})
+            if (s) {
+                cudaStreamSynchronize(s);
+                cudaStreamDestroy(s);
+            }
+        if (mark_) cudaEventDestroy(mark_);
+        if (own_stream_) {
+            cudaStreamSynchronize(stream_);
+            cudaStreamDestroy(stream_);
+        }
     }
 
     Memory memory() const override { return Memory::device; }
@@ -213,7 +224,60 @@ public:
         APRON_CUDA_CHECK_LAUNCH("combine");
     }
 
+    // Row bands: band b goes up on up_, is filtered on stream_ once the input rows it reads are there, and
+    // comes down on down_, so the upload of later bands, the kernels and the download of earlier bands run
+    // at once (PCIe is full duplex). Pinned host memory only: pageable copies do not overlap.
+    bool run_overlapped(const StepPlan& step, ConstImageView host_in, ImageView host_out) override {
+        const auto* p = std::get_if<LinearPlan>(&step.what);
+        if (!p || !direct_tiled_supports(*p) || p->algorithm == LinearAlgorithm::separable) return false;
+        if (!is_pinned(host_in.data) || !is_pinned(host_out.data)) return false;
+        const int height = host_in.height();
+        const std::size_t band_bytes = std::size_t(2) << 20;  // ~2 MB per band: about 40 us at PCIe rate
+        const int band = std::max(64, int(band_bytes / std::max<std::size_t>(1, host_in.shape.row_bytes())));
+        const int bands = (height + band - 1) / band;
+        if (bands < 3) return false;  // too small to gain from overlap
+        for (cudaStream_t* s : {&up_, &down_})
+            if (!*s) APRON_CUDA_CHECK(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+        Buffer in = allocate(host_in.shape), out = allocate(host_out.shape);
+        // The copy streams start after what the caller's stream holds (the buffers' allocation included).
+        order(stream_, up_);
+        order(stream_, down_);
+        const int below = p->step.mask.height - 1 - p->step.mask.anchor_y;  // rows read under an output row
+        // Wrap: the top band reads the last rows (as many as the mask reaches above), so they go first.
+        const int last = p->step.border == BorderMode::wrap ? std::min(height, p->step.mask.anchor_y) : 0;
+        if (last > 0) copy_rows(host_in, in.view, height - last, height, cudaMemcpyHostToDevice, up_);
+        int uploaded = 0;
+        for (int b = 0; b < bands; ++b) {
+            const int y0 = b * band, y1 = std::min(height, y0 + band);
+            const int need = std::min(height - last, y1 + below);
+            if (need > uploaded) {
+                copy_rows(host_in, in.view, uploaded, need, cudaMemcpyHostToDevice, up_);
+                uploaded = need;
+            }
+            order(up_, stream_);
+            launch_direct_tiled(*p, in.cview(), out.view, stream_, y0, y1);
+            order(stream_, down_);
+            copy_rows(out.cview(), host_out, y0, y1, cudaMemcpyDeviceToHost, down_);
+        }
+        order(down_, stream_);  // the buffers are freed on stream_, after the last download
+        return true;
+    }
+
 private:
+    // Makes `waiter` wait for what `s` holds now. One event serves every hand-over: a wait binds to the
+    // record before it, so re-recording afterwards is safe.
+    void order(cudaStream_t s, cudaStream_t waiter) {
+        if (!mark_) APRON_CUDA_CHECK(cudaEventCreateWithFlags(&mark_, cudaEventDisableTiming));
+        APRON_CUDA_CHECK(cudaEventRecord(mark_, s));
+        APRON_CUDA_CHECK(cudaStreamWaitEvent(waiter, mark_));
+    }
+
+    static void copy_rows(ConstImageView from, ImageView to, int y0, int y1, cudaMemcpyKind kind, cudaStream_t s) {
+        APRON_CUDA_CHECK(cudaMemcpy2DAsync(to.data + std::size_t(y0) * to.pitch, to.pitch,
+                                           from.data + std::size_t(y0) * from.pitch, from.pitch, from.shape.row_bytes(),
+                                           std::size_t(y1 - y0), kind, s));
+    }
+
     // Copies small host data (masks) to a stream-ordered device allocation.
     std::shared_ptr<void> to_device(const void* host, std::size_t bytes) {
         void* p = nullptr;
@@ -226,12 +290,17 @@ private:
     }
 
     cudaStream_t stream_ = nullptr;
+    bool own_stream_ = true;
+    cudaStream_t up_ = nullptr, down_ = nullptr;  // copy streams of run_overlapped, made on first use
+    cudaEvent_t mark_ = nullptr;
 };
 
 } // namespace
 } // namespace cuda
 
-std::unique_ptr<Executor> make_cuda_executor() { return std::make_unique<cuda::CudaExecutor>(); }
+std::unique_ptr<Executor> make_cuda_executor(void* stream) {
+    return std::make_unique<cuda::CudaExecutor>(static_cast<cudaStream_t>(stream));
+}
 
 bool cuda_available() {
     int count = 0;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "apron/devices.hpp"
+#include "core/host_memory.hpp"
 
 namespace apron {
 
@@ -33,6 +34,31 @@ std::string cuda_status() {
         return std::string("built, no device (") + cudaGetErrorString(e) + ")";
     }
     return "built, " + std::to_string(count) + " device(s)";
+}
+
+void* allocate_pinned(std::size_t bytes) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        cudaGetLastError();
+        return nullptr;
+    }
+    void* p = nullptr;
+    if (cudaMallocHost(&p, bytes) != cudaSuccess) {
+        cudaGetLastError();
+        return nullptr;
+    }
+    return p;
+}
+
+void free_pinned(void* p) { cudaFreeHost(p); }
+
+bool is_pinned(const void* p) {
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return a.type == cudaMemoryTypeHost;
 }
 
 } // namespace apron

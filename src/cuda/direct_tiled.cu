@@ -6,7 +6,8 @@
 namespace apron::cuda {
 
 template <int K>
-void launch_direct_tiled_k(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream);
+void launch_direct_tiled_k(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream, int row_begin,
+                           int row_end);
 
 bool direct_tiled_supports(const LinearPlan& p) {
     const Mask& m = p.step.mask;
@@ -15,23 +16,26 @@ bool direct_tiled_supports(const LinearPlan& p) {
     return odd_square && p.accumulator == Accumulator::f32;
 }
 
-void launch_direct_tiled(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream) {
+void launch_direct_tiled(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream, int row_begin,
+                         int row_end) {
+    if (row_end < 0) row_end = in.height();
+    if (row_begin >= row_end) return;
     switch (p.step.mask.width) {
-    case 3: return launch_direct_tiled_k<3>(p, in, out, stream);
-    case 5: return launch_direct_tiled_k<5>(p, in, out, stream);
-    case 7: return launch_direct_tiled_k<7>(p, in, out, stream);
-    case 9: return launch_direct_tiled_k<9>(p, in, out, stream);
-    case 11: return launch_direct_tiled_k<11>(p, in, out, stream);
-    case 13: return launch_direct_tiled_k<13>(p, in, out, stream);
-    case 15: return launch_direct_tiled_k<15>(p, in, out, stream);
-    case 17: return launch_direct_tiled_k<17>(p, in, out, stream);
-    case 19: return launch_direct_tiled_k<19>(p, in, out, stream);
-    case 21: return launch_direct_tiled_k<21>(p, in, out, stream);
-    case 23: return launch_direct_tiled_k<23>(p, in, out, stream);
-    case 25: return launch_direct_tiled_k<25>(p, in, out, stream);
-    case 27: return launch_direct_tiled_k<27>(p, in, out, stream);
-    case 29: return launch_direct_tiled_k<29>(p, in, out, stream);
-    case 31: return launch_direct_tiled_k<31>(p, in, out, stream);
+    case 3: return launch_direct_tiled_k<3>(p, in, out, stream, row_begin, row_end);
+    case 5: return launch_direct_tiled_k<5>(p, in, out, stream, row_begin, row_end);
+    case 7: return launch_direct_tiled_k<7>(p, in, out, stream, row_begin, row_end);
+    case 9: return launch_direct_tiled_k<9>(p, in, out, stream, row_begin, row_end);
+    case 11: return launch_direct_tiled_k<11>(p, in, out, stream, row_begin, row_end);
+    case 13: return launch_direct_tiled_k<13>(p, in, out, stream, row_begin, row_end);
+    case 15: return launch_direct_tiled_k<15>(p, in, out, stream, row_begin, row_end);
+    case 17: return launch_direct_tiled_k<17>(p, in, out, stream, row_begin, row_end);
+    case 19: return launch_direct_tiled_k<19>(p, in, out, stream, row_begin, row_end);
+    case 21: return launch_direct_tiled_k<21>(p, in, out, stream, row_begin, row_end);
+    case 23: return launch_direct_tiled_k<23>(p, in, out, stream, row_begin, row_end);
+    case 25: return launch_direct_tiled_k<25>(p, in, out, stream, row_begin, row_end);
+    case 27: return launch_direct_tiled_k<27>(p, in, out, stream, row_begin, row_end);
+    case 29: return launch_direct_tiled_k<29>(p, in, out, stream, row_begin, row_end);
+    case 31: return launch_direct_tiled_k<31>(p, in, out, stream, row_begin, row_end);
     default: throw Error("direct_tiled: unsupported mask size");
     }
 }

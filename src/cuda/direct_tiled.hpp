@@ -8,6 +8,9 @@ namespace apron::cuda {
 
 // Whether the tiled kernel handles this plan (mask shape, accumulator); the executor falls back otherwise.
 bool direct_tiled_supports(const LinearPlan& plan);
-void launch_direct_tiled(const LinearPlan& plan, ConstImageView in, ImageView out, cudaStream_t stream);
+// Computes output rows [row_begin, row_end) (row_end < 0: to the bottom) of the whole image `in`, so a
+// band's border rows are exact.
+void launch_direct_tiled(const LinearPlan& plan, ConstImageView in, ImageView out, cudaStream_t stream,
+                         int row_begin = 0, int row_end = -1);
 
 } // namespace apron::cuda

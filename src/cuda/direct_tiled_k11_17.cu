@@ -3,9 +3,9 @@
 
 namespace apron::cuda {
 
-template void launch_direct_tiled_k<11>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
-template void launch_direct_tiled_k<13>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
-template void launch_direct_tiled_k<15>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
-template void launch_direct_tiled_k<17>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+template void launch_direct_tiled_k<11>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t, int, int);
+template void launch_direct_tiled_k<13>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t, int, int);
+template void launch_direct_tiled_k<15>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t, int, int);
+template void launch_direct_tiled_k<17>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t, int, int);
 
 } // namespace apron::cuda

@@ -3,8 +3,8 @@
 
 namespace apron::cuda {
 
-template void launch_direct_tiled_k<19>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
-template void launch_direct_tiled_k<21>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
-template void launch_direct_tiled_k<23>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+template void launch_direct_tiled_k<19>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t, int, int);
+template void launch_direct_tiled_k<21>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t, int, int);
+template void launch_direct_tiled_k<23>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t, int, int);
 
 } // namespace apron::cuda

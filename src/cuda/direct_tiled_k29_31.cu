@@ -3,7 +3,7 @@
 
 namespace apron::cuda {
 
-template void launch_direct_tiled_k<29>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
-template void launch_direct_tiled_k<31>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+template void launch_direct_tiled_k<29>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t, int, int);
+template void launch_direct_tiled_k<31>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t, int, int);
 
 } // namespace apron::cuda

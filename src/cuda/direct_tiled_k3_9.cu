@@ -3,9 +3,9 @@
 
 namespace apron::cuda {
 
-template void launch_direct_tiled_k<3>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
-template void launch_direct_tiled_k<5>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
-template void launch_direct_tiled_k<7>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
-template void launch_direct_tiled_k<9>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+template void launch_direct_tiled_k<3>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t, int, int);
+template void launch_direct_tiled_k<5>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t, int, int);
+template void launch_direct_tiled_k<7>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t, int, int);
+template void launch_direct_tiled_k<9>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t, int, int);
 
 } // namespace apron::cuda

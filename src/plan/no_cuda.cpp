@@ -1,12 +1,16 @@
 // Device discovery when apron is built without the CUDA toolkit.
 #include "apron/devices.hpp"
+#include "core/host_memory.hpp"
 #include "plan/plan.hpp"
 
 namespace apron {
 
 std::vector<std::string> cuda_devices() { return {}; }
 std::string cuda_status() { return "not built (no CUDA toolkit at configure time)"; }
-std::unique_ptr<Executor> make_cuda_executor() { return nullptr; }
+std::unique_ptr<Executor> make_cuda_executor(void*) { return nullptr; }
 bool cuda_available() { return false; }
+void* allocate_pinned(std::size_t) { return nullptr; }
+void free_pinned(void*) {}
+bool is_pinned(const void*) { return false; }
 
 } // namespace apron

@@ -16,11 +16,11 @@ Backend resolve(Backend asked) {
     return asked;
 }
 
-std::unique_ptr<Executor> make_executor(Backend b, int threads) {
+std::unique_ptr<Executor> make_executor(Backend b, int threads, void* cuda_stream) {
     switch (b) {
     case Backend::reference: return make_reference_executor();
     case Backend::cuda: {
-        auto e = make_cuda_executor();
+        auto e = make_cuda_executor(cuda_stream);
         if (!e) fail("--backend", "cuda: this build has no CUDA backend (configure with the CUDA toolkit)");
         return e;
     }
@@ -50,40 +50,105 @@ std::string Pipeline::describe(const ImageShape& input, const RunOptions& option
     return make_plan(ops_, input, options.out_type.value_or(input.type), resolve(options.backend)).describe();
 }
 
-Image Pipeline::run(ConstImageView input, const RunOptions& options) const {
-    if (input.memory != Memory::host) fail("input image", "Pipeline::run takes an image in host memory");
+namespace {
+
+// Whether two views share a byte. Views of one allocation with one pitch are compared as rectangles
+// (side-by-side ROIs interleave by rows without overlapping); other cases compare byte ranges.
+bool overlaps(ConstImageView a, ConstImageView b) {
+    if (a.memory != b.memory) return false;
+    if (a.data > b.data) std::swap(a, b);
+    const std::byte* a_end = a.data + a.pitch * std::size_t(a.height() - 1) + a.shape.row_bytes();
+    if (b.data >= a_end) return false;
+    if (a.pitch != b.pitch) return true;
+    const auto pitch = std::ptrdiff_t(a.pitch), off = b.data - a.data;
+    const std::ptrdiff_t dy = off / pitch, dx = off % pitch;
+    const auto aw = std::ptrdiff_t(a.shape.row_bytes()), bw = std::ptrdiff_t(b.shape.row_bytes());
+    auto meet = [&](std::ptrdiff_t x, std::ptrdiff_t y) {  // b's rectangle at (x, y) in a's frame
+        return x < aw && x + bw > 0 && y < a.height() && y + b.height() > 0;
+    };
+    return meet(dx, dy) || meet(dx - pitch, dy + 1);
+}
+
+ExecutionPlan plan_for(const std::vector<OpProgram>& ops, const ImageShape& input, const RunOptions& options) {
     if (options.threads < 0 || options.threads > max_threads)
         fail("--threads", std::to_string(options.threads) + " is out of range (0 = all cores, at most " +
                               std::to_string(max_threads) + ")");
-    const Backend backend = resolve(options.backend);
-    ExecutionPlan plan = make_plan(ops_, input.shape, options.out_type.value_or(input.type()), backend);
+    ExecutionPlan plan = make_plan(ops, input, options.out_type.value_or(input.type), resolve(options.backend));
     if (plan.operations.empty()) {
         // No operation: the output is the input converted to the output type.
         OperationPlan convert;
         convert.spec = "convert";
-        convert.steps.push_back(StepPlan{CombinePlan{CombineStep{1, 0, 0}, input.type(), input.type(), plan.output.type},
+        convert.steps.push_back(StepPlan{CombinePlan{CombineStep{1, 0, 0}, input.type, input.type, plan.output.type},
                                          op_input, no_operand, plan.output, "convert"});
         plan.operations.push_back(std::move(convert));
     }
-    auto executor = make_executor(backend, options.threads);
+    return plan;
+}
+
+} // namespace
+
+ImageShape Pipeline::output_shape(const ImageShape& input, const RunOptions& options) const {
+    ImageShape s = input;
+    s.type = options.out_type.value_or(input.type);
+    return s;
+}
+
+Image Pipeline::run(ConstImageView input, const RunOptions& options) const {
+    Image result(output_shape(input.shape, options));
+    run(input, result.view(), options);
+    return result;
+}
+
+void Pipeline::run(ConstImageView input, ImageView output, const RunOptions& options) const {
+    validate_shape(input.shape, "input image");
+    const ExecutionPlan plan = plan_for(ops_, input.shape, options);
+    const ImageShape& want = plan.output;
+    if (output.shape.width != want.width || output.shape.height != want.height ||
+        output.shape.channels != want.channels || output.shape.type != want.type)
+        fail("output image", "is " + std::to_string(output.width()) + "x" + std::to_string(output.height()) + "x" +
+                                 std::to_string(output.channels()) + " " + to_string(output.type()) + ", the result is " +
+                                 std::to_string(want.width) + "x" + std::to_string(want.height) + "x" +
+                                 std::to_string(want.channels) + " " + to_string(want.type));
+    if (overlaps(input, ConstImageView(output))) fail("output image", "overlaps the input (apron does not filter in place)");
+    auto executor = make_executor(plan.backend, options.threads, options.cuda_stream);
     Executor& ex = *executor;
+    for (const ConstImageView v : {input, ConstImageView(output)})
+        if (v.memory == Memory::device && ex.memory() != Memory::device)
+            fail("--backend", std::string(to_string(plan.backend)) + " works on host images; device memory needs cuda");
+
+    // One step from pinned host memory to pinned host memory: copies overlap with compute.
+    if (ex.memory() == Memory::device && input.memory == Memory::host && output.memory == Memory::host &&
+        plan.operations.size() == 1 && plan.operations[0].steps.size() == 1) {
+        bool done = false;
+        timed(options, ex, "host to host [" + plan.operations[0].steps[0].label + ", overlapped]",
+              [&] { done = ex.run_overlapped(plan.operations[0].steps[0], input, output); });
+        if (done) {
+            ex.synchronize();
+            return;
+        }
+        if (options.timings) options.timings->pop_back();
+    }
 
     Buffer source;
-    if (ex.memory() == Memory::host) {
-        source = Buffer{ImageView{const_cast<std::byte*>(input.data), input.shape, input.pitch, Memory::host}, nullptr};
+    if (input.memory == ex.memory()) {
+        source = Buffer{ImageView{const_cast<std::byte*>(input.data), input.shape, input.pitch, input.memory}, nullptr};
     } else {
         source = ex.allocate(input.shape);
         timed(options, ex, "upload", [&] { ex.upload(input, source.view); });
     }
-    for (const OperationPlan& op : plan.operations) {
+    const bool write_in_place = output.memory == ex.memory();
+    for (std::size_t o = 0; o < plan.operations.size(); ++o) {
+        const OperationPlan& op = plan.operations[o];
         std::vector<Buffer> results;
         results.reserve(op.steps.size());
         auto view_of = [&](int index) -> ConstImageView {
             if (index == no_operand) return {};
             return index == op_input ? source.cview() : results[std::size_t(index)].cview();
         };
-        for (const StepPlan& step : op.steps) {
-            Buffer out = ex.allocate(step.out_shape);
+        for (std::size_t k = 0; k < op.steps.size(); ++k) {
+            const StepPlan& step = op.steps[k];
+            const bool last = o + 1 == plan.operations.size() && k + 1 == op.steps.size();
+            Buffer out = last && write_in_place ? Buffer{output, nullptr} : ex.allocate(step.out_shape);
             timed(options, ex, op.spec + " [" + step.label + "]", [&] {
                 if (auto* l = std::get_if<LinearPlan>(&step.what))
                     ex.linear(*l, view_of(step.input), out.view);
@@ -96,11 +161,9 @@ Image Pipeline::run(ConstImageView input, const RunOptions& options) const {
         }
         source = std::move(results.back());
     }
-    if (ex.memory() == Memory::host) return std::move(*std::static_pointer_cast<Image>(source.storage));
-    Image result(plan.output);
-    timed(options, ex, "download", [&] { ex.download(source.cview(), result.view()); });
-    ex.synchronize();
-    return result;
+    if (!write_in_place) timed(options, ex, "download", [&] { ex.download(source.cview(), output); });
+    // A device result on the caller's stream is theirs to wait for; everything else is finished here.
+    if (!(output.memory == Memory::device && options.cuda_stream)) ex.synchronize();
 }
 
 std::vector<std::string> available_backends() {

@@ -85,17 +85,25 @@ public:
     virtual void combine(const CombinePlan& plan, ConstImageView a, ConstImageView b, ImageView out) = 0;
 
     virtual Memory memory() const { return Memory::host; }
-    // Host executors must keep the default: the runner hands the last buffer's apron::Image to the caller.
     virtual Buffer allocate(const ImageShape& shape);
     virtual void upload(ConstImageView host, ImageView mine);  // host: a copy
     virtual void download(ConstImageView mine, ImageView host);
     virtual void synchronize() {}
+
+    // Host to host through one step with the copies overlapped with compute (row bands on several
+    // streams). False when this executor cannot for this step or these host buffers; the runner then
+    // uploads, runs and downloads in turn.
+    virtual bool run_overlapped(const StepPlan& step, ConstImageView host_in, ImageView host_out) {
+        (void)step, (void)host_in, (void)host_out;
+        return false;
+    }
 };
 
 std::unique_ptr<Executor> make_reference_executor();
 std::unique_ptr<Executor> make_cpu_executor(int threads);  // threads <= 0: all cores
 // nullptr when this build has no CUDA backend; throws apron::Error when it has one but no device.
-std::unique_ptr<Executor> make_cuda_executor();
+// stream: the caller's cudaStream_t, or nullptr for a stream of the executor's own.
+std::unique_ptr<Executor> make_cuda_executor(void* stream = nullptr);
 // Whether make_cuda_executor() would find a device (auto picks CUDA then).
 bool cuda_available();
 

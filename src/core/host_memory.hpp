@@ -1,0 +1,14 @@
+#pragma once
+// Page-locked host memory, from the CUDA backend when it is built and a device is present.
+#include <cstddef>
+
+namespace apron {
+
+// nullptr when pinned memory cannot be had (no CUDA build, no device, or the driver refused); the caller
+// then falls back to pageable memory.
+void* allocate_pinned(std::size_t bytes);
+void free_pinned(void* p);
+// Whether p points into page-locked host memory the CUDA backend can copy from asynchronously.
+bool is_pinned(const void* p);
+
+} // namespace apron
