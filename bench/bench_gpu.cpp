@@ -4,8 +4,9 @@
 // image through a 5x5 filter (copies overlapped with compute). Prints a table and writes CSV in the schema
 // bench/report.py merges with the peers' (bench/peers/):
 //   impl,op,type,param,size,ms,mpix_s,algorithm,roofline_pct
-// Rooflines use the ceilings measured on the lent H200 (docs/perf-notes.md): 4156 GB/s device copy,
-// 33.4 T FP32 FMA/s, 55 GB/s pinned PCIe each way.
+// Rooflines use ceilings measured in the same process on the same GPU: device-to-device copy bandwidth
+// (bytes read + written), pinned PCIe with both directions at once, and the FP32 FMA peak from the SM
+// count and clock (128 lanes per SM on sm_80+).
 //
 //   bench_gpu [--sizes 8192,...] [--sweep] [--reps N] [--csv FILE] [--op NAME] [--type u8|f32] [--k N]
 // --sweep adds sizes 512 to 16384 for a subset of cases; --op/--type/--k restrict the cases (profiling).
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -30,7 +32,12 @@ using namespace apron;
 
 namespace {
 
-constexpr double bandwidth = 4156e9, fma_peak = 33.4e12, pcie = 55e9;
+struct Ceilings {
+    double bandwidth = 0;  // device copy, bytes read + written per second
+    double fma_peak = 0;   // FP32 FMA per second
+    double h2d = 0, d2h = 0, duplex = 0;  // pinned PCIe bytes/s; duplex: each way while both run
+};
+Ceilings ceil_;
 
 struct Case {
     std::string op;     // correlate, correlate_int, gaussian, dilate, erode, h2h_correlate
@@ -57,7 +64,9 @@ double median(std::vector<double> v) {
 OpProgram random_correlation(int k, bool integer) {
     std::mt19937 rng{unsigned(k)};
     std::vector<double> w(std::size_t(k) * k);
-    for (double& v : w) v = int(rng() % 7) - 3 + (integer ? 0 : 0.01 * int(rng() % 17));
+    // Float weights: not integers over any small divisor, so u8 images take the float path too.
+    std::uniform_real_distribution<double> real(-1, 1);
+    for (double& v : w) v = integer ? int(rng() % 7) - 3 : real(rng) / k;
     LinearStep step{Mask(k, k, w), BorderMode::nearest};
     if (integer) step.scale = 0.125;
     return OpProgram{"correlate " + std::to_string(k) + "x" + std::to_string(k), {Step{step}}};
@@ -105,12 +114,14 @@ public:
         cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
         cudaEventCreate(&a_);
         cudaEventCreate(&b_);
+        cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming);
         ex_ = make_cuda_executor(stream_);
     }
     ~Bench() {
         ex_.reset();
         cudaEventDestroy(a_);
         cudaEventDestroy(b_);
+        cudaEventDestroy(fork_);
         cudaStreamDestroy(stream_);
     }
 
@@ -133,8 +144,8 @@ public:
         };
         const double ms = time_events(launch);
         const double bpp = 2.0 * bytes_per_sample(c.type);
-        double roof = bandwidth / bpp;
-        if (c.taps > 0) roof = std::min(roof, fma_peak / c.taps);
+        double roof = ceil_.bandwidth / bpp;
+        if (c.taps > 0) roof = std::min(roof, ceil_.fma_peak / c.taps);
         return finish(c, size, ms, roof, step.label);
     }
 
@@ -154,9 +165,47 @@ public:
             if (r >= 2) t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
         }
         const double bytes = double(shape.row_bytes()) * size;
-        const double roof = double(size) * size / (bytes / pcie);  // pixels/s when up and down overlap fully
+        const double roof = double(size) * size / (bytes / ceil_.duplex);  // pixels/s when up and down overlap fully
         const std::string how = host.pinned() ? "pinned, overlapped bands" : "pageable (no pinned memory)";
         return finish(c, size, median(t), roof, how);
+    }
+
+    // The ceilings, measured here: 1 GiB device copies, 256 MiB pinned copies each way and both at once.
+    Ceilings measure_ceilings() {
+        Ceilings c;
+        int dev = 0, sms = 0, khz = 0;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev);
+        c.fma_peak = double(sms) * 128 * khz * 1e3;
+        const std::size_t big = std::size_t(1) << 30, pci = std::size_t(256) << 20;
+        void *a = nullptr, *b = nullptr, *h1 = nullptr, *h2 = nullptr;
+        cudaMalloc(&a, big);
+        cudaMalloc(&b, big);
+        cudaMallocHost(&h1, pci);
+        cudaMallocHost(&h2, pci);
+        cudaMemset(a, 1, big);
+        std::memset(h1, 1, pci);
+        cudaStream_t other = nullptr;
+        cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking);
+        c.bandwidth = 2.0 * big / (time_events([&] { cudaMemcpyAsync(b, a, big, cudaMemcpyDeviceToDevice, stream_); }) / 1e3);
+        c.h2d = pci / (time_events([&] { cudaMemcpyAsync(a, h1, pci, cudaMemcpyHostToDevice, stream_); }) / 1e3);
+        c.d2h = pci / (time_events([&] { cudaMemcpyAsync(h2, b, pci, cudaMemcpyDeviceToHost, stream_); }) / 1e3);
+        const double both = time_events([&] {
+            cudaEventRecord(fork_, stream_);
+            cudaStreamWaitEvent(other, fork_);
+            cudaMemcpyAsync(a, h1, pci, cudaMemcpyHostToDevice, stream_);
+            cudaMemcpyAsync(h2, b, pci, cudaMemcpyDeviceToHost, other);
+            cudaEventRecord(fork_, other);
+            cudaStreamWaitEvent(stream_, fork_);
+        });
+        c.duplex = pci / (both / 1e3);
+        cudaStreamDestroy(other);
+        cudaFree(a);
+        cudaFree(b);
+        cudaFreeHost(h1);
+        cudaFreeHost(h2);
+        return c;
     }
 
 private:
@@ -182,7 +231,7 @@ private:
 
     int reps_;
     cudaStream_t stream_ = nullptr;
-    cudaEvent_t a_ = nullptr, b_ = nullptr;
+    cudaEvent_t a_ = nullptr, b_ = nullptr, fork_ = nullptr;
     std::unique_ptr<Executor> ex_;
 };
 
@@ -231,6 +280,13 @@ int main(int argc, char** argv) {
                (only_k == 0 || c.param == only_k);
     };
     Bench bench(reps);
+    ceil_ = bench.measure_ceilings();
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, 0);
+    std::printf("%s: device copy %.0f GB/s (read + write), FP32 FMA peak %.1f T/s, pinned PCIe %.1f GB/s up, "
+                "%.1f GB/s down, %.1f GB/s each way at once\n",
+                prop.name, ceil_.bandwidth / 1e9, ceil_.fma_peak / 1e12, ceil_.h2d / 1e9, ceil_.d2h / 1e9,
+                ceil_.duplex / 1e9);
     std::vector<Result> results;
     auto run = [&](const Case& c, int size) {
         try {

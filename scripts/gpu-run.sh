@@ -2,19 +2,20 @@
 # One call per iteration on the GPU machine (the device tool runs it from the repository root):
 # build with Ninja on all cores, run the GPU tests and the CPU tests, compute-sanitizer (memcheck and
 # racecheck) on the GPU tests, apron's GPU benchmark and the peers' (NPP, cuDNN through PyTorch, CuPy) in
-# the same call. Everything it learns goes under $OUT, in at most six files (the device tool returns eight):
-# summary.txt, build.log, tests.txt, sanitizers.txt, bench_gpu.csv, profile.txt, peers.txt.
+# the same call (bench/peers/), merged by bench/report.py into report.md. Everything it learns goes under
+# $OUT, in at most eight files: summary.txt, build.log, tests.txt, sanitizers.txt, bench_gpu.csv, peers.csv,
+# report.md, profile.txt.
 #
-# The GPU machine lacks Debian's Highway; carry it (and the peer scripts) in .device-carry/:
+# The GPU machine lacks Debian's Highway; carry it in .device-carry/ (ignored by git):
 #   mkdir -p .device-carry/debs && (cd .device-carry/debs && apt-get download libhwy-dev libhwy1)
 #   for f in .device-carry/debs/*.deb; do dpkg -x "$f" .device-carry/hwy; done
-#   cp -r ../shared/peers .device-carry/
 # and name .device-carry in the call's `carry`.
-# APRON_GPU_STEPS selects steps (default "build test sanitize bench peers"; "profile" runs ncu on one case).
+# APRON_GPU_STEPS selects steps (default "build test sanitize bench peers report"; "profile" runs ncu on one
+# case, APRON_PROFILE="--op correlate --type u8 --k 5"); APRON_BENCH_ARGS adds bench_gpu arguments (--sweep).
 set -uo pipefail
 OUT=${OUT:-/tmp/apron-gpu-out}
 mkdir -p "$OUT"
-steps=${APRON_GPU_STEPS:-build test sanitize bench peers}
+steps=${APRON_GPU_STEPS:-build test sanitize bench peers report}
 root=$(pwd)
 carry=$root/.device-carry
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
@@ -27,7 +28,7 @@ if ! pkg-config --exists libhwy 2>/dev/null && [ -d "$carry/hwy" ]; then
   export LD_LIBRARY_PATH=$prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$OUT/summary.txt"
-git log -1 --format='commit %h %s' 2>/dev/null | tee -a "$OUT/summary.txt"
+echo "commit ${APRON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}" | tee -a "$OUT/summary.txt"
 
 case " $steps " in *" build "*)
   log "build"
@@ -49,7 +50,7 @@ case " $steps " in *" sanitize "*)
   for tool in memcheck racecheck; do
     log "compute-sanitizer $tool"
     compute-sanitizer --tool "$tool" --error-exitcode 9 build-gpu/tests/apron_gpu_tests \
-      --gtest_filter='Cuda.PipelinesAndViews:Cuda.IntegerPathIsBitExactOnALargeImage' > /tmp/san.txt 2>&1
+      --gtest_filter="${APRON_SANITIZE_FILTER:-Cuda.PipelinesAndViews:Cuda.IntegerPathIsBitExactOnALargeImage:Cuda.DevicePipelinesRunOnTheCallersStream:*Separable*:*MorphRect*:*RuntimeDirect*}" > /tmp/san.txt 2>&1
     echo "exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san.txt | tail -1)" | tee -a "$OUT/summary.txt"
     cat /tmp/san.txt >> "$OUT/sanitizers.txt"
   done
@@ -57,25 +58,40 @@ case " $steps " in *" sanitize "*)
 
 case " $steps " in *" bench "*)
   log "apron bench_gpu"
-  build-gpu/bench/bench_gpu --size "${APRON_BENCH_SIZE:-8192}" --csv "$OUT/bench_gpu.csv" 2>&1 | tee -a "$OUT/summary.txt"
+  build-gpu/bench/bench_gpu --sizes "${APRON_BENCH_SIZE:-8192}" ${APRON_BENCH_ARGS:-} --csv "$OUT/bench_gpu.csv" 2>&1 |
+    tee -a "$OUT/summary.txt"
 ;; esac
 
 case " $steps " in *" profile "*)
-  # Nsight Compute on one bench case: APRON_PROFILE="--type u8 --k 5" (speed of light, memory, stalls).
-  log "ncu ${APRON_PROFILE:-}"
-  ncu --launch-skip 3 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
-      --section WarpStateStats --section Occupancy --section LaunchStats \
-      build-gpu/bench/bench_gpu --reps 1 ${APRON_PROFILE:-} > "$OUT/profile.txt" 2>&1
-  grep -E "Throughput|Duration|Occupancy|Registers|Stall|L1|L2|DRAM|Warp Cycles" "$OUT/profile.txt" | head -40 | tee -a "$OUT/summary.txt"
+  # Nsight Compute on bench cases, ';'-separated: APRON_PROFILE="--op correlate --type u8 --k 5; --op dilate --k 3"
+  # (speed of light, memory, stalls, occupancy, and the source counters of the hottest instructions).
+  IFS=';' read -ra profiles <<< "${APRON_PROFILE:---op correlate --type u8 --k 5}"
+  : > "$OUT/profile.txt"
+  for args in "${profiles[@]}"; do
+    log "ncu $args"
+    ncu --launch-skip 4 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+        --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
+        --section InstructionStats --section SchedulerStats \
+        build-gpu/bench/bench_gpu --reps 2 $args >> "$OUT/profile.txt" 2>&1
+  done
+  grep -E "^  [a-z_]+.*\(|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|No Eligible" "$OUT/profile.txt" | tee -a "$OUT/summary.txt"
 ;; esac
 
 case " $steps " in *" peers "*)
-  if [ -d "$carry/peers" ]; then
-    log "peers: NPP"
-    (cd "$carry/peers" && nvcc -O3 -arch=sm_90 npp_bench.cu -o /tmp/npp_bench -lnppif -lnppim -lnppc > /dev/null 2>&1 &&
-       /tmp/npp_bench "${APRON_BENCH_SIZE:-8192}") > "$OUT/peers.txt" 2>&1
-    log "peers: cuDNN (PyTorch), CuPy, OpenCV CPU"
-    (cd "$carry/peers" && SIZE=${APRON_BENCH_SIZE:-8192} PYTHONUNBUFFERED=1 timeout 240 python3 peers.py) >> "$OUT/peers.txt" 2>&1
-  fi
+  # NPP, cuDNN (PyTorch) and CuPy on the same cases, in the same call (bench/peers/).
+  log "peers: NPP"
+  nvcc -O3 -arch=sm_90 bench/peers/npp_peers.cu -o /tmp/npp_peers -lnppif -lnppim -lnppc > /tmp/npp_build.txt 2>&1 &&
+    /tmp/npp_peers --sizes "${APRON_BENCH_SIZE:-8192}" --csv /tmp/npp.csv > /tmp/npp.txt 2>&1 || tail -5 /tmp/npp_build.txt /tmp/npp.txt
+  log "peers: cuDNN (PyTorch), CuPy"
+  timeout 240 python3 bench/peers/torch_cupy_peers.py --sizes "${APRON_BENCH_SIZE:-8192}" --csv /tmp/torch_cupy.csv \
+    > /tmp/torch_cupy.txt 2>&1 || tail -5 /tmp/torch_cupy.txt
+  { cat /tmp/npp.csv 2>/dev/null; tail -n +2 /tmp/torch_cupy.csv 2>/dev/null; } > "$OUT/peers.csv"
+;; esac
+
+case " $steps " in *" report "*)
+  log "report"
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  python3 bench/report.py "$OUT/bench_gpu.csv" "$OUT/peers.csv" --gpu "$gpu" \
+    --commit "${APRON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" > "$OUT/report.md" 2>&1
 ;; esac
 log "done"

@@ -229,7 +229,9 @@ public:
     // at once (PCIe is full duplex). Pinned host memory only: pageable copies do not overlap.
     bool run_overlapped(const StepPlan& step, ConstImageView host_in, ImageView host_out) override {
         const auto* p = std::get_if<LinearPlan>(&step.what);
-        if (!p || !direct_tiled_supports(*p) || p->algorithm == LinearAlgorithm::separable) return false;
+        // A float separable plan runs the fused separable kernel, whose rounding differs from the 2D
+        // kernel's: bands run the 2D kernel, so only exact plans (identical bits either way) may take them.
+        if (!p || !direct_tiled_supports(*p) || (p->algorithm == LinearAlgorithm::separable && !p->exact)) return false;
         if (!is_pinned(host_in.data) || !is_pinned(host_out.data)) return false;
         const int height = host_in.height();
         const std::size_t band_bytes = std::size_t(2) << 20;  // ~2 MB per band: about 40 us at PCIe rate

@@ -46,7 +46,7 @@ template <class Out>
 __device__ __forceinline__ void store(std::byte* out, std::size_t pitch, int y, int xs, float acc, bool exact,
                                       const LinearFinish& f) {
     Out* row = reinterpret_cast<Out*>(out + std::size_t(y) * pitch);
-    row[xs] = exact ? finish_exact<Out>(static_cast<std::int64_t>(acc), f) : finish_float<Out, float>(acc, f);
+    row[xs] = exact ? finish_exact32<Out>(static_cast<int>(acc), f) : finish_float<Out, float>(acc, f);
 }
 
 template <int K, class In>
@@ -145,7 +145,7 @@ constexpr int rows_per_thread_rx() {
 
 template <class Out>
 __device__ __forceinline__ Out finish_one(float acc, bool exact, const LinearFinish& f) {
-    return exact ? finish_exact<Out>(static_cast<std::int64_t>(acc), f) : finish_float<Out, float>(acc, f);
+    return exact ? finish_exact32<Out>(static_cast<int>(acc), f) : finish_float<Out, float>(acc, f);
 }
 
 // Four consecutive outputs of one row: one vector store when all four exist (rows start 256-byte aligned
@@ -312,13 +312,19 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
     }
 }
 
-template <int K, class In>
-void launch(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream, int row_begin, int row_end) {
-    const int rows = row_end - row_begin;
-    constexpr int RY = rows_per_thread<K>();
+template <int K>
+Weights<K> weights_of(const LinearPlan& p) {
     Weights<K> w{};
     for (int k = 0; k < K * K; ++k)
         w.w[k] = p.exact ? float(p.integer_mask.weights[std::size_t(k)]) : float(p.step.mask.weights[std::size_t(k)]);
+    return w;
+}
+
+template <int K, class In>
+void launch(const LinearPlan& p, const Weights<K>& w, ConstImageView in, ImageView out, cudaStream_t stream,
+            int row_begin, int row_end) {
+    const int rows = row_end - row_begin;
+    constexpr int RY = rows_per_thread<K>();
     const int C = in.channels();
     const float outside = float(store_pixel<In>(p.step.border_value));
     const dim3 block(block_x, block_y);
@@ -345,12 +351,5 @@ void launch(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t 
 }
 
 } // namespace tiled
-
-// One mask size, every input type: what the dispatcher in direct_tiled.cu calls.
-template <int K>
-void launch_direct_tiled_k(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream, int row_begin,
-                           int row_end) {
-    with_type(p.in, [&]<class In>() { tiled::launch<K, In>(p, in, out, stream, row_begin, row_end); });
-}
 
 } // namespace apron::cuda

@@ -1,5 +1,5 @@
 // Instantiates the tiled direct kernel for mask sizes 25, 27.
-#include "cuda/direct_tiled_impl.cuh"
+#include "cuda/direct_regs_impl.cuh"
 
 namespace apron::cuda {
 

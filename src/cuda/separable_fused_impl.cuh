@@ -90,7 +90,7 @@ __device__ __forceinline__ int fmaf_acc(int w, int v, int a) { return w * v + a;
 template <class Out, class Acc>
 __device__ __forceinline__ Out finish_one(Acc acc, bool exact, const LinearFinish& f) {
     if constexpr (std::is_same_v<Acc, int>) return finish_exact<Out>(static_cast<std::int64_t>(acc), f);
-    else return exact ? finish_exact<Out>(static_cast<std::int64_t>(acc), f) : finish_float<Out, float>(acc, f);
+    else return exact ? finish_exact32<Out>(static_cast<int>(acc), f) : finish_float<Out, float>(acc, f);
 }
 
 // Four outputs of one row and plane: pixels x .. x+3 (those below `width`), channel c of C.

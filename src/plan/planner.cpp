@@ -40,13 +40,24 @@ void plan_exact(LinearPlan& p, IntegerMask im) {
         const double add = weight_sum == 0 ? book_mid(p.in) : type_max(p.in);
         f.offset = std::int64_t(add) * im.divisor;
     }
-    f.inverse_denominator = 1.0 / double(f.denominator);
     f.scale = s.scale;
     f.delta = s.delta;
-    f.integer_rounding = s.scale == 1.0 && s.delta == std::floor(s.delta) && std::fabs(s.delta) < 2147483648.0;
+    const bool integral_delta = s.delta == std::floor(s.delta) && std::fabs(s.delta) < 2147483648.0;
+    // A scale of 2^-e (NPP's divisor, box sums) is a larger denominator: n / (D 2^e) rounded once in
+    // integers, the correctly rounded value the double form approximates.
+    int e = 0;
+    if (integral_delta && s.scale > 0 && s.scale < 1 && std::frexp(s.scale, &e) == 0.5 && 1 - e <= 20 &&
+        double(f.denominator) * std::ldexp(1.0, 1 - e) < 0x1p40) {
+        f.denominator <<= (1 - e);
+        f.scale = 1;
+    }
+    f.inverse_denominator = 1.0 / double(f.denominator);
+    f.integer_rounding = f.scale == 1.0 && integral_delta;
     f.delta_int = f.integer_rounding ? std::int64_t(s.delta) : 0;
     const double bound = double(im.abs_sum) * type_max(p.in);
     p.accumulator = bound < two_pow_24 ? Accumulator::f32 : Accumulator::f64;
+    f.fits_int32 = f.integer_rounding && p.accumulator == Accumulator::f32 && std::llabs(f.offset) < (1ll << 30) &&
+                   f.denominator < (1ll << 30) && std::llabs(f.delta_int) < (1ll << 30);
     if (worth_separating(s.mask)) {
         p.integer_separable = integer_separable_form(im, s.mask.width, s.mask.height);
         if (p.integer_separable) p.algorithm = LinearAlgorithm::separable;

@@ -1,0 +1,59 @@
+// The 32-bit exact finish (what GPU kernels use for sums below 2^24) against the 64-bit one, and the
+// planner's folding of power-of-two scales into the denominator.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/linear_finish.hpp"
+#include "plan/plan.hpp"
+
+using namespace apron;
+
+namespace {
+
+LinearFinish integer_finish(std::int64_t denominator, std::int64_t offset, std::int64_t delta) {
+    LinearFinish f;
+    f.denominator = denominator;
+    f.inverse_denominator = 1.0 / double(denominator);
+    f.offset = offset;
+    f.delta_int = delta;
+    f.integer_rounding = true;
+    f.fits_int32 = true;
+    return f;
+}
+
+} // namespace
+
+TEST(Finish, Exact32EqualsExact64) {
+    std::mt19937 rng(42);
+    for (int trial = 0; trial < 200000; ++trial) {
+        const std::int64_t d = trial % 3 == 0 ? 1 + rng() % 16 : 1 + rng() % (1 << 20);
+        const std::int64_t offset = trial % 5 == 0 ? std::int64_t(rng() % 4096) * (d % (1 << 16)) : 0;  // < 2^30
+        const std::int64_t delta = int(rng() % 512) - 256;
+        const int isum = int(rng() % (1 << 25)) - (1 << 24);
+        const LinearFinish f = integer_finish(d, offset, delta);
+        ASSERT_EQ(finish_exact32<std::uint8_t>(isum, f), finish_exact<std::uint8_t>(isum, f)) << isum << " / " << d;
+        ASSERT_EQ(finish_exact32<std::uint16_t>(isum, f), finish_exact<std::uint16_t>(isum, f)) << isum << " / " << d;
+    }
+    // Exact halves round to even, on both sides of zero.
+    const LinearFinish f = integer_finish(2, 0, 100);
+    for (int isum : {-5, -3, -1, 1, 3, 5, 7})
+        EXPECT_EQ(finish_exact32<std::uint8_t>(isum, f), finish_exact<std::uint8_t>(isum, f)) << isum;
+}
+
+TEST(Finish, PowerOfTwoScalesBecomeIntegerDivisions) {
+    for (double scale : {0.5, 0.125, 1.0 / 1024}) {
+        OpProgram op{"box", {Step{LinearStep{Mask(3, 3, std::vector<double>(9, 1.0)), BorderMode::reflect, 0,
+                                             Normalise::none, scale, 3}}}};
+        const ExecutionPlan plan = make_plan({op}, ImageShape{8, 8, 1, PixelType::u8}, PixelType::u8, Backend::cpu);
+        const auto& lp = std::get<LinearPlan>(plan.operations[0].steps[0].what);
+        EXPECT_TRUE(lp.finish.integer_rounding) << scale;
+        EXPECT_TRUE(lp.finish.fits_int32) << scale;
+        EXPECT_EQ(double(lp.finish.denominator), 1 / scale) << scale;
+    }
+    // Other scales keep the double form.
+    OpProgram op{"third", {Step{LinearStep{Mask(3, 3, std::vector<double>(9, 1.0)), BorderMode::reflect, 0,
+                                           Normalise::none, 1.0 / 3, 0}}}};
+    const ExecutionPlan plan = make_plan({op}, ImageShape{8, 8, 1, PixelType::u8}, PixelType::u8, Backend::cpu);
+    EXPECT_FALSE(std::get<LinearPlan>(plan.operations[0].steps[0].what).finish.integer_rounding);
+}
