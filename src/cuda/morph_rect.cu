@@ -41,18 +41,22 @@
 // Fast path (morph_rect_fast_kernel, below): u8 / u16, one channel, W <= 16, H <= 64, views aligned (input
 // 4 / 8 bytes, output 16 bytes). It makes the interior tiles (256 x 64 output pixels whose reads stay
 // inside the image, so no border code and any border mode); the general kernel above then runs over the
-// whole image and returns at once for tiles inside that rectangle, making only the edge ring. Two
-// phases, one barrier, one shared round trip (V, 35 KB static):
-//  A. vertical in registers straight from global memory: thread = 4-pixel column x 16 rows (u8: LDG.32
-//     + 2 PRMT widen to two u16x2 words; u16: LDG.64); H <= 7 a VIMNMX3 chain per output row, else van
-//     Herk on the thread's 16 rows; STS of the two words per row.
-//  B. horizontal in registers: thread = one row x 16 output pixels, 16-byte LDS, the odd-shifted words
-//     by one PRMT each, W at compile time (VIMNMX3 chain over pixel-pair words, or pair maxima then a
-//     chain for W >= 6); u8 narrows with one PRMT per 4 pixels, STG.128.
-// SASS (sm_90, dilate u8 3x3): phase A ~125 instructions per 64 pixels for the window + 32 STS + loop,
-// phase B 100 per 64 pixels: ~4.5 thread-instructions per pixel with prologue and the 3 % halo columns
-// (the general kernel: 63), 64 registers, no spills for u8 (u16: 4 bytes in the H >= 16 path), 35856 B
-// static shared memory: 4 blocks of 256 threads per SM by registers. Expected DRAM bound (2 B/pixel).
+// whole image and returns at once for tiles inside that rectangle, making only the edge ring. 288
+// threads, two phases, one barrier, one shared round trip (V: 64 rows x 140 words, 35840 B static):
+//  A. vertical in registers straight from global memory: thread = 4-pixel column x 16 rows, 4 strips x
+//     72 threads (64 columns + up to 5 halo columns, all in one round). u8: LDG.32 + 2 PRMT widen to two
+//     u16x2 words; u16: LDG.64. H <= 7: a VIMNMX3 chain per output row; else van Herk on the thread's 16
+//     (or 2 x 8) rows. STS.64 per row.
+//  B. horizontal in registers (warps 0-7): thread = one row x 16 output pixels, 16-byte LDS (a quarter
+//     warp on 8 rows, pitch 140 = 12 mod 32 words: no conflicts), the odd-shifted words by one PRMT
+//     each, W and E = (x0 - ax) & 3 at compile time: a VIMNMX3 chain over pixel-pair words (ptxas
+//     reassociates: ~W/2 VIMNMX3 per 2 pixels); u8 narrows with one PRMT per 4 pixels; STG.128 (a row's
+//     4 lanes write 64 contiguous bytes).
+// SASS (sm_90, dilate u8 3x3): phase A ~193 instructions per 64-pixel task (18 LDG, 36 address, 36
+// PRMT, 32 VIMNMX3, 16 STS, prologue), phase B ~125 per 64 pixels: ~5.5 thread-instructions per pixel
+// counting idle lanes (the general kernel: 63). 15x15: ~10 (phase B ~6). The issue limit (~29 T
+// thread-instructions/s on H100) is then 3-5 Tpix/s: the kernel should be DRAM bound (2 B/pixel).
+// 56 registers (launch bounds 288 x 4), no spills: 4 blocks = 36 warps per SM.
 //
 // Sides up to 64 are taken (worst case f32, 4 channels, 64 x 64: 120 KB of shared memory at TH = 16);
 // larger elements decline and run the executor's generic kernel.
@@ -396,7 +400,9 @@ constexpr int fast_th = 64;   // output rows per tile
 constexpr int fast_r = 16;    // rows per thread, vertical
 constexpr int fast_g = 8;     // output words (2 pixels) per thread, horizontal
 constexpr int fast_max_w = 16;
-constexpr int fast_pv = 140;  // V pitch in words: >= 2 * 69 + 1, == 4 mod 8 (16-byte LDS without conflicts)
+constexpr int fast_cols = 72;      // phase A columns per strip: 64 + the halo (<= 69 needed)
+constexpr int fast_threads = 288;  // 4 strips x 72 columns, all in one round; phase B: the first 256
+constexpr int fast_pv = 140;  // V pitch in words: >= 2 * 69 (stores), 140 (16-byte reads); == 4 mod 8: no conflicts
 
 struct FastParams {
     const std::byte* in;
@@ -485,26 +491,30 @@ struct ColumnLoader {
     }
 };
 
-template <int W, int PAR, class T, class Op>
+// E = (x0 - ax) & 3: V word VB + i (VB = E / 2) holds the pixels 2i - PAR, 2i - PAR + 1 (PAR = E & 1) of the
+// thread's windows.
+template <int W, int E, class T, class Op>
 __device__ __forceinline__ void fast_horizontal(const u32* vs, const FastParams& p, int x0, int y0, int tid) {
-    constexpr int G = fast_g;
+    constexpr int G = fast_g, PAR = E & 1, VB = E >> 1;
     constexpr int NS = PAR + 2 * (G - 1) + W;  // pixel-pair words of offsets 0 .. NS-1 (from the window start)
     constexpr int NV = NS / 2 + 1;
-    constexpr int N4 = (NV + 3) / 4;
+    constexpr int N4 = (VB + NV + 3) / 4;
     // Warp w: rows 8w .. 8w + 7 (lane & 7), groups 4i + (lane >> 3) in iteration i.
-    static_assert(fast_th == 8 * (block_threads / 32) && fast_tw / (2 * G) == 16);
+    static_assert(fast_th == 8 * 8 && fast_tw / (2 * G) == 16);  // 8 warps
     const int r = (tid >> 5) * 8 + (tid & 7), grp0 = (tid >> 3) & 3;
     const u32* const vrow = vs + r * fast_pv + grp0 * G;
     std::byte* const orow = p.out + std::size_t(y0 + r) * p.out_pitch + std::size_t(x0 + grp0 * 2 * G) * sizeof(T);
 #pragma unroll
     for (int it = 0; it < 4; ++it) {
         const u32* row = vrow + it * 4 * G;
-        u32 v[N4 * 4];
+        u32 w[N4 * 4], v[NV];
 #pragma unroll
         for (int i = 0; i < N4; ++i) {
             const uint4 q = reinterpret_cast<const uint4*>(row)[i];
-            v[4 * i] = q.x, v[4 * i + 1] = q.y, v[4 * i + 2] = q.z, v[4 * i + 3] = q.w;
+            w[4 * i] = q.x, w[4 * i + 1] = q.y, w[4 * i + 2] = q.z, w[4 * i + 3] = q.w;
         }
+#pragma unroll
+        for (int i = 0; i < NV; ++i) v[i] = w[VB + i];
         u32 sh[NV];  // sh[i]: pixels 2i + 1, 2i + 2
 #pragma unroll
         for (int i = 0; i + 1 < NV; ++i) sh[i] = __byte_perm(v[i], v[i + 1], 0x5432);
@@ -545,21 +555,21 @@ __device__ __forceinline__ void fast_horizontal(const u32* vs, const FastParams&
 }
 
 template <class T, bool Dilate, int W>
-__global__ void __launch_bounds__(block_threads, 4) morph_rect_fast_kernel(const FastParams p) {
+__global__ void __launch_bounds__(fast_threads, 4) morph_rect_fast_kernel(const FastParams p) {
     using Op = OpFor<T, Dilate>;
     using P = PairOp<Op>;
-    __shared__ __align__(16) u32 smem[4 + fast_th * fast_pv];
-    u32* const vs = smem + 4;  // V; word -1 of row 0 (a shifted store's dead word) lands in the pad
+    __shared__ __align__(16) u32 vs[fast_th * fast_pv];  // V
     const int tid = threadIdx.x;
     const int x0 = (p.bx0 + int(blockIdx.x)) * fast_tw, y0 = (p.by0 + int(blockIdx.y)) * fast_th;
     const int sx = x0 - p.ax;          // V pixel 0 = input pixel sx (>= 0 in interior tiles)
-    const int e = sx & 3, vb = e >> 1;  // staged from sx - e; a word's shift vb, pixel parity e & 1
+    const int e = sx & 3;  // staged from cx = sx - e
     const int cx = sx - e;
 
     // A. vertical
-#pragma unroll 1
-    for (int id = tid; id < p.cols * (fast_th / fast_r); id += block_threads) {
-        const int q = id / p.cols, col = id - q * p.cols;
+    // Strip q = tid / 72 (rows 16q .. 16q + 15), column tid % 72: one round, no halo tail.
+    static_assert(fast_th / fast_r * fast_cols == fast_threads && fast_tw / 4 + 5 <= fast_cols);
+    const int q = tid / fast_cols, col = tid - q * fast_cols;
+    if (col < p.cols) {
         const ColumnLoader<T> ld{p.in + std::size_t(y0 - p.ay + q * fast_r) * p.in_pitch +
                                      std::size_t(cx + 4 * col) * sizeof(T),
                                  unsigned(p.in_pitch)};
@@ -586,20 +596,20 @@ __global__ void __launch_bounds__(block_threads, 4) morph_rect_fast_kernel(const
                 for (int t = 0; t < fast_r / 2; ++t) o[fast_r / 2 + t] = h[t];
             }
         }
-        u32* d = vs + q * fast_r * fast_pv + 2 * col - vb;
-        if (vb) {
+        u32* d = vs + q * fast_r * fast_pv + 2 * col;
 #pragma unroll
-            for (int t = 0; t < fast_r; ++t) d[t * fast_pv] = o[t].a, d[t * fast_pv + 1] = o[t].b;
-        } else {
-#pragma unroll
-            for (int t = 0; t < fast_r; ++t) *reinterpret_cast<uint2*>(d + t * fast_pv) = make_uint2(o[t].a, o[t].b);
-        }
+        for (int t = 0; t < fast_r; ++t) *reinterpret_cast<uint2*>(d + t * fast_pv) = make_uint2(o[t].a, o[t].b);
     }
     __syncthreads();
 
-    // B. horizontal, narrowing, stores
-    if (e & 1) fast_horizontal<W, 1, T, Op>(vs, p, x0, y0, tid);
-    else fast_horizontal<W, 0, T, Op>(vs, p, x0, y0, tid);
+    // B. horizontal, narrowing, stores (warps 0 .. 7)
+    if (tid >= 256) return;
+    switch (e) {
+    case 0: fast_horizontal<W, 0, T, Op>(vs, p, x0, y0, tid); break;
+    case 1: fast_horizontal<W, 1, T, Op>(vs, p, x0, y0, tid); break;
+    case 2: fast_horizontal<W, 2, T, Op>(vs, p, x0, y0, tid); break;
+    default: fast_horizontal<W, 3, T, Op>(vs, p, x0, y0, tid); break;
+    }
 }
 
 // ---- host side -----------------------------------------------------------------------------------
@@ -674,7 +684,7 @@ template <class T, bool Dilate, int W = 1>
 void launch_fast_w(int w, const FastParams& fp, dim3 grid, cudaStream_t stream) {
     if constexpr (W <= fast_max_w) {
         if (w != W) return launch_fast_w<T, Dilate, W + 1>(w, fp, grid, stream);
-        morph_rect_fast_kernel<T, Dilate, W><<<grid, block_threads, 0, stream>>>(fp);
+        morph_rect_fast_kernel<T, Dilate, W><<<grid, fast_threads, 0, stream>>>(fp);
         APRON_CUDA_CHECK_LAUNCH("morph_rect_fast");
     }
 }
