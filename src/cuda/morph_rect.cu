@@ -409,7 +409,7 @@ struct FastParams {
     std::size_t in_pitch;
     std::byte* out;
     std::size_t out_pitch;
-    int bx0, by0;  // first tile of the interior rectangle
+    int xs, ys;    // first tile's output origin (xs a multiple of 128, ys of 64)
     int ax, ay, mh;
     int cols;      // 4-pixel columns staged per tile row
 };
@@ -560,7 +560,7 @@ __global__ void __launch_bounds__(fast_threads, 4) morph_rect_fast_kernel(const 
     using P = PairOp<Op>;
     __shared__ __align__(16) u32 vs[fast_th * fast_pv];  // V
     const int tid = threadIdx.x;
-    const int x0 = (p.bx0 + int(blockIdx.x)) * fast_tw, y0 = (p.by0 + int(blockIdx.y)) * fast_th;
+    const int x0 = p.xs + int(blockIdx.x) * fast_tw, y0 = p.ys + int(blockIdx.y) * fast_th;
     const int sx = x0 - p.ax;          // V pixel 0 = input pixel sx (>= 0 in interior tiles)
     const int e = sx & 3;  // staged from cx = sx - e
     const int cx = sx - e;
@@ -708,28 +708,39 @@ void launch_fast(const MorphPlan& plan, ConstImageView in, ImageView out, bool d
         const int width = in.width(), height = in.height(), ax = el.anchor_x, ay = el.anchor_y;
         const int e = positive_mod(-(long long)ax, 4);
         const int cols = (e + fast_tw - 1 + W + 3) / 4;
+        int xoff = 0;
         auto x_ok = [&](int bx) {
-            const int x0 = bx * fast_tw, sx = x0 - ax;
+            const int x0 = xoff + bx * fast_tw, sx = x0 - ax;
             return sx >= 0 && x0 + fast_tw <= width && sx - e + 4 * cols <= width;
         };
         auto y_ok = [&](int by) {
             const int y0 = by * fast_th;
             return y0 - ay >= 0 && y0 + fast_th <= height && y0 - ay + fast_th + H - 1 <= height;
         };
-        int bx0 = 0, by0 = 0;
-        while (bx0 * fast_tw < width && !x_ok(bx0)) ++bx0;
+        // Tiles start at x = xoff + 256 i, xoff 0 or 128 (the general kernel's tile width): whichever
+        // leaves the narrower edge ring to the general kernel.
+        int bx0 = 0, bx1 = 0, best_off = 0;
+        for (int off : {0, 128}) {
+            xoff = off;
+            int b0 = 0;
+            while (off + b0 * fast_tw < width && !x_ok(b0)) ++b0;
+            int b1 = b0;
+            while (x_ok(b1)) ++b1;
+            if (b1 - b0 > bx1 - bx0) bx0 = b0, bx1 = b1, best_off = off;
+        }
+        int by0 = 0;
         while (by0 * fast_th < height && !y_ok(by0)) ++by0;
-        int bx1 = bx0, by1 = by0;
-        while (x_ok(bx1)) ++bx1;
+        int by1 = by0;
         while (y_ok(by1)) ++by1;
         if (bx1 <= bx0 || by1 <= by0) return;
+        const int xs = best_off + bx0 * fast_tw;
         FastParams fp{};
         fp.in = in.data;
         fp.in_pitch = in.pitch;
         fp.out = out.data;
         fp.out_pitch = out.pitch;
-        fp.bx0 = bx0;
-        fp.by0 = by0;
+        fp.xs = xs;
+        fp.ys = by0 * fast_th;
         fp.ax = ax;
         fp.ay = ay;
         fp.mh = H;
@@ -737,8 +748,8 @@ void launch_fast(const MorphPlan& plan, ConstImageView in, ImageView out, bool d
         const dim3 grid(unsigned(bx1 - bx0), unsigned(by1 - by0));
         if (dilate) launch_fast_w<T, true>(W, fp, grid, stream);
         else launch_fast_w<T, false>(W, fp, grid, stream);
-        p.fx0 = bx0 * fast_tw;
-        p.fx1 = bx1 * fast_tw;
+        p.fx0 = xs;
+        p.fx1 = xs + (bx1 - bx0) * fast_tw;
         p.fy0 = by0 * fast_th;
         p.fy1 = by1 * fast_th;
     }
