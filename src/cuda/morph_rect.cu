@@ -40,8 +40,9 @@
 //
 // Fast path (morph_rect_fast_kernel, below): u8 / u16, one channel, W <= 16, H <= 64, views aligned (input
 // 4 / 8 bytes, output 16 bytes). It makes the interior tiles (256 x 64 output pixels whose reads stay
-// inside the image, so no border code and any border mode); the general kernel above then runs over the
-// whole image and returns at once for tiles inside that rectangle, making only the edge ring. 288
+// inside the image, so no border code and any border mode; tile origins at 0 or 128 mod 256, whichever
+// covers more); the general kernel above then makes only the ring of its tiles around that rectangle
+// (a 1-D grid enumerating the ring, `ring_tile`; 16-row tiles there: many short blocks). 288
 // threads, two phases, one barrier, one shared round trip (V: 64 rows x 140 words, 35840 B static):
 //  A. vertical in registers straight from global memory: thread = 4-pixel column x 16 rows, 4 strips x
 //     72 threads (64 columns + up to 5 halo columns, all in one round). u8: LDG.32 + 2 PRMT widen to two
@@ -200,7 +201,28 @@ struct Params {
     int region;  // words of the tile / M region; V follows
     bool in_vec, out_vec;
     int fx0, fx1, fy0, fy1;  // output rectangle the fast kernel makes (samples, rows): tiles inside it skip
+    // 1-D grid over the tiles outside the inner tile rectangle [tx0, tx1) x [ty0, ty1) (those the fast
+    // kernel made; empty: all tiles): rows above it, then the left and right parts of its rows, then below.
+    int gbx, tx0, tx1, ty0, ty1;
 };
+
+__device__ __forceinline__ void ring_tile(const Params& p, int id, int& bx, int& by) {
+    const int top = p.ty0 * p.gbx, side = p.gbx - (p.tx1 - p.tx0), mid = (p.ty1 - p.ty0) * side;
+    if (id < top) {
+        by = id / p.gbx;
+        bx = id - by * p.gbx;
+    } else if (id - top < mid) {
+        id -= top;
+        const int r = id / side, c = id - r * side;
+        by = p.ty0 + r;
+        bx = c < p.tx0 ? c : c - p.tx0 + p.tx1;
+    } else {
+        id -= top + mid;
+        const int r = id / p.gbx;
+        by = p.ty1 + r;
+        bx = id - r * p.gbx;
+    }
+}
 
 template <class T>
 __device__ __forceinline__ const T* in_row(const Params& p, int y) {
@@ -269,7 +291,9 @@ __global__ void __launch_bounds__(block_threads) morph_rect_kernel(const Params 
     u32* const tile = smem;        // tr x pt: staged input; later th x pm: M
     u32* const vert = smem + p.region;  // th x pv: vertical extrema
     const int tid = threadIdx.x;
-    const int x0 = blockIdx.x * OS, y0 = blockIdx.y * p.th;
+    int tbx, tby;
+    ring_tile(p, int(blockIdx.x), tbx, tby);
+    const int x0 = tbx * OS, y0 = tby * p.th;
     const int sbase = x0 - p.ax * p.channels - p.e;  // multiple of VS
     const int gy0 = y0 - p.ay;
     if (x0 >= p.fx0 && min(x0 + OS, p.samples) <= p.fx1 && y0 >= p.fy0 && min(y0 + p.th, p.height) <= p.fy1) return;
@@ -669,14 +693,15 @@ int smem_optin_limit() {
 }
 
 template <class T, bool Dilate>
-void launch(const Params& base, const Geometry& g, int blocks_x, int blocks_y, cudaStream_t stream) {
+void launch(const Params& base, const Geometry& g, int blocks, cudaStream_t stream) {
     Params p = base;
     p.e = g.e, p.sw = g.sw, p.L = g.L, p.nshift = g.nshift, p.nq = g.nq, p.iw = g.iw, p.pt = g.pt, p.pm = g.pm;
     p.pv = g.pv, p.th = g.th, p.tr = g.tr, p.region = g.region;
     auto kernel = morph_rect_kernel<T, Dilate>;
     if (g.bytes > 48 * 1024)
         APRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(g.bytes)));
-    kernel<<<dim3(unsigned(blocks_x), unsigned(blocks_y)), block_threads, g.bytes, stream>>>(p);
+    if (blocks <= 0) return;
+    kernel<<<unsigned(blocks), block_threads, g.bytes, stream>>>(p);
     APRON_CUDA_CHECK_LAUNCH("morph_rect");
 }
 
@@ -777,7 +802,7 @@ void launch_morph_rect(const MorphPlan& plan, ConstImageView in, ImageView out, 
     const Mask& e = plan.step.element;
     const int C = in.channels();
     const int bytes = int(bytes_per_sample(plan.type));
-    const Geometry g = choose_geometry(bytes, C, e.width, e.height, e.anchor_x, in.height());
+    Geometry g = choose_geometry(bytes, C, e.width, e.height, e.anchor_x, in.height());
     const bool dilate = plan.step.kind == MorphKind::dilate;
     Params p{};
     p.in = in.data;
@@ -798,7 +823,6 @@ void launch_morph_rect(const MorphPlan& plan, ConstImageView in, ImageView out, 
     p.out_vec = reinterpret_cast<std::uintptr_t>(out.data) % store_bytes == 0 && out.pitch % store_bytes == 0;
     const int samples_per_block = out_words * (bytes == 4 ? 1 : 2);
     const int blocks_x = (p.samples + samples_per_block - 1) / samples_per_block;
-    const int blocks_y = (in.height() + g.th - 1) / g.th;
     with_type(plan.type, [&]<class T>() {
         // Outside pixels: the identity when ignored, the border value (as the type stores it) for constant.
         T outside;
@@ -814,8 +838,21 @@ void launch_morph_rect(const MorphPlan& plan, ConstImageView in, ImageView out, 
         // Interior tiles of the common case first, then the general kernel for the rest (it skips tiles the
         // fast kernel made; where they meet, both write the same exact values).
         launch_fast<T>(plan, in, out, dilate, p, stream);  // interior: no outside pixel, any border
-        if (dilate) launch<T, true>(p, g, blocks_x, blocks_y, stream);
-        else launch<T, false>(p, g, blocks_x, blocks_y, stream);
+        // The general kernel then makes only the ring of tiles around the fast rectangle, in short tiles
+        // (16 rows: more, quicker blocks for a small amount of work). fx0, fx1 are multiples of 128 samples
+        // (its tile width), fy0, fy1 of 64 rows.
+        if (p.fx1 > p.fx0) g = make_geometry(bytes, C, e.width, e.height, e.anchor_x, 16);
+        const int blocks_y = (in.height() + g.th - 1) / g.th;
+        p.gbx = blocks_x;
+        if (p.fx1 > p.fx0) {
+            p.tx0 = p.fx0 / samples_per_block;
+            p.tx1 = p.fx1 / samples_per_block;
+            p.ty0 = p.fy0 / g.th;
+            p.ty1 = p.fy1 / g.th;
+        }
+        const int blocks = blocks_x * blocks_y - (p.tx1 - p.tx0) * (p.ty1 - p.ty0);
+        if (dilate) launch<T, true>(p, g, blocks, stream);
+        else launch<T, false>(p, g, blocks, stream);
     });
 }
 
