@@ -8,8 +8,10 @@
 // (bytes read + written), pinned PCIe with both directions at once, and the FP32 FMA peak from the SM
 // count and clock (128 lanes per SM on sm_80+).
 //
-//   bench_gpu [--sizes 8192,...] [--sweep] [--reps N] [--csv FILE] [--op NAME] [--type u8|f32] [--k N]
-// --sweep adds sizes 512 to 16384 for a subset of cases; --op/--type/--k restrict the cases (profiling).
+//   bench_gpu [--sizes 8192,...] [--sweep] [--book] [--reps N] [--csv FILE] [--op NAME] [--type u8|f32] [--k N]
+// --sweep adds sizes 512 to 16384 for a subset of cases; --book the book chapter's cases (u8 images 512 to
+// 4096, masks 3x3 to 7x7, kernel only and host to host; bench/book_chapter_c2070.md); --op/--type/--k
+// restrict the cases (profiling).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -247,7 +249,7 @@ std::vector<int> parse_sizes(const std::string& s) {
 int main(int argc, char** argv) {
     std::vector<int> sizes = {8192};
     int reps = 15;
-    bool sweep = false;
+    bool sweep = false, book = false;
     std::string csv, only_op, only_type;
     double only_k = 0;
     for (int k = 1; k < argc; ++k) {
@@ -266,6 +268,7 @@ int main(int argc, char** argv) {
         else if (a == "--type") only_type = next();
         else if (a == "--k") only_k = std::stod(next());
         else if (a == "--sweep") sweep = true;
+        else if (a == "--book") book = true;
         else {
             std::fprintf(stderr, "bench_gpu: unknown argument %s\n", a.c_str());
             return 2;
@@ -313,6 +316,15 @@ int main(int argc, char** argv) {
                 if (wanted(c)) run(c, size);
             if (wanted(h2h)) run(h2h, size);
         }
+    if (book)
+        for (int size : {512, 1024, 2048, 4096})
+            for (int k : {3, 5, 7}) {
+                const Case kernel{"correlate", PixelType::u8, double(k), random_correlation(k, false), double(k) * k};
+                if (wanted(kernel)) run(kernel, size);
+                Case h2h_k = kernel;
+                h2h_k.op = "h2h_correlate";
+                if (wanted(h2h_k)) run(h2h_k, size);
+            }
     if (!csv.empty()) {
         std::ofstream f(csv);
         f << "impl,op,type,param,size,ms,mpix_s,algorithm,roofline_pct\n";

@@ -11,6 +11,8 @@ using namespace apron;
 
 namespace {
 
+bool f_is_pow2(std::int64_t d) { return (d & (d - 1)) == 0; }
+
 LinearFinish integer_finish(std::int64_t denominator, std::int64_t offset, std::int64_t delta) {
     LinearFinish f;
     f.denominator = denominator;
@@ -19,6 +21,7 @@ LinearFinish integer_finish(std::int64_t denominator, std::int64_t offset, std::
     f.delta_int = delta;
     f.integer_rounding = true;
     f.fits_int32 = true;
+    f.power_of_two = (denominator & (denominator - 1)) == 0;
     return f;
 }
 
@@ -28,17 +31,21 @@ TEST(Finish, Exact32EqualsExact64) {
     std::mt19937 rng(42);
     for (int trial = 0; trial < 200000; ++trial) {
         const std::int64_t d = trial % 3 == 0 ? 1 + rng() % 16 : 1 + rng() % (1 << 20);
-        const std::int64_t offset = trial % 5 == 0 ? std::int64_t(rng() % 4096) * (d % (1 << 16)) : 0;  // < 2^30
+        std::int64_t offset = trial % 5 == 0 ? std::int64_t(rng() % 4096) * (d % (1 << 16)) : 0;  // < 2^30
+        if (f_is_pow2(d)) offset %= (1 << 23);
         const std::int64_t delta = int(rng() % 512) - 256;
-        const int isum = int(rng() % (1 << 25)) - (1 << 24);
+        int isum = int(rng() % (1 << 25)) - (1 << 24);
+        if (f_is_pow2(d)) isum /= 2;  // the power-of-two form needs |isum + offset| < 2^24
         const LinearFinish f = integer_finish(d, offset, delta);
         ASSERT_EQ(finish_exact32<std::uint8_t>(isum, f), finish_exact<std::uint8_t>(isum, f)) << isum << " / " << d;
         ASSERT_EQ(finish_exact32<std::uint16_t>(isum, f), finish_exact<std::uint16_t>(isum, f)) << isum << " / " << d;
     }
     // Exact halves round to even, on both sides of zero.
-    const LinearFinish f = integer_finish(2, 0, 100);
-    for (int isum : {-5, -3, -1, 1, 3, 5, 7})
-        EXPECT_EQ(finish_exact32<std::uint8_t>(isum, f), finish_exact<std::uint8_t>(isum, f)) << isum;
+    for (std::int64_t d : {2, 8, 6})
+        for (int isum : {-5, -3, -1, 1, 3, 5, 7, 9, 11, 13, 15, 27, 33}) {
+            const LinearFinish f = integer_finish(d, 0, 100);
+            EXPECT_EQ(finish_exact32<std::uint8_t>(isum, f), finish_exact<std::uint8_t>(isum, f)) << isum << "/" << d;
+        }
 }
 
 TEST(Finish, PowerOfTwoScalesBecomeIntegerDivisions) {
@@ -49,6 +56,7 @@ TEST(Finish, PowerOfTwoScalesBecomeIntegerDivisions) {
         const auto& lp = std::get<LinearPlan>(plan.operations[0].steps[0].what);
         EXPECT_TRUE(lp.finish.integer_rounding) << scale;
         EXPECT_TRUE(lp.finish.fits_int32) << scale;
+        EXPECT_TRUE(lp.finish.power_of_two) << scale;
         EXPECT_EQ(double(lp.finish.denominator), 1 / scale) << scale;
     }
     // Other scales keep the double form.

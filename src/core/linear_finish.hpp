@@ -2,6 +2,7 @@
 // The last arithmetic of a linear step: from the accumulated sum to the stored pixel
 // (SPEC.md "Normalisation and scaling", then "rounding, saturation"). One definition for every backend,
 // so integer paths store identical bits everywhere.
+#include <cmath>
 #include <cstdint>
 
 #include "core/hd.hpp"
@@ -21,6 +22,9 @@ struct LinearFinish {
     // integer_rounding, and (isum + offset), the quotient and delta all fit in 32 bits whenever the sum
     // does (|isum| < 2^24, the f32 accumulator): finish_exact32 applies.
     bool fits_int32 = false;
+    // fits_int32, a power-of-two denominator, and |isum + offset| < 2^24: the quotient is an exact float,
+    // and rounding it half to even is one conversion.
+    bool power_of_two = false;
     // Float path: value = sum * mul + add (normalisation folded in by the planner).
     double mul = 1, add = 0;
     double scale = 1, delta = 0;
@@ -58,7 +62,14 @@ APRON_HD T finish_exact32(int isum, const LinearFinish& f) {
     if (!(PixelTraits<T>::integer && f.fits_int32)) return finish_exact<T>(isum, f);
     const int n = isum + int(f.offset), d = int(f.denominator);
     int q = n;
-    if (d != 1) {
+    if (f.power_of_two) {
+        const float x = float(n) * float(f.inverse_denominator);  // exact
+#if defined(__CUDA_ARCH__)
+        q = __float2int_rn(x);
+#else
+        q = int(std::nearbyint(x));  // the default rounding mode: half to even
+#endif
+    } else if (d != 1) {
         q = int(floorf(float(n) * float(f.inverse_denominator)));  // within a few units; corrected below
         int r = n - q * d;
         while (r < 0) r += d, --q;

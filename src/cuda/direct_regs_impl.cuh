@@ -99,11 +99,13 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
     }
 }
 
-// Whether the register kernel takes this launch: small masks, one channel, word-aligned rows.
+// Whether the register kernel takes this launch: small masks on f32 single-channel word-aligned rows.
+// Integer images stay with the tiles, which convert each sample once: here every thread converts its
+// whole window (measured: u8 3x3 416 Gpix/s here against 517 tiled on the H100).
 template <int K, class In>
 bool usable(ConstImageView in) {
     const std::size_t quad = 4 * sizeof(In);
-    return K <= 5 && in.channels() == 1 && reinterpret_cast<std::uintptr_t>(in.data) % quad == 0 &&
+    return K <= 5 && std::is_same_v<In, float> && in.channels() == 1 && reinterpret_cast<std::uintptr_t>(in.data) % quad == 0 &&
            in.pitch % quad == 0;
 }
 
