@@ -436,6 +436,9 @@ struct FastParams {
     int xs, ys;    // first tile's output origin (xs a multiple of 128, ys of 64)
     int ax, ay, mh;
     int cols;      // 4-pixel columns staged per tile row
+    int width;
+    int mode;      // as Params: -1 outside pixels read `outside`, else a BorderMode
+    u32 outside;
 };
 
 struct Pair {
@@ -458,8 +461,7 @@ __device__ __forceinline__ void vsmall(const Ld& ld, Pair (&o)[R]) {
         vsmall<R / 2, K, P>(ld, h);
 #pragma unroll
         for (int t = 0; t < R / 2; ++t) o[t] = h[t];
-        const Ld ld2{ld.base + (unsigned long long)ld.pitch * unsigned(R / 2), ld.pitch};
-        vsmall<R / 2, K, P>(ld2, h);
+        vsmall<R / 2, K, P>(ld.down(R / 2), h);
 #pragma unroll
         for (int t = 0; t < R / 2; ++t) o[R / 2 + t] = h[t];
     } else {
@@ -513,7 +515,59 @@ struct ColumnLoader {
             return {w.x, w.y};
         }
     }
+    __device__ __forceinline__ ColumnLoader down(int rows) const {
+        return {base + (unsigned long long)pitch * unsigned(rows), pitch};
+    }
 };
+
+// A column that reaches outside the image (left / right tiles): per pixel, its border-mapped source column
+// (V of a mapped pixel is V of its source column: the vertical window is inside the image) or the
+// outside value (ignored: the identity; constant).
+template <class T>
+struct EdgeLoader {
+    const std::byte* base;  // row 0 of the strip, column 0 of the image
+    unsigned pitch;
+    int x[4];  // source pixel of each lane, -1: outside value
+    u32 outside;
+    __device__ __forceinline__ Pair operator()(int j) const {
+        const T* r = reinterpret_cast<const T*>(base + (unsigned long long)pitch * unsigned(j));
+        u32 v[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v[i] = x[i] >= 0 ? u32(r[x[i]]) : outside;
+        return {v[0] | (v[1] << 16), v[2] | (v[3] << 16)};
+    }
+    __device__ __forceinline__ EdgeLoader down(int rows) const {
+        EdgeLoader c = *this;
+        c.base += (unsigned long long)pitch * unsigned(rows);
+        return c;
+    }
+};
+
+// V rows 0 .. 15 of the thread's column: o[t] = ext_{j < mh} ld(t + j).
+template <class P, class Ld>
+__device__ __forceinline__ void fast_vertical(const Ld& ld, int mh, Pair (&o)[fast_r]) {
+    switch (mh) {
+    case 1: vsmall<fast_r, 1, P>(ld, o); break;
+    case 2: vsmall<fast_r, 2, P>(ld, o); break;
+    case 3: vsmall<fast_r, 3, P>(ld, o); break;
+    case 4: vsmall<fast_r, 4, P>(ld, o); break;
+    case 5: vsmall<fast_r, 5, P>(ld, o); break;
+    case 6: vsmall<fast_r, 6, P>(ld, o); break;
+    case 7: vsmall<fast_r, 7, P>(ld, o); break;
+    default:
+        if (mh >= fast_r) {
+            vcore<fast_r, P>(ld, mh, o);
+        } else {
+            Pair h[fast_r / 2];
+            vcore<fast_r / 2, P>(ld, mh, h);
+#pragma unroll
+            for (int t = 0; t < fast_r / 2; ++t) o[t] = h[t];
+            vcore<fast_r / 2, P>(ld.down(fast_r / 2), mh, h);
+#pragma unroll
+            for (int t = 0; t < fast_r / 2; ++t) o[fast_r / 2 + t] = h[t];
+        }
+    }
+}
 
 // E = (x0 - ax) & 3: V word VB + i (VB = E / 2) holds the pixels 2i - PAR, 2i - PAR + 1 (PAR = E & 1) of the
 // thread's windows.
@@ -585,7 +639,7 @@ __global__ void __launch_bounds__(fast_threads, 4) morph_rect_fast_kernel(const 
     __shared__ __align__(16) u32 vs[fast_th * fast_pv];  // V
     const int tid = threadIdx.x;
     const int x0 = p.xs + int(blockIdx.x) * fast_tw, y0 = p.ys + int(blockIdx.y) * fast_th;
-    const int sx = x0 - p.ax;          // V pixel 0 = input pixel sx (>= 0 in interior tiles)
+    const int sx = x0 - p.ax;  // V pixel 0 = input pixel sx (may be < 0: left tiles)
     const int e = sx & 3;  // staged from cx = sx - e
     const int cx = sx - e;
 
@@ -594,35 +648,30 @@ __global__ void __launch_bounds__(fast_threads, 4) morph_rect_fast_kernel(const 
     static_assert(fast_th / fast_r * fast_cols == fast_threads && fast_tw / 4 + 5 <= fast_cols);
     const int q = tid / fast_cols, col = tid - q * fast_cols;
     if (col < p.cols) {
-        const ColumnLoader<T> ld{p.in + std::size_t(y0 - p.ay + q * fast_r) * p.in_pitch +
-                                     std::size_t(cx + 4 * col) * sizeof(T),
-                                 unsigned(p.in_pitch)};
-        Pair o[fast_r];
-        switch (p.mh) {
-        case 1: vsmall<fast_r, 1, P>(ld, o); break;
-        case 2: vsmall<fast_r, 2, P>(ld, o); break;
-        case 3: vsmall<fast_r, 3, P>(ld, o); break;
-        case 4: vsmall<fast_r, 4, P>(ld, o); break;
-        case 5: vsmall<fast_r, 5, P>(ld, o); break;
-        case 6: vsmall<fast_r, 6, P>(ld, o); break;
-        case 7: vsmall<fast_r, 7, P>(ld, o); break;
-        default:
-            if (p.mh >= fast_r) {
-                vcore<fast_r, P>(ld, p.mh, o);
-            } else {
-                Pair h[fast_r / 2];
-                vcore<fast_r / 2, P>(ld, p.mh, h);
+        const std::byte* rows = p.in + std::size_t(y0 - p.ay + q * fast_r) * p.in_pitch;
+        const int gx = cx + 4 * col;
+        u32* d = vs + q * fast_r * fast_pv + 2 * col;
+        if (gx >= 0 && gx + 4 <= p.width) {
+            Pair o[fast_r];
+            fast_vertical<P>(ColumnLoader<T>{rows + std::size_t(gx) * sizeof(T), unsigned(p.in_pitch)}, p.mh, o);
 #pragma unroll
-                for (int t = 0; t < fast_r / 2; ++t) o[t] = h[t];
-                const ColumnLoader<T> ld2{ld.base + (unsigned long long)ld.pitch * unsigned(fast_r / 2), ld.pitch};
-                vcore<fast_r / 2, P>(ld2, p.mh, h);
+            for (int t = 0; t < fast_r; ++t) *reinterpret_cast<uint2*>(d + t * fast_pv) = make_uint2(o[t].a, o[t].b);
+        } else {
+            // Edge columns (a few per edge tile): plain running extremum, few registers.
+            EdgeLoader<T> ld{rows, unsigned(p.in_pitch), {}, p.outside};
 #pragma unroll
-                for (int t = 0; t < fast_r / 2; ++t) o[fast_r / 2 + t] = h[t];
+            for (int i = 0; i < 4; ++i) {
+                const int xi = gx + i;
+                ld.x[i] = xi >= 0 && xi < p.width ? xi : p.mode < 0 ? -1 : map_index(xi, p.width, BorderMode(p.mode));
+            }
+#pragma unroll 1
+            for (int t = 0; t < fast_r; ++t) {
+                Pair acc = ld(t);
+#pragma unroll 1
+                for (int j = 1; j < p.mh; ++j) acc = P::op(acc, ld(t + j));
+                *reinterpret_cast<uint2*>(d + t * fast_pv) = make_uint2(acc.a, acc.b);
             }
         }
-        u32* d = vs + q * fast_r * fast_pv + 2 * col;
-#pragma unroll
-        for (int t = 0; t < fast_r; ++t) *reinterpret_cast<uint2*>(d + t * fast_pv) = make_uint2(o[t].a, o[t].b);
     }
     __syncthreads();
 
@@ -734,9 +783,11 @@ void launch_fast(const MorphPlan& plan, ConstImageView in, ImageView out, bool d
         const int e = positive_mod(-(long long)ax, 4);
         const int cols = (e + fast_tw - 1 + W + 3) / 4;
         int xoff = 0;
+        // Columns outside the image are read through the border rule (EdgeLoader): any x0 whose outputs
+        // are whole.
         auto x_ok = [&](int bx) {
-            const int x0 = xoff + bx * fast_tw, sx = x0 - ax;
-            return sx >= 0 && x0 + fast_tw <= width && sx - e + 4 * cols <= width;
+            const int x0 = xoff + bx * fast_tw;
+            return x0 >= 0 && x0 + fast_tw <= width;
         };
         auto y_ok = [&](int by) {
             const int y0 = by * fast_th;
@@ -770,6 +821,9 @@ void launch_fast(const MorphPlan& plan, ConstImageView in, ImageView out, bool d
         fp.ay = ay;
         fp.mh = H;
         fp.cols = cols;
+        fp.width = width;
+        fp.mode = p.mode;
+        fp.outside = p.outside;
         const dim3 grid(unsigned(bx1 - bx0), unsigned(by1 - by0));
         if (dilate) launch_fast_w<T, true>(W, fp, grid, stream);
         else launch_fast_w<T, false>(W, fp, grid, stream);
