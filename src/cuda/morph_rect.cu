@@ -39,10 +39,12 @@
 // 1100-1500 Gpix/s at 31x31 and closer to DRAM for small sizes (fewer window ops, fewer halo words).
 //
 // Fast path (morph_rect_fast_kernel, below): u8 / u16, one channel, W <= 16, H <= 64, views aligned (input
-// 4 / 8 bytes, output 16 bytes). It makes the interior tiles (256 x 64 output pixels whose reads stay
-// inside the image, so no border code and any border mode; tile origins at 0 or 128 mod 256, whichever
-// covers more); the general kernel above then makes only the ring of its tiles around that rectangle
-// (a 1-D grid enumerating the ring, `ring_tile`; 16-row tiles there: many short blocks). 288
+// 4 / 8 bytes, output 16 bytes). It makes every whole 256 x 64 output tile whose rows (with the vertical
+// window) stay inside the image: columns that reach past the left / right edge are read per pixel through
+// the border rule (EdgeLoader; V of a mapped pixel is V of its source column), interior columns with no
+// border code. Tile origins at x = 0 or 128 mod 256, whichever covers more. The general kernel above
+// then makes only the ring of its tiles around that rectangle (top and bottom row bands, a right strip
+// narrower than 256): a 1-D grid enumerating the ring (`ring_tile`), 16-row tiles there. 288
 // threads, two phases, one barrier, one shared round trip (V: 64 rows x 140 words, 35840 B static):
 //  A. vertical in registers straight from global memory: thread = 4-pixel column x 16 rows, 4 strips x
 //     72 threads (64 columns + up to 5 halo columns, all in one round). u8: LDG.32 + 2 PRMT widen to two
@@ -57,7 +59,8 @@
 // PRMT, 32 VIMNMX3, 16 STS, prologue), phase B ~125 per 64 pixels: ~5.5 thread-instructions per pixel
 // counting idle lanes (the general kernel: 63). 15x15: ~10 (phase B ~6). The issue limit (~29 T
 // thread-instructions/s on H100) is then 3-5 Tpix/s: the kernel should be DRAM bound (2 B/pixel).
-// 56 registers (launch bounds 288 x 4), no spills: 4 blocks = 36 warps per SM.
+// 56 registers (launch bounds 288 x 4): 4 blocks = 36 warps per SM; no spills for u8, u16 spills a few
+// words in the H >= 8 paths (once per thread, outside the row loops).
 //
 // Sides up to 64 are taken (worst case f32, 4 channels, 64 x 64: 120 KB of shared memory at TH = 16);
 // larger elements decline and run the executor's generic kernel.
