@@ -1,6 +1,8 @@
 // Mask files and mask analysis (integer form, separability, flipping).
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 #include <cmath>
 
 #include "apron/errors.hpp"
@@ -74,6 +76,20 @@ TEST(MaskAnalysis, IntegerFormFindsTheCommonDivisor) {
     EXPECT_EQ(mixed->divisor, 12);
     EXPECT_FALSE(integer_form(Mask(2, 1, {0.1234567, 0.5})));
     EXPECT_FALSE(integer_form(Mask(1, 1, {3.14159265358979})));
+}
+
+TEST(MaskAnalysis, IntegerFormFindsTheSmallestDivisorOfAnyFraction) {
+    // p / q for every q up to 1000 and a few p: the divisor is q over gcd(p, q), found by the continued
+    // fraction (the planner runs this on every float mask, so it must not scan 2^20 candidates).
+    for (std::int64_t q = 1; q <= 1000; ++q)
+        for (std::int64_t p : {1, 7, -13, 999, 4096}) {
+            auto im = integer_form(Mask(2, 1, {double(p) / double(q), 0.0}));
+            ASSERT_TRUE(im) << p << "/" << q;
+            EXPECT_EQ(im->divisor, q / std::gcd(std::abs(p), q)) << p << "/" << q;
+        }
+    // A prime just below the 2^20 limit, and one above it.
+    EXPECT_EQ(integer_form(Mask(1, 1, {5.0 / 1048573}))->divisor, 1048573);
+    EXPECT_FALSE(integer_form(Mask(1, 1, {5.0 / 1048583})));
 }
 
 TEST(MaskAnalysis, SeparableFormIsRankOneOnly) {

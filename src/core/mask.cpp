@@ -126,12 +126,38 @@ std::optional<IntegerMask> integer_form(const Mask& m) {
     };
     // Grow the divisor weight by weight: multiply it by the smallest k that makes this weight integral.
     // A divisor that works for a weight keeps working for it when multiplied, so one pass suffices.
+    //
+    // The smallest such k: when |k x - p| is below 1 / (2 k) (the tolerance is far below that while
+    // |k x| < 2^24), p / k is a convergent of x's continued fraction (Legendre), so only the convergents'
+    // denominators need trying, a few dozen instead of up to 2^20 candidates (a scan cost ~5 ms of
+    // planning per float mask). Larger products keep the plain scan.
+    auto smallest_k = [&](double x, std::int64_t limit) -> std::int64_t {
+        if (std::fabs(x) * double(limit) >= 16777216.0) {
+            std::int64_t k = 2;
+            while (k <= limit && !integral(x * double(k))) ++k;
+            return k;
+        }
+        double rest = std::fabs(x);
+        std::int64_t q_prev = 0, q = 1;  // convergent denominators
+        for (int step = 0; step < 64; ++step) {
+            const double a = std::floor(rest);
+            const std::int64_t q_next = std::int64_t(a) * q + q_prev;
+            if (step > 0) {
+                if (q_next > limit) break;
+                q_prev = q, q = q_next;
+                if (integral(x * double(q))) return q;
+            }
+            const double frac = rest - a;
+            if (frac <= 0) break;
+            rest = 1.0 / frac;
+        }
+        return limit + 1;
+    };
     std::int64_t d = 1;
     for (double v : m.weights) {
         if (integral(v * double(d))) continue;
-        std::int64_t k = 2;
-        while (k * d <= max_mask_divisor && !integral(v * double(k * d))) ++k;
-        if (k * d > max_mask_divisor) return std::nullopt;
+        const std::int64_t k = smallest_k(v * double(d), max_mask_divisor / d);
+        if (k > max_mask_divisor / d) return std::nullopt;
         d *= k;
     }
     IntegerMask im;
