@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/linear_finish.hpp"
+#include "core/pixel.hpp"
 #include "plan/plan.hpp"
 
 using namespace apron;
@@ -64,4 +65,29 @@ TEST(Finish, PowerOfTwoScalesBecomeIntegerDivisions) {
                                            Normalise::none, 1.0 / 3, 0}}}};
     const ExecutionPlan plan = make_plan({op}, ImageShape{8, 8, 1, PixelType::u8}, PixelType::u8, Backend::cpu);
     EXPECT_FALSE(std::get<LinearPlan>(plan.operations[0].steps[0].what).finish.integer_rounding);
+}
+
+// The planner's integer form of scale and delta gives the value SPEC defines, round_half_even(sum * scale +
+// delta) saturated, for every sum: ties included, with odd and even deltas (an odd delta once rounded a
+// tie the wrong way: 227.5 + 3 stored 231).
+TEST(Finish, IntegerFormMatchesTheDefinitionWithOddDeltas) {
+    for (double scale : {1.0, 0.5, 0.25, 1.0 / 1024})
+        for (double delta : {0.0, 1.0, 3.0, -7.0, 255.0, -255.0})
+            for (Normalise norm : {Normalise::none, Normalise::sum}) {
+                const std::vector<double> w{1, 2, 0, 1, 0, -1, 3, 1, 2, 1, 1, 0};  // sum 11; 4x3
+                std::vector<double> even_sum = w;
+                even_sum[11] = 1;  // sum 12: ties after normalisation
+                OpProgram op{"t", {Step{LinearStep{Mask(4, 3, even_sum), BorderMode::reflect, 0, norm, scale, delta}}}};
+                const ExecutionPlan plan =
+                    make_plan({op}, ImageShape{8, 8, 1, PixelType::u8}, PixelType::u8, Backend::cpu);
+                const LinearFinish& f = std::get<LinearPlan>(plan.operations[0].steps[0].what).finish;
+                for (int isum = -255; isum <= 12 * 255; ++isum) {
+                    const double v = (norm == Normalise::sum ? double(isum) / 12 : double(isum)) * scale + delta;
+                    const std::uint8_t want = store_pixel<std::uint8_t>(v);
+                    ASSERT_EQ(finish_exact<std::uint8_t>(isum, f), want)
+                        << isum << " scale " << scale << " delta " << delta << " norm " << int(norm);
+                    ASSERT_EQ(finish_exact32<std::uint8_t>(isum, f), want)
+                        << isum << " scale " << scale << " delta " << delta << " norm " << int(norm);
+                }
+            }
 }

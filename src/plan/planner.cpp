@@ -54,6 +54,13 @@ void plan_exact(LinearPlan& p, IntegerMask im) {
     f.inverse_denominator = 1.0 / double(f.denominator);
     f.integer_rounding = f.scale == 1.0 && integral_delta;
     f.delta_int = f.integer_rounding ? std::int64_t(s.delta) : 0;
+    // Rounding half to even does not commute with adding an odd delta (2.5 + 1 rounds to 4, rint(2.5) + 1
+    // is 3): an odd delta gives one unit of itself to the dividend, n/D + 1 = (n + D)/D, and the even rest
+    // is added after rounding.
+    if (f.delta_int & 1) {
+        f.offset += f.denominator;
+        f.delta_int -= 1;
+    }
     const double bound = double(im.abs_sum) * type_max(p.in);
     p.accumulator = bound < two_pow_24 ? Accumulator::f32 : Accumulator::f64;
     f.fits_int32 = f.integer_rounding && p.accumulator == Accumulator::f32 && std::llabs(f.offset) < (1ll << 30) &&
