@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call per iteration on the GPU machine (the device tool runs it from the repository root):
-# build with Ninja on all cores, run the GPU tests and the CPU tests, compute-sanitizer (memcheck and
-# racecheck) on the GPU tests, apron's GPU benchmark and the peers' (NPP, cuDNN through PyTorch, CuPy) in
+# build with Ninja on all cores, run the GPU tests and the CPU tests, compute-sanitizer (memcheck, racecheck
+# and initcheck) on the GPU tests, apron's GPU benchmark and the peers' (NPP, cuDNN through PyTorch, CuPy) in
 # the same call (bench/peers/), merged by bench/report.py into report.md. Everything it learns goes under
 # $OUT, in at most eight files: summary.txt, build.log, tests.txt, sanitizers.txt, bench_gpu.csv, peers.csv,
 # report.md, profile.txt.
@@ -10,15 +10,19 @@
 #   mkdir -p .device-carry/debs && (cd .device-carry/debs && apt-get download libhwy-dev libhwy1)
 #   for f in .device-carry/debs/*.deb; do dpkg -x "$f" .device-carry/hwy; done
 # and name .device-carry in the call's `carry`.
-# APRON_GPU_STEPS selects steps (default "build test sanitize bench peers report"; "profile" runs ncu on one
-# case, APRON_PROFILE="--op correlate --type u8 --k 5"); APRON_BENCH_ARGS adds bench_gpu arguments (--sweep).
+# APRON_GPU_STEPS selects steps (default "build test sanitize bench peers report"; "stress" runs one test
+# (APRON_STRESS, a gtest filter) in 16 processes at once, 4 rounds; "profile" runs ncu on one case,
+# APRON_PROFILE="--op correlate --type u8 --k 5"); APRON_BENCH_ARGS adds bench_gpu arguments (--sweep).
 set -uo pipefail
 OUT=${OUT:-/tmp/apron-gpu-out}
 mkdir -p "$OUT"
 steps=${APRON_GPU_STEPS:-build test sanitize bench peers report}
 root=$(pwd)
 carry=$root/.device-carry
-log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+start=$SECONDS
+log() { echo "== [$((SECONDS - start)) s] $*" | tee -a "$OUT/summary.txt"; }
+# One NVRTC disk cache for every process of the call (tests run in parallel, then under the sanitizers).
+export APRON_RTC_CACHE_DIR=${APRON_RTC_CACHE_DIR:-/tmp/apron-rtc-cache}
 
 if ! pkg-config --exists libhwy 2>/dev/null && [ -d "$carry/hwy" ]; then
   prefix=$carry/hwy/usr
@@ -36,29 +40,60 @@ case " $steps " in *" build "*)
     { tail -30 "$OUT/build.log"; exit 1; }
   cmake --build build-gpu -j"$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
   # Register and shared-memory use of every kernel (ptxas), for docs/perf-notes.md.
-  find build-gpu -name '*.cu.o' -exec cuobjdump -res-usage {} \; > "$OUT/build.log" 2>/dev/null
+  find build-gpu -name "*.cu.o" -exec cuobjdump -res-usage {} \; >> "$OUT/build.log" 2>/dev/null
+  # The slowest compile steps (ms), to keep the GPU machine's build short.
+  awk '!/^#/ {print $2 - $1, $4}' build-gpu/.ninja_log | sort -rn | head -15 >> "$OUT/build.log"
 ;; esac
 
 case " $steps " in *" test "*)
+  # In parallel: most of their time is the CPU reference and NVRTC compiles, not the GPU.
   log "GPU tests"
-  ctest --test-dir build-gpu -L gpu --output-on-failure > "$OUT/tests.txt" 2>&1; tail -5 "$OUT/tests.txt" | tee -a "$OUT/summary.txt"
+  timeout 300 ctest --test-dir build-gpu -L gpu -j"$(nproc)" --output-on-failure > "$OUT/tests.txt" 2>&1
+  tail -5 "$OUT/tests.txt" | tee -a "$OUT/summary.txt"
   log "CPU tests"
-  ctest --test-dir build-gpu -L cpu -j"$(nproc)" --output-on-failure >> "$OUT/tests.txt" 2>&1; tail -3 "$OUT/tests.txt" | tee -a "$OUT/summary.txt"
+  timeout 120 ctest --test-dir build-gpu -L cpu -j"$(nproc)" --output-on-failure >> "$OUT/tests.txt" 2>&1
+  tail -3 "$OUT/tests.txt" | tee -a "$OUT/summary.txt"
 ;; esac
 
 case " $steps " in *" sanitize "*)
-  for tool in memcheck racecheck; do
-    log "compute-sanitizer $tool"
-    compute-sanitizer --tool "$tool" --error-exitcode 9 build-gpu/tests/apron_gpu_tests \
-      --gtest_filter="${APRON_SANITIZE_FILTER:-Cuda.PipelinesAndViews:Cuda.IntegerPathIsBitExactOnALargeImage:Cuda.DevicePipelinesRunOnTheCallersStream:*Separable*:*MorphRect*:*RuntimeDirect*}" > /tmp/san.txt 2>&1
-    echo "exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san.txt | tail -1)" | tee -a "$OUT/summary.txt"
-    cat /tmp/san.txt >> "$OUT/sanitizers.txt"
+  # The three tools side by side on tests that reach every kernel family with edges, ROIs and several
+  # channels. memcheck takes the large-image tests too (interior fast paths); racecheck and initcheck,
+  # ten times slower, the small ones (the long sweeps stay out: under a sanitizer they take the whole call).
+  small=Cuda.PipelinesAndViews:Cuda.DevicePipelinesRunOnTheCallersStream:CudaSeparable.*:-CudaSeparable.GaussianOnALargeOddImage
+  small=CudaMorphRect.FloatSpecialValuesFollowTheReference:CudaMorphRect.DerivedOperations:CudaMorphRect.HostRoiViews:CudaMorphRect.UnalignedDeviceViews:RuntimeDirect.RoiViewsAndAnchors:RuntimeDirect.TheExecutorRoutesOtherMasksHere:$small
+  large=Cuda.IntegerPathIsBitExactOnALargeImage:Cuda.OverlappedHostToHostGivesTheSameBits:CudaMorphRect.MatchesCpuOnALargeImage:CudaSeparable.GaussianOnALargeOddImage:RuntimeDirect.ExactSumsBeyondTwoToThe24InIntegers
+  log "compute-sanitizer memcheck, racecheck, initcheck"
+  for tool in memcheck racecheck initcheck; do
+    filter=$small
+    [ "$tool" = memcheck ] && filter=${small%%:-*}:$large
+    timeout ${APRON_SANITIZE_TIMEOUT:-240} compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      build-gpu/tests/apron_gpu_tests --gtest_filter="${APRON_SANITIZE_FILTER:-$filter}" > "/tmp/san_$tool.txt" 2>&1 &
   done
+  wait
+  for tool in memcheck racecheck initcheck; do
+    echo "$tool: $(grep -E '^\[  (PASSED|FAILED)' /tmp/san_$tool.txt | tr '\n' ' ') $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/san_$tool.txt | tail -1)" |
+      tee -a "$OUT/summary.txt"
+    cat "/tmp/san_$tool.txt" >> "$OUT/sanitizers.txt"
+  done
+;; esac
+
+case " $steps " in *" stress "*)
+  # A test run many times at once (16 processes sharing the GPU, 4 rounds): what only shows under load.
+  log "stress ${APRON_STRESS:-CudaMorphRect.UnalignedDeviceViews}"
+  fails=0
+  for round in 1 2 3 4; do
+    for i in $(seq "$(nproc)"); do
+      build-gpu/tests/apron_gpu_tests --gtest_filter="${APRON_STRESS:-CudaMorphRect.UnalignedDeviceViews}" > "/tmp/stress_$i.txt" 2>&1 &
+    done
+    wait
+    for i in $(seq "$(nproc)"); do grep -q "^\[  PASSED" "/tmp/stress_$i.txt" || { fails=$((fails + 1)); tail -20 "/tmp/stress_$i.txt" >> "$OUT/tests.txt"; }; done
+  done
+  echo "stress: $fails of $((4 * $(nproc))) runs failed" | tee -a "$OUT/summary.txt"
 ;; esac
 
 case " $steps " in *" bench "*)
   log "apron bench_gpu"
-  build-gpu/bench/bench_gpu --sizes "${APRON_BENCH_SIZE:-8192}" ${APRON_BENCH_ARGS:-} --csv "$OUT/bench_gpu.csv" 2>&1 |
+  timeout ${APRON_BENCH_TIMEOUT:-200} build-gpu/bench/bench_gpu --sizes "${APRON_BENCH_SIZE:-8192}" ${APRON_BENCH_ARGS:-} --csv "$OUT/bench_gpu.csv" 2>&1 |
     tee -a "$OUT/summary.txt"
 ;; esac
 

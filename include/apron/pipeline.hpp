@@ -42,7 +42,8 @@ struct RunOptions {
     std::optional<PixelType> out_type;    // default: the input's type
     std::vector<StageTiming>* timings = nullptr;  // when set, one entry per step is appended
     // CUDA backend: the caller's cudaStream_t. Every copy and kernel is ordered on it; a run whose output
-    // is in device memory returns without waiting. nullptr: apron's own stream, and run() waits.
+    // is in device memory returns without waiting. nullptr: apron's own stream, which waits for the legacy
+    // default stream (so a plain cudaMemcpy before run() is seen), and run() waits.
     void* cuda_stream = nullptr;
 };
 

@@ -116,7 +116,11 @@ public:
             cudaGetLastError();
             throw Error("--backend cuda: no CUDA device found");
         }
-        if (own_stream_) APRON_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        // apron's own stream (no caller's stream) is a blocking one: it waits for the legacy default stream.
+        // A caller that filled a device image with cudaMemcpy from pageable memory may get control back
+        // before the DMA has landed; a non-blocking stream would let the kernels read the image under it
+        // (seen on the H100: a ROI test failed 1 run in 2 with 16 test processes sharing the GPU).
+        if (own_stream_) APRON_CUDA_CHECK(cudaStreamCreate(&stream_));
     }
     ~CudaExecutor() override {
         // The copy streams only ever run ahead of work that stream_ waits for, so stream_ orders them all.
