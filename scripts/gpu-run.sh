@@ -60,7 +60,7 @@ case " $steps " in *" sanitize "*)
   # channels. memcheck takes the large-image tests too (interior fast paths); racecheck and initcheck,
   # ten times slower, the small ones (the long sweeps stay out: under a sanitizer they take the whole call).
   small=Cuda.PipelinesAndViews:Cuda.DevicePipelinesRunOnTheCallersStream:CudaSeparable.*:-CudaSeparable.GaussianOnALargeOddImage
-  small=CudaMorphRect.FloatSpecialValuesFollowTheReference:CudaMorphRect.DerivedOperations:CudaMorphRect.HostRoiViews:CudaMorphRect.UnalignedDeviceViews:RuntimeDirect.RoiViewsAndAnchors:RuntimeDirect.TheExecutorRoutesOtherMasksHere:$small
+  small=CudaDp4a.*:CudaMorphRect.FloatSpecialValuesFollowTheReference:CudaMorphRect.DerivedOperations:CudaMorphRect.HostRoiViews:CudaMorphRect.UnalignedDeviceViews:RuntimeDirect.RoiViewsAndAnchors:RuntimeDirect.TheExecutorRoutesOtherMasksHere:$small
   large=Cuda.IntegerPathIsBitExactOnALargeImage:Cuda.OverlappedHostToHostGivesTheSameBits:CudaMorphRect.MatchesCpuOnALargeImage:CudaSeparable.GaussianOnALargeOddImage:RuntimeDirect.ExactSumsBeyondTwoToThe24InIntegers
   log "compute-sanitizer memcheck, racecheck, initcheck"
   for tool in memcheck racecheck initcheck; do
@@ -104,7 +104,7 @@ case " $steps " in *" profile "*)
   : > "$OUT/profile.txt"
   for args in "${profiles[@]}"; do
     log "ncu $args"
-    ncu --launch-skip 4 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    ncu -k "regex:${APRON_PROFILE_KERNEL:-direct|separable|morph|linear}" --launch-skip 2 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
         --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
         --section InstructionStats --section SchedulerStats \
         build-gpu/bench/bench_gpu --reps 2 $args >> "$OUT/profile.txt" 2>&1

@@ -1,5 +1,5 @@
 // Direct 2D correlation for small masks (up to 5x5) on single-channel images, with no shared memory:
-// each thread owns 4 x RY outputs and reads each input row of its window once, straight from global
+// each thread owns RX x RY outputs (RX = 4 for f32, 8 for integer images at 3x3) and reads each input row of its window once, straight from global
 // memory as aligned 4-sample words (three per row: x-4, x, x+4), through L1, which serves the words
 // its neighbours share. No staging phase and no barrier, so loads of one warp overlap the FMAs of
 // another; the tiled kernel's load-sync-compute rhythm left DRAM at 65 % for 3x3 f32.
@@ -8,19 +8,20 @@
 // Exact plans (f32 accumulator, sums below 2^24) share the kernel as in direct_tiled_impl.cuh.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "cuda/direct_tiled_impl.cuh"
 
 namespace apron::cuda::regs {
 
-constexpr int block_x = 32, block_y = 8, rx = 4;
+constexpr int block_x = 32, block_y = 8;
 
-// Rows per thread: 8 for 3x3; 6 for 5x5 keeps 24 accumulators and the window under the 64-register
-// cap (8 spilled).
-template <int K>
+// Rows per thread: 8 for 3x3 with 4 outputs per row; 6 for 5x5 keeps 24 accumulators and the window
+// under the 64-register cap (8 spilled). 8 outputs per row: half the rows, the same accumulators.
+template <int K, int RX>
 constexpr int rows_per_thread() {
-    return K <= 3 ? 8 : 6;
+    return (K <= 3 ? 8 : 6) * 4 / RX;
 }
 
 // Four consecutive samples of a row as floats, from one aligned word load.
@@ -37,42 +38,43 @@ __device__ __forceinline__ void load4(const std::byte* row, int x, float* v) {
     }
 }
 
-template <int K, class In>
+template <int K, class In, int RX>
 __global__ void __launch_bounds__(block_x* block_y, 4)
     direct_regs(DeviceView in, std::byte* out, std::size_t out_pitch, PixelType out_type,
                 const __grid_constant__ tiled::Weights<K> w, BorderMode mode, float outside, LinearFinish finish,
                 bool exact, int row_begin, int row_end) {
-    static_assert(K <= 9, "the window of 4 outputs must fit three 4-sample words");
-    constexpr int RY = rows_per_thread<K>();
+    static_assert(K <= 9, "the window of RX outputs must fit RX / 4 + 2 four-sample words");
+    static_assert(RX == 4 || RX == 8);
+    constexpr int RY = rows_per_thread<K, RX>();
     constexpr int R = K / 2;
-    const int x = (blockIdx.x * block_x + threadIdx.x) * rx;               // first output column
+    constexpr int NV = RX + 8;  // samples x-4 .. x+RX+3
+    const int x = (blockIdx.x * block_x + threadIdx.x) * RX;               // first output column
     const int y0 = row_begin + (blockIdx.y * block_y + threadIdx.y) * RY;  // first output row
     if (x >= in.width || y0 >= row_end) return;
     // The block's whole window inside the image: word loads, no border maths.
-    const int bx0 = blockIdx.x * block_x * rx, by0 = row_begin + blockIdx.y * block_y * RY;
-    const bool interior = bx0 - 4 >= 0 && bx0 + block_x * rx + 4 <= in.width && by0 - R >= 0 &&
+    const int bx0 = blockIdx.x * block_x * RX, by0 = row_begin + blockIdx.y * block_y * RY;
+    const bool interior = bx0 - 4 >= 0 && bx0 + block_x * RX + 4 <= in.width && by0 - R >= 0 &&
                           by0 + block_y * RY + R <= in.height;
 
-    float acc[RY][rx];
+    float acc[RY][RX];
 #pragma unroll
     for (int r = 0; r < RY; ++r)
 #pragma unroll
-        for (int q = 0; q < rx; ++q) acc[r][q] = 0.0f;
+        for (int q = 0; q < RX; ++q) acc[r][q] = 0.0f;
 
 #pragma unroll
     for (int t = 0; t < RY + K - 1; ++t) {
-        float v[12];  // samples x-4 .. x+7
+        float v[NV];
         const int gy = y0 - R + t;
         if (interior) {
             const std::byte* row = in.data + std::size_t(gy) * in.pitch;
-            load4<In>(row, x - 4, v);
-            load4<In>(row, x, v + 4);
-            load4<In>(row, x + 4, v + 8);
+#pragma unroll
+            for (int m = 0; m < NV / 4; ++m) load4<In>(row, x - 4 + 4 * m, v + 4 * m);
         } else {
             const int sy = map_index(gy, in.height, mode);
 #pragma unroll
-            for (int e = 0; e < 12; ++e) {
-                if (e < 4 - R || e >= 8 + R) continue;  // outside every window of the 4 outputs
+            for (int e = 0; e < NV; ++e) {
+                if (e < 4 - R || e >= 4 + RX + R) continue;  // outside every window of the RX outputs
                 const int sx = map_index(x - 4 + e, in.width, mode);
                 v[e] = (sx < 0 || sy < 0) ? outside : tiled::load_sample<In>(in, sx, sy);
             }
@@ -84,41 +86,63 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
 #pragma unroll
             for (int i = 0; i < K; ++i)
 #pragma unroll
-                for (int q = 0; q < rx; ++q) acc[r][q] = fmaf(w.w[j * K + i], v[4 - R + q + i], acc[r][q]);
+                for (int q = 0; q < RX; ++q) acc[r][q] = fmaf(w.w[j * K + i], v[4 - R + q + i], acc[r][q]);
         }
     }
 #pragma unroll
     for (int r = 0; r < RY; ++r) {
         const int y = y0 + r;
         if (y >= row_end) break;
-        switch (out_type) {
-        case PixelType::u8: tiled::store4<std::uint8_t>(out, out_pitch, y, x, in.width, acc[r], exact, finish); break;
-        case PixelType::u16: tiled::store4<std::uint16_t>(out, out_pitch, y, x, in.width, acc[r], exact, finish); break;
-        case PixelType::f32: tiled::store4<float>(out, out_pitch, y, x, in.width, acc[r], exact, finish); break;
+#pragma unroll
+        for (int g = 0; g < RX / 4; ++g) {
+            const float a[4] = {acc[r][4 * g], acc[r][4 * g + 1], acc[r][4 * g + 2], acc[r][4 * g + 3]};
+            const int xg = x + 4 * g;
+            if (xg >= in.width) break;
+            switch (out_type) {
+            case PixelType::u8: tiled::store4<std::uint8_t>(out, out_pitch, y, xg, in.width, a, exact, finish); break;
+            case PixelType::u16: tiled::store4<std::uint16_t>(out, out_pitch, y, xg, in.width, a, exact, finish); break;
+            case PixelType::f32: tiled::store4<float>(out, out_pitch, y, xg, in.width, a, exact, finish); break;
+            }
         }
     }
 }
 
-// Whether the register kernel takes this launch: small masks on f32 single-channel word-aligned rows.
-// Integer images stay with the tiles, which convert each sample once: here every thread converts its
-// whole window (measured: u8 3x3 416 Gpix/s here against 517 tiled on the H100).
+// Outputs per thread along x for the register kernel on this input type and mask size; 0: the tiles take
+// it. f32 takes it with 4 outputs. Integer images at 3x3 with 8 (one PRMT + FADD per sample converts it;
+// measured on the H100, u8 3x3: 493 Gpix/s against 445 tiled and 435 with 4 outputs), at 5x5 the tiles,
+// which convert each sample once (393 against 340 with 8 outputs, 342 with 4). APRON_DIRECT_REGS=4 or 8
+// forces that width on integer images, =0 keeps every type on the tiles (to measure one against another).
 template <int K, class In>
-bool usable(ConstImageView in) {
-    const std::size_t quad = 4 * sizeof(In);
-    return K <= 5 && std::is_same_v<In, float> && in.channels() == 1 && reinterpret_cast<std::uintptr_t>(in.data) % quad == 0 &&
-           in.pitch % quad == 0;
+int outputs_per_thread() {
+    static const int forced = [] {
+        const char* v = std::getenv("APRON_DIRECT_REGS");
+        return v ? std::atoi(v) : -1;
+    }();
+    if (forced == 0) return 0;
+    if (std::is_same_v<In, float>) return 4;
+    if (forced == 4 || forced == 8) return forced;
+    return K == 3 ? 8 : 0;
 }
 
 template <int K, class In>
+int usable(ConstImageView in) {
+    const int rx = outputs_per_thread<K, In>();
+    const std::size_t quad = 4 * sizeof(In);
+    const bool ok = K <= 5 && rx && in.channels() == 1 && reinterpret_cast<std::uintptr_t>(in.data) % quad == 0 &&
+                    in.pitch % quad == 0;
+    return ok ? rx : 0;
+}
+
+template <int K, class In, int RX>
 void launch(const LinearPlan& p, const tiled::Weights<K>& w, ConstImageView in, ImageView out, cudaStream_t stream,
             int row_begin, int row_end) {
-    constexpr int RY = rows_per_thread<K>();
+    constexpr int RY = rows_per_thread<K, RX>();
     const float outside = float(store_pixel<In>(p.step.border_value));
     const dim3 block(block_x, block_y);
-    const dim3 grid(unsigned((in.width() + block_x * rx - 1) / (block_x * rx)),
+    const dim3 grid(unsigned((in.width() + block_x * RX - 1) / (block_x * RX)),
                     unsigned((row_end - row_begin + block_y * RY - 1) / (block_y * RY)));
-    direct_regs<K, In><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w, p.step.border, outside,
-                                                    p.finish, p.exact, row_begin, row_end);
+    direct_regs<K, In, RX><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w, p.step.border,
+                                                        outside, p.finish, p.exact, row_begin, row_end);
     APRON_CUDA_CHECK_LAUNCH("direct_regs");
 }
 
@@ -134,7 +158,13 @@ void launch_direct_tiled_k(const LinearPlan& p, ConstImageView in, ImageView out
     const tiled::Weights<K> w = tiled::weights_of<K>(p);
     with_type(p.in, [&]<class In>() {
         if constexpr (K <= 5) {
-            if (regs::usable<K, In>(in)) return regs::launch<K, In>(p, w, in, out, stream, row_begin, row_end);
+            switch (regs::usable<K, In>(in)) {
+            case 4: return regs::launch<K, In, 4>(p, w, in, out, stream, row_begin, row_end);
+            case 8:
+                if constexpr (!std::is_same_v<In, float>) return regs::launch<K, In, 8>(p, w, in, out, stream, row_begin, row_end);
+                break;
+            default: break;
+            }
         }
         tiled::launch<K, In>(p, w, in, out, stream, row_begin, row_end);
     });

@@ -1,7 +1,10 @@
-// Dispatch of the tiled direct kernel by mask size (the kernel itself: direct_tiled_impl.cuh).
+// Dispatch of the direct kernels for odd square masks by mask size: exact u8 plans with byte-sized weights
+// take the IDP.4A kernel (direct_dp4a.cu), the rest the register or tiled kernels (direct_tiled_impl.cuh,
+// direct_regs_impl.cuh).
 #include "cuda/direct_tiled.hpp"
 
 #include "apron/errors.hpp"
+#include "cuda/direct_dp4a.hpp"
 
 namespace apron::cuda {
 
@@ -20,6 +23,7 @@ void launch_direct_tiled(const LinearPlan& p, ConstImageView in, ImageView out, 
                          int row_end) {
     if (row_end < 0) row_end = in.height();
     if (row_begin >= row_end) return;
+    if (direct_dp4a_supports(p, in)) return launch_direct_dp4a(p, in, out, stream, row_begin, row_end);
     switch (p.step.mask.width) {
     case 3: return launch_direct_tiled_k<3>(p, in, out, stream, row_begin, row_end);
     case 5: return launch_direct_tiled_k<5>(p, in, out, stream, row_begin, row_end);

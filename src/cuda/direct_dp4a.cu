@@ -1,0 +1,209 @@
+// Direct 2D correlation of u8 images with small integer masks (exact plans, every weight in [-128, 127])
+// through the byte dot-product instruction: IDP.4A multiplies four bytes of the window by four weights
+// and adds them to a 32-bit integer in one issue slot, where the float kernels spend four FFMAs and
+// convert every sample. The sum is the exact integer sum, so finish_exact32 gives the same bits as
+// every other backend.
+//
+// A thread owns RX = 8 outputs x RY rows, with no shared memory and no barrier (as direct_regs_impl.cuh):
+// for each input row of its window it loads the bytes x-4 .. x+RX+3 as RX/4 + 2 aligned words, builds
+// the shifted 4-byte windows it needs with one PRMT each (those starting on a word boundary are the
+// words themselves), and every output row that meets the input row adds one IDP.4A per 4 taps.
+// Pixels are offset by -128 (one XOR per word) so that signed x signed __dp4a applies; the offset
+// returns as the constant 128 * sum(weights) the accumulators start from. Blocks that reach outside
+// the image read each byte through map_index.
+//
+// Cost (3x3, per 32 outputs of a thread): 6 rows x (3 LDG + 3 LOP + 6 PRMT) + 96 IDP.4A + the finish,
+// against 288 FFMA + 120 conversions in the float register kernel.
+#include "cuda/direct_dp4a.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "apron/errors.hpp"
+#include "core/border_index.hpp"
+#include "core/linear_finish.hpp"
+#include "core/pixel.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/device_view.hpp"
+
+namespace apron::cuda {
+namespace {
+
+constexpr int block_x = 32, block_y = 8, rx = 8, ry = 4;
+constexpr int max_k = 9;
+
+template <int K>
+struct PackedWeights {
+    int w[K][(K + 3) / 4];  // row j, taps 4s .. 4s+3 as signed bytes (zero past K)
+    int bias;               // 128 * sum of weights: undoes the -128 offset of every pixel
+};
+
+// Bytes b .. b+3 of the stream held in words v[] (b >= 0). Called with b known after unrolling, so the
+// word index and the PRMT selector are constants (and the aligned case is a plain register).
+template <int N>
+__device__ __forceinline__ int window(const unsigned (&v)[N], int b) {
+    const int m = b / 4, r = b % 4;
+    if (r == 0) return int(v[m]);
+    return int(__byte_perm(v[m], v[m + 1], r | (r + 1) << 4 | (r + 2) << 8 | (r + 3) << 12));
+}
+
+// Eight outputs of one row: one 8-byte store for u8 when all exist and the row allows it, else scalars.
+template <class Out>
+__device__ __forceinline__ void store8(std::byte* out, std::size_t pitch, int y, int x, int width, const int (&acc)[rx],
+                                       bool vec, const LinearFinish& f) {
+    Out* row = reinterpret_cast<Out*>(out + std::size_t(y) * pitch) + x;
+    Out v[rx];
+#pragma unroll
+    for (int q = 0; q < rx; ++q) v[q] = finish_exact32<Out>(acc[q], f);
+    if constexpr (sizeof(Out) == 1) {
+        if (vec && x + rx <= width) {
+            const unsigned lo = unsigned(v[0]) | unsigned(v[1]) << 8 | unsigned(v[2]) << 16 | unsigned(v[3]) << 24;
+            const unsigned hi = unsigned(v[4]) | unsigned(v[5]) << 8 | unsigned(v[6]) << 16 | unsigned(v[7]) << 24;
+            *reinterpret_cast<uint2*>(row) = make_uint2(lo, hi);
+            return;
+        }
+    }
+    for (int q = 0; q < rx && x + q < width; ++q) row[q] = v[q];
+}
+
+template <int K>
+__global__ void __launch_bounds__(block_x* block_y, 4)
+    direct_dp4a(DeviceView in, std::byte* out, std::size_t out_pitch, PixelType out_type,
+                const __grid_constant__ PackedWeights<K> w, BorderMode mode, int outside, LinearFinish finish,
+                bool out_vec, int row_begin, int row_end) {
+    constexpr int R = K / 2, S = (K + 3) / 4, NW = rx / 4 + 2;
+    const int x = (blockIdx.x * block_x + threadIdx.x) * rx;               // first output column
+    const int y0 = row_begin + (blockIdx.y * block_y + threadIdx.y) * ry;  // first output row
+    if (x >= in.width || y0 >= row_end) return;
+    const int bx0 = blockIdx.x * block_x * rx, by0 = row_begin + blockIdx.y * block_y * ry;
+    const bool interior = bx0 - 4 >= 0 && bx0 + block_x * rx + 4 <= in.width && by0 - R >= 0 &&
+                          by0 + block_y * ry + R <= in.height;
+
+    int acc[ry][rx];
+#pragma unroll
+    for (int r = 0; r < ry; ++r)
+#pragma unroll
+        for (int q = 0; q < rx; ++q) acc[r][q] = w.bias;
+
+#pragma unroll
+    for (int t = 0; t < ry + K - 1; ++t) {
+        const int gy = y0 - R + t;
+        unsigned v[NW];  // bytes x-4 .. x+rx+3, each offset by -128
+        if (interior) {
+            const unsigned* row = reinterpret_cast<const unsigned*>(in.data + std::size_t(gy) * in.pitch) + x / 4;
+#pragma unroll
+            for (int m = 0; m < NW; ++m) v[m] = __ldg(row - 1 + m) ^ 0x80808080u;
+        } else {
+            const int sy = map_index(gy, in.height, mode);
+#pragma unroll
+            for (int m = 0; m < NW; ++m) {
+                unsigned word = 0;
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int b = 4 * m + e;  // stream byte: column x - 4 + b
+                    if (b < 4 - R || b >= 4 + rx + R) continue;  // outside every window
+                    const int sx = map_index(x - 4 + b, in.width, mode);
+                    const unsigned px = (sx < 0 || sy < 0) ? unsigned(outside)
+                                                           : unsigned(reinterpret_cast<const unsigned char*>(
+                                                                 in.data + std::size_t(sy) * in.pitch)[sx]);
+                    word |= px << (8 * e);
+                }
+                v[m] = word ^ 0x80808080u;
+            }
+        }
+        // Window o (output q, taps 4s .. 4s+3: o = q + 4s) starts at stream byte 4 - R + o; each is built
+        // once per input row and serves every output row that meets it.
+        int win[rx + 4 * (S - 1)];
+#pragma unroll
+        for (int o = 0; o < rx + 4 * (S - 1); ++o) win[o] = window(v, 4 - R + o);
+#pragma unroll
+        for (int r = 0; r < ry; ++r) {
+            const int j = t - r;
+            if (j < 0 || j >= K) continue;
+#pragma unroll
+            for (int s = 0; s < S; ++s)
+#pragma unroll
+                for (int q = 0; q < rx; ++q) acc[r][q] = __dp4a(win[q + 4 * s], w.w[j][s], acc[r][q]);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < ry; ++r) {
+        const int y = y0 + r;
+        if (y >= row_end) break;
+        switch (out_type) {
+        case PixelType::u8: store8<std::uint8_t>(out, out_pitch, y, x, in.width, acc[r], out_vec, finish); break;
+        case PixelType::u16: store8<std::uint16_t>(out, out_pitch, y, x, in.width, acc[r], out_vec, finish); break;
+        case PixelType::f32: store8<float>(out, out_pitch, y, x, in.width, acc[r], out_vec, finish); break;
+        }
+    }
+}
+
+template <int K>
+PackedWeights<K> pack(const LinearPlan& p) {
+    PackedWeights<K> w{};
+    long long sum = 0;
+    for (int j = 0; j < K; ++j)
+        for (int i = 0; i < K; ++i) {
+            const long long v = p.integer_mask.weights[std::size_t(j) * K + i];
+            sum += v;
+            w.w[j][i / 4] |= int(unsigned(v & 0xFF) << (8 * (i % 4)));
+        }
+    w.bias = int(128 * sum);
+    return w;
+}
+
+template <int K>
+void launch_k(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream, int row_begin, int row_end) {
+    const int outside = int(store_pixel<std::uint8_t>(p.step.border_value));
+    // 8-byte stores of 8 u8 outputs: the view's rows must start 8-byte aligned (an ROI may start anywhere).
+    const bool out_vec = reinterpret_cast<std::uintptr_t>(out.data) % 8 == 0 && out.pitch % 8 == 0;
+    const dim3 block(block_x, block_y);
+    const dim3 grid(unsigned((in.width() + block_x * rx - 1) / (block_x * rx)),
+                    unsigned((row_end - row_begin + block_y * ry - 1) / (block_y * ry)));
+    direct_dp4a<K><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, pack<K>(p), p.step.border,
+                                               outside, p.finish, out_vec, row_begin, row_end);
+    APRON_CUDA_CHECK_LAUNCH("direct_dp4a");
+}
+
+bool disabled() {
+    static const bool off = [] {
+        const char* v = std::getenv("APRON_DP4A");
+        return v && std::strcmp(v, "0") == 0;
+    }();
+    return off;
+}
+
+} // namespace
+
+bool direct_dp4a_supports(const LinearPlan& p, ConstImageView in) {
+    const Mask& m = p.step.mask;
+    if (disabled() || !p.exact || p.in != PixelType::u8 || in.channels() != 1) return false;
+    if (m.width != m.height || m.width % 2 == 0 || m.width < 3 || m.width > max_k || m.anchor_x != m.width / 2 ||
+        m.anchor_y != m.height / 2)
+        return false;
+    // Word loads need 4-byte aligned input rows.
+    if (reinterpret_cast<std::uintptr_t>(in.data) % 4 || in.pitch % 4) return false;
+    std::int64_t abs_sum = 0;
+    for (std::int64_t v : p.integer_mask.weights) {
+        if (v < -128 || v > 127) return false;
+        abs_sum += v < 0 ? -v : v;
+    }
+    // The sum and the offset bias stay inside int32: |sum| <= 255 * abs_sum, |bias| <= 128 * abs_sum.
+    return abs_sum <= (std::int64_t(1) << 22);
+}
+
+void launch_direct_dp4a(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream, int row_begin,
+                        int row_end) {
+    if (row_end < 0) row_end = in.height();
+    if (row_begin >= row_end) return;
+    switch (p.step.mask.width) {
+    case 3: return launch_k<3>(p, in, out, stream, row_begin, row_end);
+    case 5: return launch_k<5>(p, in, out, stream, row_begin, row_end);
+    case 7: return launch_k<7>(p, in, out, stream, row_begin, row_end);
+    case 9: return launch_k<9>(p, in, out, stream, row_begin, row_end);
+    default: throw Error("direct_dp4a: unsupported mask size");
+    }
+}
+
+} // namespace apron::cuda
