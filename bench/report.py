@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Merges apron's GPU benchmark CSV (bench_gpu --csv) with the peers' (bench/peers/) into markdown ratio tables.
 
-    python3 bench/report.py apron.csv npp.csv peers.csv ... [--gpu NAME] [--commit SHA] > table.md
+    python3 bench/report.py apron.csv npp.csv peers.csv ... [--gpu NAME] [--commit SHA] [--book-csv PATH] > table.md
 
 Every CSV starts with the header impl,op,type,param,size,ms,mpix_s; further columns are allowed (apron's rows carry
 algorithm,roofline_pct). Rows with impl 'apron' are apron's, all others are peers. Per image size, one table per
@@ -16,6 +16,13 @@ apron's Gpix/s [% of its roofline], each peer's Gpix/s, apron / best peer and ap
     of apron's type, marked '~'.
 apron cases no peer measured go to 'other apron cases'; peer cases without an apron row to 'peer cases without an
 apron row'. With several sizes, a size-sweep table gives apron's Mpix/s per size (and apron / best peer).
+
+"The book chapter's cases" (only when apron's CSV has some of them) sets apron beside the Tesla C2070 figures of
+the GPU convolution book chapter (--book-csv, default bench/book_chapter_c2070.csv; bench/book_chapter_c2070.md
+says where they come from): one row per image size 512..4096 and mask 3x3, 5x5, 7x7 that apron measured, with
+apron's kernel ms (correlate u8, column ms) against the chapter's kernel-only time (speed-up = C2070 ms / apron ms),
+and apron's host-to-host Mpix/s (h2h_correlate u8) against the chapter's throughput, which counts the transfers
+(ratio apron / C2070). Cells the chapter's CSV leaves empty (most of them) show '–'.
 """
 import argparse
 import csv
@@ -39,6 +46,13 @@ PEER_ORDER = ["npp", "cudnn", "cudnn-f16", "cupy", "torch"]
 OP_ORDER = ["correlate", "correlate_int", "gaussian", "dilate", "erode", "h2h_correlate"]
 TYPE_ORDER = ["f32", "u8"]
 NPP_GAUSS_OP = "gaussian_mask"
+
+# The book chapter's generic (non-separable) kernel table, and the cases it measures on the Tesla C2070.
+BOOK_CSV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "book_chapter_c2070.csv")
+BOOK_TABLE = "tab:convoNonSepReg1"
+BOOK_SIZES = [512, 1024, 2048, 4096]
+BOOK_MASKS = [3, 5, 7]
+BOOK_TYPE = "u8"
 
 
 def label(impl):
@@ -315,11 +329,86 @@ def size_sweep_table(out, table, matcher, sizes):
                         ["---", "---", "--:"] + ["--:"] * len(sizes)) + "\n")
 
 
+def square_side(s):
+    """'4096x4096' -> 4096; None for an empty or non-square cell."""
+    parts = (s or "").strip().lower().split("x")
+    if len(parts) != 2 or parts[0] != parts[1] or not parts[0].isdigit():
+        return None
+    return int(parts[0])
+
+
+def read_book(path):
+    """The chapter's C2070 cells of BOOK_TABLE: (size, mask width) -> (kernel ms, Mpix/s with transfers), each the
+    text as printed in the CSV, or None where the cell is empty. {} (and a note on stderr) when it cannot be read."""
+    cells = {}
+    try:
+        with open(path, newline="") as f:
+            for d in csv.DictReader(f):
+                size, k = square_side(d.get("image_size")), square_side(d.get("mask"))
+                if (d.get("table") or "").strip() != BOOK_TABLE or size is None or k is None:
+                    continue
+                cells[(size, k)] = tuple((d.get(c) or "").strip() if num(d.get(c)) else None
+                                         for c in ("time_ms", "mpix_per_s"))
+    except OSError as e:
+        print("report.py: %s: %s, the book chapter's C2070 columns left empty" % (path, e.strerror), file=sys.stderr)
+    return cells
+
+
+def fmt_ms(ms):
+    """Milliseconds with about three significant digits."""
+    if ms >= 100:
+        return "%.0f" % ms
+    if ms >= 10:
+        return "%.1f" % ms
+    if ms >= 1:
+        return "%.2f" % ms
+    return "%#.3g" % ms
+
+
+def kernel_ms(r):
+    return r.ms if r.ms else r.size * r.size / 1e3 / r.mpix_s
+
+
+def book_table(out, table, book):
+    """Appends "The book chapter's cases" when apron measured some of them (correlate or h2h_correlate u8 of the
+    chapter's sizes and masks)."""
+    cases = [(size, k) for size in BOOK_SIZES for k in BOOK_MASKS
+             if any(("apron", op, BOOK_TYPE, k, size) in table for op in ("correlate", "h2h_correlate"))]
+    if not cases:
+        return
+    body = []
+    for size, k in cases:
+        kern = table.get(("apron", "correlate", BOOK_TYPE, k, size))
+        h2h = table.get(("apron", "h2h_correlate", BOOK_TYPE, k, size))
+        book_ms, book_tp = book.get((size, k), (None, None))
+        cells = ["%dx%d" % (size, size), "%dx%d" % (k, k)]
+        cells.append(fmt_ms(kernel_ms(kern)) if kern else "–")
+        cells.append(book_ms or "–")
+        cells.append(fmt_ratio(num(book_ms) / kernel_ms(kern)) if kern and book_ms else "–")
+        cells.append("%.0f" % h2h.mpix_s if h2h else "–")
+        cells.append(book_tp or "–")
+        cells.append(fmt_ratio(h2h.mpix_s / num(book_tp)) if h2h and book_tp else "–")
+        body.append(cells)
+    out.append("## The book chapter's cases\n")
+    out.append("The generic (non-separable) kernel of the GPU convolution book chapter (G. Perrot, *Designing "
+               "Scientific Applications on GPUs*, ch. 4, table %s), %s images: apron's kernel time (correlate) "
+               "against the chapter's kernel-only time, apron's host-to-host throughput (h2h_correlate) against "
+               "the chapter's, which counts the transfers. Above 1x apron is faster.\n" % (BOOK_TABLE, BOOK_TYPE))
+    out.append(md_table(["image", "mask", "apron kernel ms", "C2070 kernel ms", "kernel speed-up (C2070 / apron)",
+                         "apron h2h Mpix/s", "C2070 Mpix/s (with transfers)", "h2h apron / C2070"], body,
+                        ["---", "---"] + ["--:"] * 6) + "\n")
+    out.append("C2070 numbers: as printed in the book chapter; most cells are unknown ('–'), see "
+               "bench/book_chapter_c2070.md (which also explains why the 4096x4096 5x5 Mpix/s looks like a copy "
+               "slip).\n")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Merge apron's and the peers' benchmark CSVs into markdown tables.")
     ap.add_argument("csv", nargs="+", help="CSV files (impl,op,type,param,size,ms,mpix_s[,...])")
     ap.add_argument("--gpu", help="GPU name for the header (default: nvidia-smi's, where there is one)")
     ap.add_argument("--commit", help="apron commit for the header (default: git rev-parse --short HEAD)")
+    ap.add_argument("--book-csv", default=BOOK_CSV,
+                    help="the book chapter's Tesla C2070 figures (default: book_chapter_c2070.csv next to report.py)")
     args = ap.parse_args(argv)
 
     rows, problems = read_rows(args.csv)
@@ -354,6 +443,7 @@ def main(argv=None):
     apron_sizes = sorted({k[4] for k in table if k[0] == "apron"})
     if len(apron_sizes) > 1:
         size_sweep_table(out, table, matcher, apron_sizes)
+    book_table(out, table, read_book(args.book_csv))
     print("\n".join(out))
     return 0
 

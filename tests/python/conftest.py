@@ -45,11 +45,16 @@ def _find_binary() -> tuple[Path | None, str]:
 APRON_PATH, APRON_MISSING_REASON = _find_binary()
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "no_apron_binary: the test runs without the apron binary (tools, reports)")
+
+
 def pytest_collection_modifyitems(config, items):
     if APRON_PATH is None:
         skip = pytest.mark.skip(reason=APRON_MISSING_REASON)
         for item in items:
-            item.add_marker(skip)
+            if item.get_closest_marker("no_apron_binary") is None:
+                item.add_marker(skip)
 
 
 class Apron:
