@@ -10,6 +10,8 @@
 #   mkdir -p .device-carry/debs && (cd .device-carry/debs && apt-get download libhwy-dev libhwy1)
 #   for f in .device-carry/debs/*.deb; do dpkg -x "$f" .device-carry/hwy; done
 # and name .device-carry in the call's `carry`.
+# The device's copy of .git can be older than the working tree it carries: name the commit measured with
+# APRON_COMMIT=<sha> in the call, or the report shows the stale one.
 # APRON_GPU_STEPS selects steps (default "build test sanitize bench peers report"; "stress" runs one test
 # (APRON_STRESS, a gtest filter) in 16 processes at once, 4 rounds; "profile" runs ncu on one case,
 # APRON_PROFILE="--op correlate --type u8 --k 5"); APRON_BENCH_ARGS adds bench_gpu arguments (--sweep).
