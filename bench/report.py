@@ -71,16 +71,20 @@ def fmt_param(p):
     return "%d" % p if float(p).is_integer() else "%g" % p
 
 
+def three_digits(v, below_one="%.3g"):
+    """v with about three significant digits (below 1: the given format)."""
+    if v >= 100:
+        return "%.0f" % v
+    if v >= 10:
+        return "%.1f" % v
+    if v >= 1:
+        return "%.2f" % v
+    return below_one % v
+
+
 def fmt_rate(mpix_s):
     """Gpix/s with about three significant digits."""
-    g = mpix_s / 1e3
-    if g >= 100:
-        return "%.0f" % g
-    if g >= 10:
-        return "%.1f" % g
-    if g >= 1:
-        return "%.2f" % g
-    return "%.3g" % g
+    return three_digits(mpix_s / 1e3)
 
 
 def fmt_ratio(r):
@@ -355,14 +359,8 @@ def read_book(path):
 
 
 def fmt_ms(ms):
-    """Milliseconds with about three significant digits."""
-    if ms >= 100:
-        return "%.0f" % ms
-    if ms >= 10:
-        return "%.1f" % ms
-    if ms >= 1:
-        return "%.2f" % ms
-    return "%#.3g" % ms
+    """Milliseconds with about three significant digits (trailing zeros kept: 0.0500)."""
+    return three_digits(ms, "%#.3g")
 
 
 def kernel_ms(r):

@@ -13,6 +13,7 @@
 
 #include "cuda/direct_dp4a.hpp"
 #include "plan/plan.hpp"
+#include "plan_support.hpp"
 #include "test_support.hpp"
 
 using namespace apron;
@@ -25,23 +26,7 @@ namespace {
 constexpr BorderMode kBorders[] = {BorderMode::constant, BorderMode::nearest, BorderMode::reflect, BorderMode::mirror,
                                    BorderMode::wrap};
 
-LinearPlan plan_for(const Mask& m, const ImageShape& shape, PixelType out, BorderMode border, double value = 0,
-                    Normalise normalise = Normalise::none, double scale = 1, double delta = 0) {
-    LinearStep s;
-    s.mask = m;
-    s.border = border;
-    s.border_value = value;
-    s.normalise = normalise;
-    s.scale = scale;
-    s.delta = delta;
-    Step step;
-    step.action = s;
-    OpProgram prog;
-    prog.spec = "test";
-    prog.steps.push_back(step);
-    ExecutionPlan ep = make_plan({prog}, shape, out, Backend::cpu);
-    return std::get<LinearPlan>(ep.operations.at(0).steps.at(0).what);
-}
+using test::plan_for;
 
 // Integer weights in [lo, hi], with both ends present (the packing of -128 and 127 is the risky part)
 // and, when hi > 0, a positive sum: `normalize=sum` over a negative sum turns the integer form's signs

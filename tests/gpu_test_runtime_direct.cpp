@@ -14,6 +14,7 @@
 #include "apron/pipeline.hpp"
 #include "cuda/runtime_direct_api.hpp"
 #include "plan/plan.hpp"
+#include "plan_support.hpp"
 #include "test_support.hpp"
 
 using namespace apron;
@@ -26,23 +27,7 @@ constexpr BorderMode kBorders[] = {BorderMode::constant, BorderMode::nearest, Bo
 #define REQUIRE_GPU() \
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
 
-LinearPlan plan_for(const Mask& m, const ImageShape& shape, PixelType out, BorderMode border = BorderMode::reflect,
-                    double border_value = 0, Normalise normalise = Normalise::none, double scale = 1, double delta = 0) {
-    LinearStep s;
-    s.mask = m;
-    s.border = border;
-    s.border_value = border_value;
-    s.normalise = normalise;
-    s.scale = scale;
-    s.delta = delta;
-    Step step;
-    step.action = s;
-    OpProgram prog;
-    prog.spec = "test";
-    prog.steps.push_back(step);
-    ExecutionPlan ep = make_plan({prog}, shape, out, Backend::cpu);
-    return std::get<LinearPlan>(ep.operations.at(0).steps.at(0).what);
-}
+using test::plan_for;
 
 Mask random_mask(int w, int h, bool integer, bool symmetric, std::uint32_t seed, int range = 4) {
     std::mt19937 rng(seed);

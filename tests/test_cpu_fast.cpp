@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "plan/plan.hpp"
+#include "plan_support.hpp"
 #include "test_support.hpp"
 
 using namespace apron;
@@ -30,19 +31,8 @@ Executor& fast() {
     return *ex;
 }
 
-StepPlan plan_step(Step step, const ImageShape& shape, PixelType out) {
-    OpProgram prog;
-    prog.spec = "test";
-    prog.steps.push_back(std::move(step));
-    ExecutionPlan ep = make_plan({prog}, shape, out, Backend::cpu);
-    return ep.operations.at(0).steps.at(0);
-}
-
-LinearPlan linear_plan(const LinearStep& s, const ImageShape& shape, PixelType out) {
-    Step step;
-    step.action = s;
-    return std::get<LinearPlan>(plan_step(step, shape, out).what);
-}
+using test::linear_plan;
+using test::plan_step;
 
 MorphPlan morph_plan(const MorphStep& s, const ImageShape& shape) {
     Step step;

@@ -15,6 +15,7 @@
 
 #include "cuda/nvrtc_cache.hpp"
 #include "cuda/rtc_source.hpp"
+#include "plan_support.hpp"
 #include "plan/plan.hpp"
 
 using namespace apron;
@@ -23,16 +24,7 @@ using namespace apron::cuda;
 namespace {
 
 LinearPlan plan_for(const Mask& m, PixelType in, PixelType out, Normalise normalise = Normalise::none) {
-    LinearStep s;
-    s.mask = m;
-    s.normalise = normalise;
-    Step step;
-    step.action = s;
-    OpProgram prog;
-    prog.spec = "test";
-    prog.steps.push_back(step);
-    ExecutionPlan ep = make_plan({prog}, ImageShape{64, 64, 1, in}, out, Backend::cpu);
-    return std::get<LinearPlan>(ep.operations.at(0).steps.at(0).what);
+    return test::plan_for(m, ImageShape{64, 64, 1, in}, out, BorderMode::reflect, 0, normalise);
 }
 
 Mask random_mask(int w, int h, bool integer, bool symmetric, std::uint32_t seed) {
