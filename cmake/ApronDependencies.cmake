@@ -8,6 +8,10 @@ find_package(JPEG REQUIRED)           # libjpeg62-turbo-dev
 find_package(CLI11 CONFIG REQUIRED)   # libcli11-dev
 pkg_check_modules(HWY REQUIRED IMPORTED_TARGET libhwy)  # libhwy-dev
 
+pkg_check_modules(FFTW3 IMPORTED_TARGET fftw3)  # libfftw3-dev (optional: the CPU backend's FFT path)
+set(APRON_HAVE_FFTW ${FFTW3_FOUND})
+message(STATUS "apron: FFTW (CPU FFT convolution) ${APRON_HAVE_FFTW}")
+
 find_package(TIFF)                    # libtiff-dev (optional: TIFF files)
 set(APRON_HAVE_TIFF ${TIFF_FOUND})
 message(STATUS "apron: TIFF support ${APRON_HAVE_TIFF}")

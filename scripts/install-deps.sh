@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what apron needs on Debian 12 / Ubuntu 24.04 (skips what is already there).
-# Build: cmake, ninja, g++, libpng, libjpeg-turbo, libtiff, Highway, CLI11.  Tests: GoogleTest, clang
+# Build: cmake, ninja, g++, libpng, libjpeg-turbo, libtiff, Highway, CLI11, FFTW.  Tests: GoogleTest, clang
 # (libFuzzer targets), and the Python packages of tests/python/requirements.txt.
 # Benchmarks (optional, APRON_BENCH_DEPS=1): Google Benchmark and OpenCV for the comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ pkg-config libpng-dev libjpeg62-turbo-dev libtiff-dev libhwy-dev libcli11-dev
+packages=(cmake ninja-build g++ pkg-config libpng-dev libjpeg62-turbo-dev libtiff-dev libhwy-dev libcli11-dev libfftw3-dev
           libgtest-dev clang python3 python3-pip)
 if [ "${APRON_BENCH_DEPS:-0}" = 1 ]; then packages+=(libbenchmark-dev libopencv-dev); fi
 # Ubuntu names libjpeg-turbo's dev package differently.

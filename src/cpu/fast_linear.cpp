@@ -19,6 +19,7 @@
 #include "core/pixel.hpp"
 #include "cpu/fast_executor.hpp"
 #include "cpu/fast_rows.hpp"
+#include "cpu/fft_linear.hpp"
 
 namespace apron::cpu {
 namespace {
@@ -268,6 +269,7 @@ void run_typed(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, Imag
 
 void run_linear(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, ImageView out) {
     if (in.empty()) return;
+    if (plan.algorithm == LinearAlgorithm::fft) return run_fft_linear(pool, plan, in, out);
     if (plan.exact && plan.accumulator == Accumulator::f64) run_typed<double>(pool, plan, in, out);
     else run_typed<float>(pool, plan, in, out);
 }

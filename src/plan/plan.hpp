@@ -15,7 +15,7 @@
 
 namespace apron {
 
-enum class LinearAlgorithm : unsigned char { direct, separable };
+enum class LinearAlgorithm : unsigned char { direct, separable, fft };
 enum class Accumulator : unsigned char { f32, f64 };
 
 struct LinearPlan {
