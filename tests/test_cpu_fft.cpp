@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -143,4 +144,29 @@ TEST(CpuFft, WhenThePlannerTakesIt) {
     ::setenv("APRON_FFT", "0", 1);
     EXPECT_EQ(test::plan_for(big, shape, PixelType::u8).algorithm, LinearAlgorithm::direct);
     ::unsetenv("APRON_FFT");
+}
+
+TEST(CpuFft, NonFiniteSamplesStayInTheirWindows) {
+    REQUIRE_FFT();
+    // A transform would spread a NaN or an infinity over its whole tile; the executor sees them and sums
+    // directly, so only the windows that hold them are affected, as in the reference.
+    Image in = test::random_image(120, 90, 1, PixelType::f32, 51);
+    in.view().row<float>(10)[20] = std::numeric_limits<float>::quiet_NaN();
+    in.view().row<float>(70)[100] = std::numeric_limits<float>::infinity();
+    const LinearPlan p = test::plan_for(random_mask(31, 31, false, 52), in.shape(), PixelType::f32, BorderMode::reflect);
+    ASSERT_EQ(p.algorithm, LinearAlgorithm::fft);
+    Image want(in.shape()), got(in.shape());
+    make_reference_executor()->linear(p, in.view(), want.view());
+    make_cpu_executor(2)->linear(p, in.view(), got.view());
+    int nan_want = 0, nan_got = 0, differ = 0;
+    for (int y = 0; y < 90; ++y)
+        for (int x = 0; x < 120; ++x) {
+            const float a = want.view().row<float>(y)[x], b = got.view().row<float>(y)[x];
+            nan_want += std::isnan(a), nan_got += std::isnan(b);
+            if (std::isfinite(a) != std::isfinite(b) || (std::isfinite(a) && std::fabs(a - b) > 1e-3f)) ++differ;
+        }
+    EXPECT_EQ(nan_got, nan_want);
+    EXPECT_GT(nan_want, 0);
+    EXPECT_LT(nan_want, 120 * 90);  // not the whole image: the windows only
+    EXPECT_EQ(differ, 0);
 }
