@@ -140,6 +140,11 @@ TEST(CpuFft, WhenThePlannerTakesIt) {
     ASSERT_TRUE(huge.exact);
     EXPECT_GE(cpu::fft_exact_error_bound(huge, cpu::choose_fft_tile(31, 31, 300, 300)), 0.25);
     EXPECT_EQ(huge.algorithm, LinearAlgorithm::direct);
+    // Tiles: about 4k and at least 256, at most 1024, one tile when the image fits in it, none past 1024.
+    EXPECT_EQ(cpu::choose_fft_tile(31, 31, 4096, 4096).nx, 256);
+    EXPECT_EQ(cpu::choose_fft_tile(301, 301, 3000, 3000).nx, 1024);
+    EXPECT_EQ(cpu::choose_fft_tile(63, 63, 100, 20).nx, 162);  // 2 x 3^4 >= 100 + 62
+    EXPECT_EQ(cpu::choose_fft_tile(1100, 5, 3000, 3000).nx, 0);
     // APRON_FFT=0 keeps it out.
     ::setenv("APRON_FFT", "0", 1);
     EXPECT_EQ(test::plan_for(big, shape, PixelType::u8).algorithm, LinearAlgorithm::direct);

@@ -64,10 +64,12 @@ int smooth_at_least(int n) {
 // The transform side along one axis for a mask side k and image side n. The transform work per output,
 // n log n / (n - k + 1), falls as the side grows past k, but tiles that leave the core's caches cost more
 // than the log: measured here (4096^2 f32, 15x15 to 63x63, 2 cores), 256 beat 128, 512 and 1024 (the
-// last 2-3x slower). So about 4k, at least 256; and no larger than one tile over the whole image.
+// last 2-3x slower). So about 4k, at least 256 and at most max_tile_side; and no larger than one tile
+// over the whole image.
 int choose_side(int k, int n) {
     const int whole = smooth_at_least(n + k - 1);
-    const int target = smooth_at_least(std::max(4 * k, 256));
+    int target = smooth_at_least(std::min(std::max(4 * k, 256), max_tile_side));
+    if (target < k) target = 0;  // a side above max_tile_side: no tile holds the mask
     if (whole && (!target || whole <= target)) return whole;
     return target;
 }
