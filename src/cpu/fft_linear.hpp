@@ -19,7 +19,8 @@ struct FftTile {
 FftTile choose_fft_tile(int mask_w, int mask_h, int width, int height);
 
 // The largest error of one output of an exact plan's sum computed through a double FFT of this tile,
-// bounded above (u = 2^-53, the usual log2(n) growth of the transform error, generous constants): the
+// bounded above by 16 u log2(n) |region|_2 |mask|_1 (u = 2^-53; the transforms' error grows as log2(n)
+// relative to the L2 norms they carry; generous constant): the
 // planner takes the FFT for an exact plan only while this stays below 1/4, so rounding recovers the
 // exact integer sum.
 double fft_exact_error_bound(const LinearPlan& plan, FftTile tile);
