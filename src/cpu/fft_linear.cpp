@@ -123,26 +123,50 @@ ComplexBuffer complex_buffer(std::size_t n) {
     return b;
 }
 
-// FFTW's planner is not thread-safe (its execute functions are): plans are made under one lock, kept for
-// the process's life, and executed on any buffer from fftw_alloc_* (the same SIMD alignment).
+// FFTW's planner is not thread-safe (its execute functions are): plans are made under one lock, kept until
+// the process exits, and executed on any buffer from fftw_alloc_* (the same SIMD alignment). At exit the
+// cache destroys them and has FFTW free its own tables (leak checkers see every byte returned).
 struct Plans {
     fftw_plan forward = nullptr, inverse = nullptr;
 };
+
+class PlanCache {
+public:
+    ~PlanCache() {
+        for (auto& [size, p] : plans_) {
+            fftw_destroy_plan(p.forward);
+            fftw_destroy_plan(p.inverse);
+        }
+        fftw_cleanup();
+    }
+
+    Plans get(int nx, int ny) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = plans_.find({nx, ny});
+        if (it != plans_.end()) return it->second;
+        const std::size_t real = std::size_t(nx) * ny, spectrum = std::size_t(nx / 2 + 1) * ny;
+        RealBuffer r = real_buffer(real);
+        ComplexBuffer c = complex_buffer(spectrum);
+        Plans p;
+        p.forward = fftw_plan_dft_r2c_2d(ny, nx, r.get(), c.get(), FFTW_ESTIMATE);
+        p.inverse = fftw_plan_dft_c2r_2d(ny, nx, c.get(), r.get(), FFTW_ESTIMATE);
+        if (!p.forward || !p.inverse) {
+            if (p.forward) fftw_destroy_plan(p.forward);
+            if (p.inverse) fftw_destroy_plan(p.inverse);
+            throw Error("fft: FFTW could not plan a " + std::to_string(nx) + "x" + std::to_string(ny) + " transform");
+        }
+        plans_.emplace(std::make_pair(nx, ny), p);
+        return p;
+    }
+
+private:
+    std::mutex mutex_;
+    std::map<std::pair<int, int>, Plans> plans_;
+};
+
 Plans plans_for(int nx, int ny) {
-    static std::mutex m;
-    static std::map<std::pair<int, int>, Plans> cache;
-    std::lock_guard<std::mutex> lock(m);
-    auto it = cache.find({nx, ny});
-    if (it != cache.end()) return it->second;
-    const std::size_t real = std::size_t(nx) * ny, spectrum = std::size_t(nx / 2 + 1) * ny;
-    RealBuffer r = real_buffer(real);
-    ComplexBuffer c = complex_buffer(spectrum);
-    Plans p;
-    p.forward = fftw_plan_dft_r2c_2d(ny, nx, r.get(), c.get(), FFTW_ESTIMATE);
-    p.inverse = fftw_plan_dft_c2r_2d(ny, nx, c.get(), r.get(), FFTW_ESTIMATE);
-    if (!p.forward || !p.inverse) throw Error("fft: FFTW could not plan a " + std::to_string(nx) + "x" + std::to_string(ny) + " transform");
-    cache.emplace(std::make_pair(nx, ny), p);
-    return p;
+    static PlanCache cache;
+    return cache.get(nx, ny);
 }
 
 struct Scratch {
