@@ -20,6 +20,7 @@
 #include "cpu/fast_executor.hpp"
 #include "cpu/fast_rows.hpp"
 #include "cpu/fft_linear.hpp"
+#include "cpu/simd_kernels.hpp"
 
 namespace apron::cpu {
 namespace {
@@ -261,11 +262,8 @@ private:
 
 bool all_finite(ConstImageView in) {
     const std::size_t n = std::size_t(in.width()) * std::size_t(in.channels());
-    for (int y = 0; y < in.height(); ++y) {
-        const float* row = in.row<float>(y);
-        for (std::size_t k = 0; k < n; ++k)
-            if (!std::isfinite(row[k])) return false;
-    }
+    for (int y = 0; y < in.height(); ++y)
+        if (!simd::all_finite(in.row<float>(y), n)) return false;
     return true;
 }
 

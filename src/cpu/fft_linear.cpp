@@ -172,6 +172,7 @@ Plans plans_for(int nx, int ny) {
 struct Scratch {
     RealBuffer real;
     ComplexBuffer spectrum;
+    std::vector<int> columns;  // the region's source column of each transform column
 };
 
 } // namespace
@@ -210,12 +211,12 @@ void run_fft_linear(ThreadPool& pool, const LinearPlan& plan, ConstImageView in,
             const int mode_raw = int(plan.step.border);
             pool.run(tiles_x * tiles_y * C, [&](int task, int participant) {
                 Scratch& s = scratch[std::size_t(participant)];
-                if (!s.real) s.real = real_buffer(real_n), s.spectrum = complex_buffer(spec_n);
+                if (!s.real) s.real = real_buffer(real_n), s.spectrum = complex_buffer(spec_n), s.columns.resize(std::size_t(nx));
                 const int c = task % C, t = task / C;
                 const int ox = (t % tiles_x) * vx, oy = (t / tiles_x) * vy;
                 const int gx0 = ox - m.anchor_x, gy0 = oy - m.anchor_y;
                 // The region through the border rule: columns mapped once per tile.
-                std::vector<int> xs(static_cast<std::size_t>(nx));
+                std::vector<int>& xs = s.columns;
                 for (int x = 0; x < nx; ++x) xs[std::size_t(x)] = map_index(gx0 + x, in.width(), BorderMode(mode_raw));
                 double* r = s.real.get();
                 for (int y = 0; y < ny; ++y) {
