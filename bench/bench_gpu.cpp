@@ -3,15 +3,28 @@
 // the image is device-resident and larger than L2 at the default size), and host-to-host time of one pinned
 // image through a 5x5 filter (copies overlapped with compute). Prints a table and writes CSV in the schema
 // bench/report.py merges with the peers' (bench/peers/):
-//   impl,op,type,param,size,ms,mpix_s,algorithm,roofline_pct
+//   impl,op,type,param,size,ms,mpix_s,algorithm,roofline_pct,fma_peak
+// algorithm: the plan's step label (a low-rank plan: "low-rank, N steps: " and every step's label).
+// roofline_pct: the row's throughput as a share of its roofline, pixels/s. Kernel-only rows: the direct
+// algorithm's FP32 roofline min(bandwidth / bytes per pixel, fma_peak / taps) with taps = k^2 for the
+// correlate cases whatever path ran (an FFT or tensor row can exceed 100%), memory-bound ops bandwidth
+// only; host-to-host rows: pinned PCIe with both directions at once.
+// fma_peak: the FP32 FMA ceiling, FMA/s (the same on every row; bench/report.py's large-mask targets).
 // Rooflines use ceilings measured in the same process on the same GPU: device-to-device copy bandwidth
 // (bytes read + written), pinned PCIe with both directions at once, and the FP32 FMA peak from the SM
 // count and clock (128 lanes per SM on sm_80+).
 //
-//   bench_gpu [--sizes 8192,...] [--sweep] [--book] [--reps N] [--csv FILE] [--op NAME] [--type u8|f32] [--k N]
+//   bench_gpu [--sizes 8192,...] [--sweep] [--book] [--large] [--reps N] [--csv FILE] [--op NAME]
+//             [--type u8|f32] [--k N]
 // --sweep adds sizes 512 to 16384 for a subset of cases; --book the book chapter's cases (u8 images 512 to
 // 4096, masks 3x3 to 7x7, kernel only and host to host; bench/book_chapter_c2070.md); --op/--type/--k
-// restrict the cases (profiling).
+// restrict the cases (profiling; --op takes the name without '@').
+// --large: masks of any size instead of the default cases (issue "masks of any size"): random non-separable
+// k x k masks, correlate f32 and correlate_int u8 (integer weights, exact) at k = 3..127, and correlate_rank2
+// f32 (a sum of two random outer products) at k = 15, 31, 63, 127. Each case is timed with the planner's
+// choice (op as is, algorithm = the chosen step label) and with every path forced (RunOptions::algorithm,
+// op named OP@PATH: correlate@fft, correlate_int@tensor, correlate_rank2@low-rank); a path that cannot run
+// the case (the planner's --algo error) is skipped. Slow cases take fewer repetitions: max(3, 2 s / one run).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -21,9 +34,12 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apron/errors.hpp"
@@ -42,11 +58,17 @@ struct Ceilings {
 Ceilings ceil_;
 
 struct Case {
-    std::string op;     // correlate, correlate_int, gaussian, dilate, erode, h2h_correlate
+    std::string op;     // correlate, correlate_int, correlate_rank2, gaussian, dilate, erode, h2h_correlate
     PixelType type;
     double param;       // mask size k (k x k) or sigma
     OpProgram program;  // the apron operation
     double taps;        // multiply-adds per pixel of the direct algorithm, 0: memory-bound algorithm
+    Algorithm algorithm = Algorithm::automatic;  // forced path (--large), automatic: the planner's choice
+
+    // The CSV's op: forced paths carry theirs, "correlate@fft".
+    std::string name() const {
+        return algorithm == Algorithm::automatic ? op : op + "@" + to_string(algorithm);
+    }
 };
 
 struct Result {
@@ -72,6 +94,51 @@ OpProgram random_correlation(int k, bool integer) {
     LinearStep step{Mask(k, k, w), BorderMode::nearest};
     if (integer) step.scale = 0.125;
     return OpProgram{"correlate " + std::to_string(k) + "x" + std::to_string(k), {Step{step}}};
+}
+
+// A random k x k mask of rank 2 (the sum of two random outer products, float weights), border replicate:
+// the low-rank path's case.
+OpProgram random_rank2_correlation(int k) {
+    std::mt19937 rng{unsigned(1000 + k)};
+    std::uniform_real_distribution<double> real(-1, 1);
+    const std::size_t n = std::size_t(k);
+    std::vector<double> a1(n), b1(n), a2(n), b2(n);
+    for (auto* v : {&a1, &b1, &a2, &b2})
+        for (double& x : *v) x = real(rng);
+    std::vector<double> w(n * n);
+    for (std::size_t j = 0; j < n; ++j)
+        for (std::size_t i = 0; i < n; ++i) w[j * n + i] = (a1[j] * b1[i] + a2[j] * b2[i]) / k;
+    LinearStep step{Mask(k, k, w), BorderMode::nearest};
+    return OpProgram{"correlate " + std::to_string(k) + "x" + std::to_string(k) + " rank 2", {Step{step}}};
+}
+
+// --large: every mask size, each case with the planner's choice and then every path forced.
+std::vector<Case> large_cases() {
+    std::vector<Case> out;
+    auto add = [&](const std::string& op, PixelType t, int k, const OpProgram& program,
+                   std::initializer_list<Algorithm> forced) {
+        out.push_back({op, t, double(k), program, double(k) * k});
+        for (Algorithm a : forced) out.push_back({op, t, double(k), program, double(k) * k, a});
+    };
+    const std::vector<int> ks = {3, 5, 7, 9, 11, 13, 15, 17, 21, 25, 31, 41, 51, 63, 85, 127};
+    for (int k : ks)
+        add("correlate", PixelType::f32, k, random_correlation(k, false),
+            {Algorithm::direct, Algorithm::fft, Algorithm::tensor});
+    for (int k : ks)
+        add("correlate_int", PixelType::u8, k, random_correlation(k, true),
+            {Algorithm::direct, Algorithm::fft, Algorithm::tensor});
+    for (int k : {15, 31, 63, 127})
+        add("correlate_rank2", PixelType::f32, k, random_rank2_correlation(k),
+            {Algorithm::direct, Algorithm::low_rank, Algorithm::fft});
+    return out;
+}
+
+// What the plan does: its one step's label, or a low-rank plan's steps ("low-rank, 3 steps: ...; ...").
+std::string plan_label(const OperationPlan& op) {
+    if (op.steps.size() == 1) return op.steps[0].label;
+    std::string s = "low-rank, " + std::to_string(op.steps.size()) + " steps: ";
+    for (std::size_t k = 0; k < op.steps.size(); ++k) s += (k ? "; " : "") + op.steps[k].label;
+    return s;
 }
 
 std::vector<Case> cases(bool sweep_subset) {
@@ -120,6 +187,7 @@ public:
         ex_ = make_cuda_executor(stream_);
     }
     ~Bench() {
+        inputs_.clear();  // freed on the stream, before it goes
         ex_.reset();
         cudaEventDestroy(a_);
         cudaEventDestroy(b_);
@@ -127,28 +195,40 @@ public:
         cudaStreamDestroy(stream_);
     }
 
-    // Kernel only: the executor's call on device-resident buffers, timed by events on its stream.
+    // Kernel only: the executor's calls on device-resident buffers, timed by events on its stream. Every
+    // step of the plan runs (a low-rank plan: its separable passes and the additions), intermediates
+    // allocated once beforehand.
     Result kernel_only(const Case& c, int size) {
         const ImageShape shape{size, size, 1, c.type};
-        const ExecutionPlan plan = make_plan({c.program}, shape, c.type, Backend::cuda);
-        if (plan.operations.size() != 1 || plan.operations[0].steps.size() != 1)
-            throw Error("bench_gpu: " + c.program.spec + " is not a single step");
-        const StepPlan& step = plan.operations[0].steps[0];
-        Image host(shape);
-        fill_random(host, unsigned(size));
-        Buffer in = ex_->allocate(shape), out = ex_->allocate(shape);
-        ex_->upload(host.view(), in.view);
+        const ExecutionPlan plan = make_plan({c.program}, shape, c.type, Backend::cuda, c.algorithm);
+        if (plan.operations.size() != 1 || plan.operations[0].steps.empty())
+            throw Error("bench_gpu: " + c.program.spec + " is not one operation");
+        const std::vector<StepPlan>& steps = plan.operations[0].steps;
+        const Buffer& in = input(shape);
+        std::vector<Buffer> results;
+        for (std::size_t k = 0; k < steps.size(); ++k)
+            results.push_back(ex_->allocate(k + 1 == steps.size() ? plan.output : steps[k].out_shape));
+        auto view_of = [&](int index) -> ConstImageView {
+            if (index == no_operand) return {};
+            return index == op_input ? in.cview() : results.at(std::size_t(index)).cview();
+        };
         auto launch = [&] {
-            if (auto* l = std::get_if<LinearPlan>(&step.what))
-                ex_->linear(*l, in.cview(), out.view);
-            else
-                ex_->morph(std::get<MorphPlan>(step.what), in.cview(), out.view);
+            for (std::size_t k = 0; k < steps.size(); ++k) {
+                const StepPlan& step = steps[k];
+                if (auto* l = std::get_if<LinearPlan>(&step.what))
+                    ex_->linear(*l, view_of(step.input), results[k].view);
+                else if (auto* m = std::get_if<MorphPlan>(&step.what))
+                    ex_->morph(*m, view_of(step.input), results[k].view);
+                else
+                    ex_->combine(std::get<CombinePlan>(step.what), view_of(step.input), view_of(step.second),
+                                 results[k].view);
+            }
         };
         const double ms = time_events(launch);
         const double bpp = 2.0 * bytes_per_sample(c.type);
         double roof = ceil_.bandwidth / bpp;
         if (c.taps > 0) roof = std::min(roof, ceil_.fma_peak / c.taps);
-        return finish(c, size, ms, roof, step.label);
+        return finish(c, size, ms, roof, plan_label(plan.operations[0]));
     }
 
     // Host to host: a pinned image through the whole pipeline (upload, filter, download overlapped).
@@ -211,10 +291,35 @@ public:
     }
 
 private:
+    // The random input image of this shape on the device, made once (the last size's images are kept).
+    const Buffer& input(const ImageShape& shape) {
+        if (!inputs_.empty() && inputs_.begin()->first.first != shape.width) inputs_.clear();
+        const auto key = std::make_pair(shape.width, int(shape.type));
+        auto it = inputs_.find(key);
+        if (it == inputs_.end()) {
+            Image host(shape);
+            fill_random(host, unsigned(shape.width));
+            Buffer b = ex_->allocate(shape);
+            ex_->upload(host.view(), b.view);
+            ex_->synchronize();
+            it = inputs_.emplace(key, std::move(b)).first;
+        }
+        return it->second;
+    }
+
+    // Median of event-timed launches after 3 warm-up launches: reps_ of them, fewer for a slow launch (the
+    // last warm-up's time): max(3, 2 s / that time).
     double time_events(const std::function<void()>& launch) {
-        for (int k = 0; k < 3; ++k) launch();
+        for (int k = 0; k < 2; ++k) launch();
+        cudaEventRecord(a_, stream_);
+        launch();
+        cudaEventRecord(b_, stream_);
+        cudaEventSynchronize(b_);
+        float warm_ms = 0;
+        cudaEventElapsedTime(&warm_ms, a_, b_);
+        const int reps = warm_ms > 0 ? std::min(reps_, std::max(3, int(2000.0 / warm_ms))) : reps_;
         std::vector<double> t;
-        for (int k = 0; k < reps_; ++k) {
+        for (int k = 0; k < reps; ++k) {
             cudaEventRecord(a_, stream_);
             launch();
             cudaEventRecord(b_, stream_);
@@ -235,6 +340,7 @@ private:
     cudaStream_t stream_ = nullptr;
     cudaEvent_t a_ = nullptr, b_ = nullptr, fork_ = nullptr;
     std::unique_ptr<Executor> ex_;
+    std::map<std::pair<int, int>, Buffer> inputs_;  // (side, pixel type) -> device image
 };
 
 std::vector<int> parse_sizes(const std::string& s) {
@@ -249,7 +355,7 @@ std::vector<int> parse_sizes(const std::string& s) {
 int main(int argc, char** argv) {
     std::vector<int> sizes = {8192};
     int reps = 15;
-    bool sweep = false, book = false;
+    bool sweep = false, book = false, large = false;
     std::string csv, only_op, only_type;
     double only_k = 0;
     for (int k = 1; k < argc; ++k) {
@@ -269,6 +375,7 @@ int main(int argc, char** argv) {
         else if (a == "--k") only_k = std::stod(next());
         else if (a == "--sweep") sweep = true;
         else if (a == "--book") book = true;
+        else if (a == "--large") large = true;
         else {
             std::fprintf(stderr, "bench_gpu: unknown argument %s\n", a.c_str());
             return 2;
@@ -295,21 +402,34 @@ int main(int argc, char** argv) {
         try {
             results.push_back(c.op == "h2h_correlate" ? bench.host_to_host(c, size) : bench.kernel_only(c, size));
             const Result& r = results.back();
-            std::printf("%-14s %-4s %5g %6d %9.3f ms %10.0f Mpix/s %6.1f%%  %s\n", r.c.op.c_str(), to_string(r.c.type),
-                        r.c.param, r.size, r.ms, r.mpix_s, r.roofline_pct, r.algorithm.c_str());
+            std::printf("%-14s %-4s %5g %6d %9.3f ms %10.0f Mpix/s %6.1f%%  %s\n", r.c.name().c_str(),
+                        to_string(r.c.type), r.c.param, r.size, r.ms, r.mpix_s, r.roofline_pct, r.algorithm.c_str());
             std::fflush(stdout);
+        } catch (const Error& e) {
+            // A forced path that cannot run the case: the planner's --algo error, no row.
+            const bool cannot = c.algorithm != Algorithm::automatic && std::strstr(e.what(), "--algo");
+            std::printf("%-14s %-4s %5g %6d %s: %s\n", c.name().c_str(), to_string(c.type), c.param, size,
+                        cannot ? "skipped" : "failed", e.what());
         } catch (const std::exception& e) {
-            std::printf("%-14s %-4s %5g %6d failed: %s\n", c.op.c_str(), to_string(c.type), c.param, size, e.what());
+            std::printf("%-14s %-4s %5g %6d failed: %s\n", c.name().c_str(), to_string(c.type), c.param, size,
+                        e.what());
         }
     };
     std::printf("%-14s %-4s %5s %6s %12s %17s %7s  %s\n", "op", "type", "param", "size", "time", "throughput", "%roof",
                 "algorithm");
-    for (int size : sizes)
-        for (const Case& c : cases(false))
-            if (wanted(c)) run(c, size);
     const Case h2h{"h2h_correlate", PixelType::u8, 5, random_correlation(5, true), 25};
-    for (int size : sizes)
-        if (wanted(h2h)) run(h2h, size);
+    if (!large) {
+        for (int size : sizes)
+            for (const Case& c : cases(false))
+                if (wanted(c)) run(c, size);
+        for (int size : sizes)
+            if (wanted(h2h)) run(h2h, size);
+    } else {
+        const std::vector<Case> all = large_cases();
+        for (int size : sizes)
+            for (const Case& c : all)
+                if (wanted(c)) run(c, size);
+    }
     if (sweep)
         for (int size : {512, 1024, 2048, 4096, 16384}) {
             for (const Case& c : cases(true))
@@ -327,10 +447,11 @@ int main(int argc, char** argv) {
             }
     if (!csv.empty()) {
         std::ofstream f(csv);
-        f << "impl,op,type,param,size,ms,mpix_s,algorithm,roofline_pct\n";
+        f << "impl,op,type,param,size,ms,mpix_s,algorithm,roofline_pct,fma_peak\n";
         for (const auto& r : results)
-            f << "apron," << r.c.op << ',' << to_string(r.c.type) << ',' << r.c.param << ',' << r.size << ',' << r.ms
-              << ',' << r.mpix_s << ",\"" << r.algorithm << "\"," << r.roofline_pct << '\n';
+            f << "apron," << r.c.name() << ',' << to_string(r.c.type) << ',' << r.c.param << ',' << r.size << ','
+              << r.ms << ',' << r.mpix_s << ",\"" << r.algorithm << "\"," << r.roofline_pct << ',' << ceil_.fma_peak
+              << '\n';
     }
     return 0;
 }

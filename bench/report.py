@@ -4,8 +4,8 @@
     python3 bench/report.py apron.csv npp.csv peers.csv ... [--gpu NAME] [--commit SHA] [--book-csv PATH] > table.md
 
 Every CSV starts with the header impl,op,type,param,size,ms,mpix_s; further columns are allowed (apron's rows carry
-algorithm,roofline_pct). Rows with impl 'apron' are apron's, all others are peers. Per image size, one table per
-(op, type) of apron's cases that some peer also measured: rows are the parameter (mask size k or sigma), columns
+algorithm,roofline_pct,fma_peak). Rows with impl 'apron' are apron's, all others are peers. Per image size, one table
+per (op, type) of apron's cases that some peer also measured: rows are the parameter (mask size k or sigma), columns
 apron's Gpix/s [% of its roofline], each peer's Gpix/s, apron / best peer and apron / each peer. Matching:
   - same op, type and parameter;
   - gaussian (param sigma): CuPy's gaussian of the same sigma, and NPP's fixed-mask gaussian (op gaussian_mask,
@@ -23,6 +23,22 @@ says where they come from): one row per image size 512..4096 and mask 3x3, 5x5, 
 apron's kernel ms (correlate u8, column ms) against the chapter's kernel-only time (speed-up = C2070 ms / apron ms),
 and apron's host-to-host Mpix/s (h2h_correlate u8) against the chapter's throughput, which counts the transfers
 (ratio apron / C2070). Cells the chapter's CSV leaves empty (most of them) show '–'.
+
+"Masks of any size" (only when apron's CSV has rows of bench_gpu --large: an op OP@PATH, correlate_rank2, or a
+correlate mask wider than 31) sets, per image size and mask class (correlate f32: random float masks;
+correlate_int u8: integer masks, exact; correlate_rank2 f32: rank-2 masks), the planner's choice (apron's row of
+the plain op; its path read from the algorithm column) beside every path forced (rows OP@PATH: direct, separable,
+low-rank, fft, tensor) and the peers (NPP, cuDNN f32, CuPy; matched as above, rank-2 masks against the peers'
+correlate f32, marked '~'). Columns: k, chosen Gpix/s (path) [% of the FP32 direct roofline], each forced path's
+Gpix/s, each peer's, the best peer, chosen / best peer, chosen / best forced path. Under each table the issue's
+targets, pass or fail:
+  - f32 (random masks), k 31..127: chosen >= 25 Gpix/s;
+  - u8 integer masks, k 15..31: the tensor path (its forced row, else the chosen row when it took that path)
+    >= 3x the FP32 direct roofline of that k, fma_peak / k^2 pixels/s (fma_peak: apron's CSV column fma_peak,
+    else 33.5e12, the H100's);
+  - every class: chosen >= the best peer at every k, >= 5x from k 31 up, and never more than 10% slower than the
+    fastest forced path (time <= 1.1x, i.e. throughput ratio >= 1/1.1).
+The OP@PATH and correlate_rank2 rows appear only in this section.
 """
 import argparse
 import csv
@@ -400,6 +416,189 @@ def book_table(out, table, book):
                "slip).\n")
 
 
+# "Masks of any size": bench_gpu --large's rows.
+LARGE_CLASSES = [  # (apron op, type, title, the peers' op for it, peer matches always approximate)
+    ("correlate", "f32", "f32, random non-separable masks (correlate)", "correlate", False),
+    ("correlate_int", "u8", "u8, random integer masks, exact (correlate_int)", "correlate_int", False),
+    ("correlate_rank2", "f32", "f32, rank-2 masks (correlate_rank2)", "correlate", True),
+]
+LARGE_OPS = {c[0] for c in LARGE_CLASSES}
+LARGE_MIN_K = 32  # a correlate mask from this width is a large-mask case
+PATH_ORDER = ["direct", "separable", "low-rank", "fft", "tensor"]
+LARGE_PEERS = ["npp", "cudnn", "cupy"]
+DEFAULT_FMA_PEAK = 33.5e12  # H100 SXM: 132 SMs x 128 FP32 lanes x 1.98 GHz
+F32_TARGET = (31, 127, 25e3)  # k range, Mpix/s
+TENSOR_TARGET = (15, 31, 3.0)  # k range, multiple of the FP32 direct roofline
+PEER_FACTOR = (31, 5.0)  # from this k, chosen >= this multiple of the best peer
+PLANNER_SLACK = 1.10  # the chosen path's time within this factor of the fastest forced path's
+
+
+def split_op(op):
+    """'correlate@fft' -> ('correlate', 'fft'); 'correlate' -> ('correlate', None)."""
+    base, sep, path = op.partition("@")
+    return base, (path if sep else None)
+
+
+def large_only(key):
+    """Rows that only the 'Masks of any size' section shows: forced paths and rank-2 masks."""
+    impl, op = key[0], key[1]
+    return impl == "apron" and ("@" in op or op == "correlate_rank2")
+
+
+def has_large_rows(table):
+    return any(k[0] == "apron" and (large_only(k) or (split_op(k[1])[0] in LARGE_OPS and k[3] >= LARGE_MIN_K))
+               for k in table)
+
+
+def chosen_path(r):
+    """The path of apron's automatic row, read from its algorithm column (the plan's step label)."""
+    alg = r.extra.get("algorithm", "")
+    if alg.startswith("low-rank") or "(low-rank" in alg:
+        return "low-rank"
+    words = alg.split()
+    if len(words) >= 3 and words[0] == "linear":
+        return words[2]
+    return "?"
+
+
+def fma_peak_of(table):
+    """(FMA/s, where it comes from): apron's fma_peak column, else the default."""
+    peaks = [num(r.extra.get("fma_peak")) for k, r in table.items() if k[0] == "apron"]
+    peaks = [p for p in peaks if p and p > 0]
+    if peaks:
+        return max(peaks), "bench_gpu's ceiling"
+    return DEFAULT_FMA_PEAK, "not in the CSV: the H100's"
+
+
+def target_line(text, items, want):
+    """One of the issue's targets as a list item: '**pass**', '**FAIL**' or 'no data', what it asks, and the
+    measurements that miss it (else the lowest). items: (k, value, value as shown); a value passes at >= want."""
+    if not items:
+        return "- no data: %s" % text
+    bad = [(k, shown) for k, v, shown in items if not v >= want]
+    if bad:
+        return "- **FAIL** %s: below at k %s" % (text, ", ".join("%s (%s)" % (fmt_param(k), shown) for k, shown in bad))
+    k, _, shown = min(items, key=lambda e: e[1])
+    return "- **pass** %s: lowest %s at k %s" % (text, shown, fmt_param(k))
+
+
+def large_targets(cls, rows, fma_peak):
+    """The issue's targets for one class's table; rows: k -> dict(chosen, forced, best_peer, best_forced)."""
+    op, typ = cls[0], cls[1]
+    rows = sorted(rows.items())
+    lines = []
+    if (op, typ) == ("correlate", "f32"):
+        lo, hi, want = F32_TARGET
+        items = [(k, r["chosen"].mpix_s, fmt_rate(r["chosen"].mpix_s)) for k, r in rows
+                 if lo <= k <= hi and r["chosen"]]
+        lines.append(target_line("f32, k %d..%d: chosen >= %s Gpix/s" % (lo, hi, fmt_rate(want)), items, want))
+    if (op, typ) == ("correlate_int", "u8"):
+        lo, hi, factor = TENSOR_TARGET
+        items = []
+        for k, r in rows:
+            c = r["chosen"]
+            t = r["forced"].get("tensor") or (c if c and chosen_path(c) == "tensor" else None)
+            if lo <= k <= hi and t:
+                x = t.mpix_s * 1e6 / (fma_peak / (k * k))
+                items.append((k, x, "%.1fx" % x))
+        lines.append(target_line("u8 integer masks, k %d..%d: the tensor path >= %gx the FP32 direct roofline "
+                                 "(fma_peak / k^2)" % (lo, hi, factor), items, factor))
+    # Every class: against the peers, and against apron's own fastest path.
+    vs_peer = [(k, r["chosen"].mpix_s / r["best_peer"][1].mpix_s) for k, r in rows if r["chosen"] and r["best_peer"]]
+    lines.append(target_line("chosen >= the best peer at every k", [(k, x, fmt_ratio(x)) for k, x in vs_peer], 1.0))
+    k0, factor = PEER_FACTOR
+    lines.append(target_line("chosen >= %gx the best peer from k %d" % (factor, k0),
+                             [(k, x, fmt_ratio(x)) for k, x in vs_peer if k >= k0], factor))
+    vs_best = [(k, r["chosen"].mpix_s / r["best_forced"][1].mpix_s, r["best_forced"][0]) for k, r in rows
+               if r["chosen"] and r["best_forced"]]
+    lines.append(target_line("chosen never more than %d%% slower than the fastest forced path"
+                             % round((PLANNER_SLACK - 1) * 100),
+                             [(k, x, "%s of %s" % (fmt_ratio(x), p)) for k, x, p in vs_best], 1 / PLANNER_SLACK))
+    return lines
+
+
+def large_mask_section(out, table, matcher):
+    """Appends "Masks of any size" when apron's CSV has bench_gpu --large's rows."""
+    if not has_large_rows(table):
+        return
+    fma_peak, peak_source = fma_peak_of(table)
+    out.append("## Masks of any size\n")
+    out.append("bench_gpu --large: random masks k x k. *chosen*: the planner's choice, Gpix/s, its path and "
+               "[its share of the FP32 direct roofline min(bandwidth / bytes, fma_peak / k^2)]; *apron PATH*: that "
+               "path forced (--algo; '–' where it cannot run the case, a path that ran no case has no column); "
+               "peers as above ('~': approximate, a peer's correlate u8 for integer masks, a full-rank mask for "
+               "rank-2; cuDNN f16 is left out, half precision); ratios chosen / other, above 1x the choice is "
+               "faster; '!' marks a choice more than %d%% slower than the fastest forced path. fma_peak %.1f T "
+               "FMA/s (%s).\n"
+               % (round((PLANNER_SLACK - 1) * 100), fma_peak / 1e12, peak_source))
+    sizes = sorted({k[4] for k in table if k[0] == "apron" and split_op(k[1])[0] in LARGE_OPS}, reverse=True)
+    for size in sizes:
+        for cls in LARGE_CLASSES:
+            op, typ, title, peer_op, always_approx = cls
+            chosen, forced = {}, defaultdict(dict)  # k -> row; k -> {path: row}
+            for (impl, rop, rtyp, param, sz), r in table.items():
+                base, path = split_op(rop)
+                if impl != "apron" or base != op or rtyp != typ or sz != size:
+                    continue
+                if path:
+                    forced[param][path] = r
+                else:
+                    chosen[param] = r
+            ks = sorted(set(chosen) | set(forced))
+            # Small masks of the plain ops belong to the comparison tables unless --large measured them.
+            if not forced and op != "correlate_rank2" and not any(k >= LARGE_MIN_K for k in ks):
+                continue
+            if not ks:
+                continue
+            paths = [p for p in PATH_ORDER if any(p in f for f in forced.values())]
+            paths += sorted({p for f in forced.values() for p in f} - set(paths))
+            header = ["k", "apron chosen Gpix/s (path) [roofline]"] + ["apron %s" % p for p in paths] + [
+                "%s Gpix/s" % label(i) for i in LARGE_PEERS] + [
+                "best peer", "chosen / best peer", "chosen / best apron path"]
+            body, rows = [], {}
+            for k in ks:
+                c = chosen.get(k)
+                f = forced.get(k, {})
+                peers = {}
+                for impl in LARGE_PEERS:
+                    m = matcher.match(impl, peer_op, typ, k, size)
+                    if m:
+                        peers[impl] = (m[0], m[1] or always_approx)
+                best_peer = max(((i, r) for i, (r, _) in peers.items()), key=lambda e: e[1].mpix_s, default=None)
+                best_forced = max(f.items(), key=lambda e: e[1].mpix_s, default=None)
+                rows[k] = {"chosen": c, "forced": f, "best_peer": best_peer, "best_forced": best_forced}
+                cells = [fmt_param(k)]
+                if c:
+                    roof = num(c.extra.get("roofline_pct"))
+                    cells.append("%s %s%s" % (fmt_rate(c.mpix_s), chosen_path(c),
+                                              " [%.0f%%]" % roof if roof is not None else ""))
+                else:
+                    cells.append("–")
+                cells += [fmt_rate(f[p].mpix_s) if p in f else "–" for p in paths]
+                for impl in LARGE_PEERS:
+                    if impl in peers:
+                        r, approx = peers[impl]
+                        cells.append(fmt_rate(r.mpix_s) + ("~" if approx else ""))
+                    else:
+                        cells.append("–")
+                if best_peer:
+                    mark = "~" if peers[best_peer[0]][1] else ""
+                    cells.append("%s %s%s" % (label(best_peer[0]), fmt_rate(best_peer[1].mpix_s), mark))
+                    cells.append("**%s**" % fmt_ratio(c.mpix_s / best_peer[1].mpix_s) if c else "–")
+                else:
+                    cells += ["–", "–"]
+                if c and best_forced:
+                    ratio = c.mpix_s / best_forced[1].mpix_s
+                    cells.append("%s (%s)%s" % (fmt_ratio(ratio), best_forced[0],
+                                                " !" if not ratio >= 1 / PLANNER_SLACK else ""))
+                else:
+                    cells.append("–")
+                body.append(cells)
+            out.append("### %s, %dx%d\n" % (title, size, size))
+            out.append(md_table(header, body, ["--:", "---"] + ["--:"] * (len(header) - 2)) + "\n")
+            out.append("Targets:\n\n" + "\n".join(large_targets(cls, rows, fma_peak)) + "\n")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Merge apron's and the peers' benchmark CSVs into markdown tables.")
     ap.add_argument("csv", nargs="+", help="CSV files (impl,op,type,param,size,ms,mpix_s[,...])")
@@ -431,6 +630,9 @@ def main(argv=None):
         print("\n".join(out))
         return 1
 
+    # Forced paths and rank-2 masks are only in "Masks of any size".
+    full = table
+    table = {k: r for k, r in full.items() if not large_only(k)}
     compared = set()
     for size in sorted({k[4] for k in table if k[0] == "apron"}, reverse=True):
         compared |= comparison_tables(out, table, matcher, size)[0]
@@ -441,6 +643,7 @@ def main(argv=None):
     apron_sizes = sorted({k[4] for k in table if k[0] == "apron"})
     if len(apron_sizes) > 1:
         size_sweep_table(out, table, matcher, apron_sizes)
+    large_mask_section(out, full, matcher)
     book_table(out, table, read_book(args.book_csv))
     print("\n".join(out))
     return 0

@@ -14,7 +14,11 @@
 # APRON_COMMIT=<sha> in the call, or the report shows the stale one.
 # APRON_GPU_STEPS selects steps (default "build test sanitize bench peers report"; "stress" runs one test
 # (APRON_STRESS, a gtest filter) in 16 processes at once, 4 rounds; "profile" runs ncu on one case,
-# APRON_PROFILE="--op correlate --type u8 --k 5"); APRON_BENCH_ARGS adds bench_gpu arguments (--sweep).
+# APRON_PROFILE="--op correlate --type u8 --k 5"); APRON_BENCH_ARGS adds bench_gpu arguments (--sweep,
+# --large), APRON_PEERS_ARGS the peers' (--large). "sass" counts the tensor-core and dot-product instructions
+# of the kernels that must have them; "calibrate" writes the planner's table for this GPU
+# ($OUT/calibration.tsv, for calibration/) and checks the planner's choices on held-out cases
+# ($OUT/planner-check.md).
 set -uo pipefail
 OUT=${OUT:-/tmp/apron-gpu-out}
 mkdir -p "$OUT"
@@ -45,6 +49,15 @@ case " $steps " in *" build "*)
   find build-gpu -name "*.cu.o" -exec cuobjdump -res-usage {} \; >> "$OUT/build.log" 2>/dev/null
   # The slowest compile steps (ms), to keep the GPU machine's build short.
   awk '!/^#/ {print $2 - $1, $4}' build-gpu/.ninja_log | sort -rn | head -15 >> "$OUT/build.log"
+;; esac
+
+case " $steps " in *" sass "*)
+  log "sass: matrix and dot-product instructions"
+  for obj in $(find build-gpu -name "direct_imma*.cu.o" -o -name "direct_dp4a*.cu.o"); do
+    n_imma=$(cuobjdump -sass "$obj" 2>/dev/null | grep -cE "IMMA|HMMA|HGMMA")
+    n_dp4a=$(cuobjdump -sass "$obj" 2>/dev/null | grep -c "IDP.4A")
+    echo "$(basename "$obj"): IMMA/HMMA $n_imma, IDP.4A $n_dp4a" | tee -a "$OUT/summary.txt"
+  done
 ;; esac
 
 case " $steps " in *" test "*)
@@ -118,11 +131,22 @@ case " $steps " in *" peers "*)
   # NPP, cuDNN (PyTorch) and CuPy on the same cases, in the same call (bench/peers/).
   log "peers: NPP"
   nvcc -O3 -arch=sm_90 bench/peers/npp_peers.cu -o /tmp/npp_peers -lnppif -lnppim -lnppc > /tmp/npp_build.txt 2>&1 &&
-    /tmp/npp_peers --sizes "${APRON_BENCH_SIZE:-8192}" --csv /tmp/npp.csv > /tmp/npp.txt 2>&1 || tail -5 /tmp/npp_build.txt /tmp/npp.txt
+    /tmp/npp_peers --sizes "${APRON_BENCH_SIZE:-8192}" ${APRON_PEERS_ARGS:-} --csv /tmp/npp.csv > /tmp/npp.txt 2>&1 || tail -5 /tmp/npp_build.txt /tmp/npp.txt
   log "peers: cuDNN (PyTorch), CuPy"
-  timeout 240 python3 bench/peers/torch_cupy_peers.py --sizes "${APRON_BENCH_SIZE:-8192}" --csv /tmp/torch_cupy.csv \
+  timeout ${APRON_PEERS_TIMEOUT:-240} python3 bench/peers/torch_cupy_peers.py --sizes "${APRON_BENCH_SIZE:-8192}" ${APRON_PEERS_ARGS:-} --csv /tmp/torch_cupy.csv \
     > /tmp/torch_cupy.txt 2>&1 || tail -5 /tmp/torch_cupy.txt
   { cat /tmp/npp.csv 2>/dev/null; tail -n +2 /tmp/torch_cupy.csv 2>/dev/null; } > "$OUT/peers.csv"
+;; esac
+
+case " $steps " in *" calibrate "*)
+  log "calibrate"
+  timeout ${APRON_CALIBRATE_TIMEOUT:-300} build-gpu/tools/apron calibrate --backend cuda -o "$OUT/calibration.tsv" \
+    2> "$OUT/calibrate.log" || tail -5 "$OUT/calibrate.log"
+  log "planner check (held-out cases, the new table)"
+  APRON_CALIBRATION=$OUT/calibration.tsv timeout 200 build-gpu/tools/apron calibrate --backend cuda --check \
+    > "$OUT/planner-check.md" 2>> "$OUT/calibrate.log"
+  echo "planner check exit $?" | tee -a "$OUT/summary.txt"
+  tail -2 "$OUT/planner-check.md" | tee -a "$OUT/summary.txt"
 ;; esac
 
 case " $steps " in *" report "*)

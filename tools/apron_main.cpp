@@ -1,15 +1,18 @@
-// The apron command line. Subcommands: filter (run operations on an image), ops (the registry's
-// operations, parameters, defaults and limits), info (backends, devices, formats).
+// The apron command line. Subcommands: filter (run operations on an image), plan (what the planner would
+// do, with the predicted time of every path), calibrate (measure the paths for the planner's table), ops
+// (the registry's operations, parameters, defaults and limits), info (backends, devices, formats).
 // Every failure prints one line "apron: <what>: <problem>" and exits non-zero; outputs are written
 // atomically, so a failed run never leaves a partial file.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <cstdio>
 #include <iostream>
 #include <new>
 #include <thread>
 
+#include "apron/calibrate.hpp"
 #include "apron/devices.hpp"
 #include "apron/errors.hpp"
 #include "apron/io.hpp"
@@ -24,7 +27,7 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 struct FilterArgs {
     std::string input, output;
     std::vector<std::string> ops;
-    std::string out_type, backend = "auto";
+    std::string out_type, backend = "auto", algo = "auto";
     int threads = 0;
     bool timing = false, plan_only = false;
     std::int64_t max_pixels = std::int64_t(1) << 30;
@@ -38,16 +41,31 @@ void print_timing(const std::vector<apron::StageTiming>& stages) {
     std::fprintf(stderr, "%10.3f ms  total\n", total);
 }
 
+apron::Backend backend_option(const std::string& name) {
+    auto backend = apron::parse_backend(name);
+    if (!backend) throw apron::Error("--backend: '" + name + "' is not auto, cpu, reference or cuda");
+    return *backend;
+}
+
+apron::Algorithm algo_option(const std::string& name) {
+    auto algo = apron::parse_algorithm(name);
+    if (!algo) throw apron::Error("--algo: '" + name + "' is not auto, direct, separable, low-rank, fft or tensor");
+    return *algo;
+}
+
+std::optional<apron::PixelType> type_option(const std::string& name, const char* option) {
+    if (name.empty()) return std::nullopt;
+    auto t = apron::parse_pixel_type(name);
+    if (!t) throw apron::Error(std::string(option) + ": '" + name + "' is not u8, u16 or f32");
+    return t;
+}
+
 int run_filter(const FilterArgs& a) {
     apron::RunOptions options;
     options.threads = a.threads;
-    if (!a.out_type.empty()) {
-        options.out_type = apron::parse_pixel_type(a.out_type);
-        if (!options.out_type) throw apron::Error("--out-type: '" + a.out_type + "' is not u8, u16 or f32");
-    }
-    auto backend = apron::parse_backend(a.backend);
-    if (!backend) throw apron::Error("--backend: '" + a.backend + "' is not auto, cpu, reference or cuda");
-    options.backend = *backend;
+    options.out_type = type_option(a.out_type, "--out-type");
+    options.backend = backend_option(a.backend);
+    options.algorithm = algo_option(a.algo);
     if (a.threads < 0 || a.threads > apron::max_threads)
         throw apron::Error("--threads: " + std::to_string(a.threads) + " is out of range (0 = all cores, at most " +
                            std::to_string(apron::max_threads) + ")");
@@ -145,6 +163,72 @@ int run_ops(const std::string& name, bool markdown) {
     return 0;
 }
 
+struct PlanArgs {
+    std::vector<std::string> ops;
+    std::string input, size = "8192x8192", type = "f32", out_type, backend = "auto", algo = "auto";
+    int channels = 1;
+};
+
+// `apron plan`: the plan for an image file, or for an image of a given size and type (no file needed).
+int run_plan(const PlanArgs& a) {
+    apron::RunOptions options;
+    options.backend = backend_option(a.backend);
+    options.algorithm = algo_option(a.algo);
+    options.out_type = type_option(a.out_type, "--out-type");
+    const apron::Pipeline pipeline(a.ops);
+    apron::ImageShape shape;
+    if (!a.input.empty()) {
+        shape = apron::read_image(a.input).shape();
+    } else {
+        int w = 0, h = 0;
+        char tail = 0;
+        if (std::sscanf(a.size.c_str(), "%dx%d%c", &w, &h, &tail) != 2 || w < 1 || h < 1)
+            throw apron::Error("--size: '" + a.size + "' is not WIDTHxHEIGHT");
+        shape = {w, h, a.channels, *type_option(a.type, "--type")};
+        apron::validate_shape(shape, "--size/--channels");
+    }
+    std::cout << pipeline.describe(shape, options, true);
+    return 0;
+}
+
+struct CalibrateArgs {
+    std::string backend = "auto", output, size, check_output;
+    std::vector<int> sides;
+    bool check = false;
+};
+
+int run_calibrate(const CalibrateArgs& a) {
+    apron::CalibrateOptions o;
+    o.backend = backend_option(a.backend);
+    o.sides = a.sides;
+    if (!a.size.empty()) {
+        char tail = 0;
+        if (std::sscanf(a.size.c_str(), "%dx%d%c", &o.width, &o.height, &tail) != 2 || o.width < 1 || o.height < 1)
+            throw apron::Error("--size: '" + a.size + "' is not WIDTHxHEIGHT");
+    }
+    o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    if (a.check) {
+        const apron::PlannerCheck c = apron::check_planner(o);
+        std::cout << c.report;
+        return c.worst_ratio <= 1.10 ? 0 : 4;
+    }
+    const std::string table = apron::calibrate(o);
+    if (a.output.empty()) {
+        std::cout << table;
+    } else {
+        const std::string partial = a.output + ".partial";
+        {
+            std::ofstream f(partial, std::ios::binary | std::ios::trunc);
+            if (!(f << table)) throw apron::Error(a.output + ": cannot be written");
+        }
+        if (std::rename(partial.c_str(), a.output.c_str()) != 0) {
+            std::remove(partial.c_str());
+            throw apron::Error(a.output + ": cannot be written");
+        }
+    }
+    return 0;
+}
+
 int run_info() {
     std::cout << "apron " << APRON_VERSION << '\n';
     std::cout << "backends:";
@@ -175,7 +259,30 @@ int main(int argc, char** argv) {
     filter->add_option("--max-pixels", fa.max_pixels, "refuse input images larger than this")->capture_default_str();
     filter->add_option("--quality", fa.quality, "JPEG quality 1..100")->capture_default_str();
     filter->add_flag("--timing", fa.timing, "print the time of each stage (read, each operation, write) to stderr");
+    filter->add_option("--algo", fa.algo, "force a path on every linear step: auto, direct, separable, low-rank, fft or tensor")
+        ->capture_default_str();
     filter->add_flag("--plan", fa.plan_only, "print the plan (algorithm of each step) and exit");
+
+    PlanArgs pa;
+    auto* plan = app.add_subcommand("plan", "print the plan: each step's path and every candidate's predicted time");
+    plan->add_option("--op", pa.ops, "NAME[:key=value,...], applied in order (see `apron ops`)")->required();
+    plan->add_option("--input", pa.input, "plan for this image file (else --size, --channels, --type)");
+    plan->add_option("--size", pa.size, "image size WIDTHxHEIGHT")->capture_default_str();
+    plan->add_option("--channels", pa.channels, "channels per pixel, 1-4")->capture_default_str();
+    plan->add_option("--type", pa.type, "input type: u8, u16 or f32")->capture_default_str();
+    plan->add_option("--out-type", pa.out_type, "u8, u16 or f32 (default: the input's type)");
+    plan->add_option("--backend", pa.backend, "auto, cpu, reference or cuda")->capture_default_str();
+    plan->add_option("--algo", pa.algo, "force a path: auto, direct, separable, low-rank, fft or tensor")->capture_default_str();
+
+    CalibrateArgs ca;
+    auto* calibrate = app.add_subcommand("calibrate", "time every linear path and write the planner's cost table");
+    calibrate->add_option("--backend", ca.backend, "auto, cpu or cuda")->capture_default_str();
+    calibrate->add_option("-o,--output", ca.output, "write the table here (default: standard output)");
+    calibrate->add_option("--size", ca.size, "image size WIDTHxHEIGHT (default 8192x8192 on CUDA, 1024x1024 on the CPU)");
+    calibrate->add_option("--sides", ca.sides, "mask sides to measure (default: 3 to 127)");
+    calibrate->add_flag("--check", ca.check,
+                        "time held-out cases with every path and report the planner's choice against the fastest "
+                        "(exit 4 when a choice is more than 10% slower)");
 
     std::string op_name;
     auto* ops = app.add_subcommand("ops", "list operations with their parameters, defaults and limits");
@@ -199,6 +306,8 @@ int main(int argc, char** argv) {
     }
     try {
         if (*filter) return run_filter(fa);
+        if (*plan) return run_plan(pa);
+        if (*calibrate) return run_calibrate(ca);
         if (*ops) return run_ops(op_name, ops_markdown);
         if (*info) return run_info();
     } catch (const apron::Error& e) {

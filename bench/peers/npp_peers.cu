@@ -9,10 +9,12 @@
 //   gaussian_mask  f32/u8 w nppiFilterGaussBorder_*_C1R_Ctx, fixed w x w mask (w = 3..15, NPP's only sizes)
 //   dilate, erode  u8   k   nppiDilateBorder_8u_C1R_Ctx / nppiErodeBorder_8u_C1R_Ctx, k x k rectangle
 // A call that returns an error status is reported on stderr and writes no row.
+// --large adds the masks of any size (bench_gpu --large): correlate f32 and correlate_int u8 also at
+// k = 41, 51, 63, 85, 127 (correlate u8 with a float kernel stays at k <= 31, as apron's default cases).
 //
 // Build and run (on the GPU machine):
 //   nvcc -O3 -arch=sm_90 bench/peers/npp_peers.cu -o npp_peers -lnppif -lnppim -lnppc
-//   ./npp_peers --sizes 8192[,4096,...] --csv npp.csv [--reps 15] [--warmup 3]
+//   ./npp_peers --sizes 8192[,4096,...] --csv npp.csv [--reps 15] [--warmup 3] [--large]
 #include <cuda_runtime.h>
 #include <npp.h>
 
@@ -158,6 +160,7 @@ int main(int argc, char** argv) {
     std::vector<int> sizes = {8192};
     std::string csv;
     int reps = 15, warmup = 3;
+    bool large = false;
     for (int k = 1; k < argc; ++k) {
         const std::string a = argv[k];
         auto next = [&]() -> std::string {
@@ -171,8 +174,10 @@ int main(int argc, char** argv) {
         else if (a == "--csv") csv = next();
         else if (a == "--reps") reps = std::max(1, std::stoi(next()));
         else if (a == "--warmup") warmup = std::max(1, std::stoi(next()));
+        else if (a == "--large") large = true;
         else {
-            std::fprintf(stderr, "usage: npp_peers --sizes 8192[,4096...] --csv FILE [--reps N] [--warmup N]\n");
+            std::fprintf(stderr,
+                         "usage: npp_peers --sizes 8192[,4096...] --csv FILE [--reps N] [--warmup N] [--large]\n");
             return 2;
         }
     }
@@ -211,7 +216,9 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
     };
 
-    const std::vector<int> filter_ks = {3, 5, 7, 9, 11, 13, 15, 17, 21, 25, 31};
+    std::vector<int> filter_ks = {3, 5, 7, 9, 11, 13, 15, 17, 21, 25, 31};
+    constexpr int default_max_k = 31;  // beyond: --large, correlate f32 and correlate_int u8 only
+    if (large) filter_ks.insert(filter_ks.end(), {41, 51, 63, 85, 127});
     const std::vector<int> gauss_ws = {3, 5, 7, 9, 11, 13, 15};
     const std::vector<int> morph_ks = {3, 5, 7, 9, 15, 21, 31};
 
@@ -257,10 +264,12 @@ int main(int argc, char** argv) {
                 return nppiFilterBorder_32f_C1R_Ctx(src32.as<Npp32f>(), src32.step(), roi, origin, dst32.as<Npp32f>(),
                                                     dst32.step(), roi, dwf, ks, anchor, NPP_BORDER_REPLICATE, ctx);
             }));
-            record("correlate", "u8", k, size, timer.median_ms("FilterBorder32f_8u " + tag, [&] {
-                return nppiFilterBorder32f_8u_C1R_Ctx(src8.as<Npp8u>(), src8.step(), roi, origin, dst8.as<Npp8u>(),
-                                                      dst8.step(), roi, dwf8, ks, anchor, NPP_BORDER_REPLICATE, ctx);
-            }));
+            if (k <= default_max_k)
+                record("correlate", "u8", k, size, timer.median_ms("FilterBorder32f_8u " + tag, [&] {
+                    return nppiFilterBorder32f_8u_C1R_Ctx(src8.as<Npp8u>(), src8.step(), roi, origin,
+                                                          dst8.as<Npp8u>(), dst8.step(), roi, dwf8, ks, anchor,
+                                                          NPP_BORDER_REPLICATE, ctx);
+                }));
             record("correlate_int", "u8", k, size, timer.median_ms("FilterBorder_8u " + tag, [&] {
                 return nppiFilterBorder_8u_C1R_Ctx(src8.as<Npp8u>(), src8.step(), roi, origin, dst8.as<Npp8u>(),
                                                    dst8.step(), roi, dwi, ks, anchor, 8, NPP_BORDER_REPLICATE, ctx);

@@ -11,7 +11,7 @@ Rows:
     cudnn-f16  correlate      f32  k      the same in float16 (input, weights and output; listed as f32 since it
                                           stands in for the float case)
     cupy       correlate      f32/u8 k    cupyx.scipy.ndimage.correlate, float32 weights, mode 'nearest'
-                                          (replicate), k <= 17 (far slower beyond)
+                                          (replicate), k <= 17 (far slower beyond; --large: k <= 63)
     cupy       gaussian       f32/u8 sigma cupyx.scipy.ndimage.gaussian_filter, truncate 3 (radius ceil(3 sigma)),
                                           mode 'nearest'
     cupy       dilate, erode  u8   k      cupyx.scipy.ndimage.grey_dilation / grey_erosion, size (k, k), 'nearest'
@@ -21,7 +21,11 @@ Rows:
 
 Each section runs in its own try/except: a missing library or a failing case only drops its rows.
 
-    python3 bench/peers/torch_cupy_peers.py --sizes 8192[,4096...] --csv FILE [--reps 15] [--warmup 3]
+--large adds the masks of any size (bench_gpu --large) to the correlate cases: k = 41, 51, 63, 85, 127 for cuDNN
+f32 (cuDNN f16 stays at k <= 31), and CuPy's correlate up to k = 63. A call slower than SLOW_MS (judged on the
+last warm-up) is timed over SLOW_REPS repetitions.
+
+    python3 bench/peers/torch_cupy_peers.py --sizes 8192[,4096...] --csv FILE [--reps 15] [--warmup 3] [--large]
 """
 import argparse
 import csv
@@ -29,7 +33,11 @@ import sys
 import time
 
 FILTER_KS = [3, 5, 7, 9, 11, 13, 15, 17, 21, 25, 31]
+LARGE_KS = [41, 51, 63, 85, 127]   # --large: masks of any size
 CUPY_MAX_K = 17
+CUPY_MAX_K_LARGE = 63
+CUDNN_MAX_K = {"cudnn": 31, "cudnn-f16": 31}        # per impl, without --large
+CUDNN_MAX_K_LARGE = {"cudnn": 127, "cudnn-f16": 31}  # --large: f32 to 127, half precision as before
 SIGMAS = [1, 2, 3, 4, 8]
 MORPH_KS = [3, 5, 7, 9, 15, 21, 31]
 SLOW_MS = 50.0   # a call slower than this is timed over SLOW_REPS repetitions only
@@ -91,7 +99,7 @@ class Runner:
         print("# %s: %.1f s" % (name, time.perf_counter() - t0), flush=True)
 
 
-def torch_sections(run, sizes):
+def torch_sections(run, sizes, large=False):
     def body_conv():
         import torch
         import torch.nn.functional as F
@@ -109,13 +117,15 @@ def torch_sections(run, sizes):
             return a.elapsed_time(b)
 
         gen = torch.Generator(device="cuda")
+        ks = FILTER_KS + (LARGE_KS if large else [])
+        max_k = CUDNN_MAX_K_LARGE if large else CUDNN_MAX_K
         for size in sizes:
             gen.manual_seed(size)
             x32 = torch.randint(0, 256, (1, 1, size, size), generator=gen, device="cuda").float()
             for impl, dtype in (("cudnn", torch.float32), ("cudnn-f16", torch.float16)):
                 x = x32.to(dtype)
-                for k in FILTER_KS:
-                    if k > 31:
+                for k in ks:
+                    if k > max_k[impl]:
                         continue
                     gen.manual_seed(k)
                     w = (torch.randint(-3, 4, (1, 1, k, k), generator=gen, device="cuda").float() / (k * k)).to(dtype)
@@ -167,7 +177,7 @@ def torch_sections(run, sizes):
     run.section("PyTorch host-to-host 5x5", body_h2h)
 
 
-def cupy_sections(run, sizes):
+def cupy_sections(run, sizes, large=False):
     def tools():
         import cupy
         import cupyx.scipy.ndimage as ndi
@@ -191,12 +201,14 @@ def cupy_sections(run, sizes):
 
     def body_correlate():
         cupy, ndi, ev, el = tools()
+        ks = FILTER_KS + (LARGE_KS if large else [])
+        max_k = CUPY_MAX_K_LARGE if large else CUPY_MAX_K
         for size in sizes:
             x32, x8 = images(cupy, size)
             for typ, x in (("f32", x32), ("u8", x8)):
                 out = cupy.empty_like(x)
-                for k in FILTER_KS:
-                    if k > CUPY_MAX_K:
+                for k in ks:
+                    if k > max_k:
                         continue
                     w = (cupy.random.RandomState(seed=k).randint(-3, 4, size=(k, k)).astype(cupy.float32)
                          / cupy.float32(k * k))
@@ -253,13 +265,15 @@ def main(argv=None):
     ap.add_argument("--csv", required=True, help="output CSV file")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--large", action="store_true",
+                    help="masks of any size: cuDNN f32 up to 127x127, CuPy correlate up to 63x63")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     t0 = time.perf_counter()
     with open(args.csv, "w", newline="") as f:
         run = Runner(max(1, args.reps), max(1, args.warmup), f)
-        torch_sections(run, sizes)
-        cupy_sections(run, sizes)
+        torch_sections(run, sizes, args.large)
+        cupy_sections(run, sizes, args.large)
     print("torch_cupy_peers: %d rows to %s in %.0f s" % (run.rows, args.csv, time.perf_counter() - t0))
     return 0
 

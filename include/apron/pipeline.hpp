@@ -29,6 +29,18 @@ enum class Backend : unsigned char { automatic, cpu, reference, cuda };
 const char* to_string(Backend b);
 std::optional<Backend> parse_backend(std::string_view name);
 
+// How linear steps are computed. automatic: the planner's choice, the candidate with the least predicted
+// time (the cost model of the backend's calibration table). The others force that path on every linear
+// step, and planning fails naming --algo where a step cannot take it:
+//   direct     the mask's taps per output (any mask)
+//   separable  a row pass and a column pass (rank-1 masks)
+//   low-rank   r separable passes added (masks of rank r <= 8 within SPEC.md's tolerance; float plans)
+//   fft        overlap-save tiles through the FFT (FFTW on the CPU, cuFFT on CUDA)
+//   tensor     matrix products on the tensor cores (CUDA; u8 images, integer weights in -128..127, <= 31x31)
+enum class Algorithm : unsigned char { automatic, direct, separable, low_rank, fft, tensor };
+const char* to_string(Algorithm a);
+std::optional<Algorithm> parse_algorithm(std::string_view name);
+
 struct StageTiming {
     std::string stage;
     double milliseconds = 0;
@@ -45,6 +57,7 @@ struct RunOptions {
     // is in device memory returns without waiting. nullptr: apron's own stream, which waits for the legacy
     // default stream (so a plain cudaMemcpy before run() is seen), and run() waits.
     void* cuda_stream = nullptr;
+    Algorithm algorithm = Algorithm::automatic;  // --algo
 };
 
 class Pipeline {
@@ -62,8 +75,9 @@ public:
     // they must not overlap.
     void run(ConstImageView input, ImageView output, const RunOptions& options = {}) const;
     ImageShape output_shape(const ImageShape& input, const RunOptions& options = {}) const;
-    // What run() would do on an image of this shape: one line per step with its algorithm.
-    std::string describe(const ImageShape& input, const RunOptions& options = {}) const;
+    // What run() would do on an image of this shape: one line per step with its algorithm; with
+    // `candidates`, every path a linear step could take and its predicted time (`apron plan`).
+    std::string describe(const ImageShape& input, const RunOptions& options = {}, bool candidates = false) const;
 
 private:
     std::vector<OpProgram> ops_;

@@ -30,6 +30,7 @@
 #include "core/linear_finish.hpp"
 #include "core/pixel.hpp"
 #include "cpu/fast_pool.hpp"
+#include "plan/fft_bound.hpp"
 #include "plan/plan.hpp"
 
 #if APRON_HAVE_FFTW
@@ -87,14 +88,7 @@ FftTile choose_fft_tile(int mask_w, int mask_h, int width, int height) {
 }
 
 double fft_exact_error_bound(const LinearPlan& plan, FftTile tile) {
-    if (!tile.nx || !tile.ny || !plan.exact) return INFINITY;
-    // Each transform adds an error of about u log2(n) relative to the L2 norm of what it transforms; the
-    // spectrum product grows that norm by at most max |M| <= sum |m| (the L1 norm, not the L2).
-    const double norm1 = double(plan.integer_mask.abs_sum);
-    const double n = double(tile.nx) * double(tile.ny);
-    const double in_max = with_type(plan.in, []<class T>() { return highest_value<T>(); });
-    const double in_norm = in_max * std::sqrt(n);  // |region|_2 <= max |in| sqrt(n)
-    return 16.0 * 0x1p-53 * std::log2(n) * in_norm * norm1;
+    return double_fft_error_bound(plan, tile.nx, tile.ny);  // plan/fft_bound.hpp: one rule for both backends
 }
 
 #if APRON_HAVE_FFTW

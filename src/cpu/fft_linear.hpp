@@ -18,11 +18,9 @@ struct FftTile {
 };
 FftTile choose_fft_tile(int mask_w, int mask_h, int width, int height);
 
-// The largest error of one output of an exact plan's sum computed through a double FFT of this tile,
-// bounded above by 16 u log2(n) |region|_2 |mask|_1 (u = 2^-53; the transforms' error grows as log2(n)
-// relative to the L2 norms they carry; generous constant): the
-// planner takes the FFT for an exact plan only while this stays below 1/4, so rounding recovers the
-// exact integer sum.
+// The largest error of one output of an exact plan's sum computed through a double FFT of this tile
+// (double_fft_error_bound in plan/fft_bound.hpp, the rule the CUDA backend applies too): the planner takes
+// the FFT for an exact plan only while this stays below 1/4, so rounding recovers the exact integer sum.
 double fft_exact_error_bound(const LinearPlan& plan, FftTile tile);
 
 // out = the plan applied to in, every channel, by tiles handed out over the pool.

@@ -17,7 +17,9 @@
 #include "core/pixel.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_view.hpp"
+#include "cuda/direct_imma.hpp"
 #include "cuda/direct_tiled.hpp"
+#include "cuda/fft_linear.hpp"
 #include "cuda/morph_rect.hpp"
 #include "cuda/runtime_direct.hpp"
 #include "cuda/separable_fused.hpp"
@@ -166,6 +168,10 @@ public:
 
     void linear(const LinearPlan& p, ConstImageView in, ImageView out) override {
         // Kernel families in order of preference; the baseline below takes whatever none of them handles.
+        // The FFT path declines (returns false) what the direct kernels must compute: see fft_linear.hpp.
+        if (p.algorithm == LinearAlgorithm::fft && launch_fft_linear(p, in, out, stream_)) return;
+        if (p.algorithm == LinearAlgorithm::tensor && direct_imma_supports(p, in))
+            return launch_direct_imma(p, in, out, stream_);
         if (p.algorithm == LinearAlgorithm::separable && separable_fused_supports(p))
             return launch_separable_fused(p, in, out, stream_);
         if (direct_tiled_supports(p)) return launch_direct_tiled(p, in, out, stream_);
@@ -235,7 +241,10 @@ public:
         const auto* p = std::get_if<LinearPlan>(&step.what);
         // A float separable plan runs the fused separable kernel, whose rounding differs from the 2D
         // kernel's: bands run the 2D kernel, so only exact plans (identical bits either way) may take them.
-        if (!p || !direct_tiled_supports(*p) || (p->algorithm == LinearAlgorithm::separable && !p->exact)) return false;
+        // The FFT's float rounding is its own too, and the tensor-core kernel is faster whole: neither bands.
+        if (!p || !direct_tiled_supports(*p) || (p->algorithm == LinearAlgorithm::separable && !p->exact) ||
+            p->algorithm == LinearAlgorithm::fft || p->algorithm == LinearAlgorithm::tensor)
+            return false;
         if (!is_pinned(host_in.data) || !is_pinned(host_out.data)) return false;
         const int height = host_in.height();
         const std::size_t band_bytes = std::size_t(2) << 20;  // ~2 MB per band: about 40 us at PCIe rate

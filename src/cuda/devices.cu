@@ -5,6 +5,7 @@
 
 #include "apron/devices.hpp"
 #include "core/host_memory.hpp"
+#include "plan/plan.hpp"
 
 namespace apron {
 
@@ -34,6 +35,18 @@ std::string cuda_status() {
         return std::string("built, no device (") + cudaGetErrorString(e) + ")";
     }
     return "built, " + std::to_string(count) + " device(s)";
+}
+
+// The current device's compute capability x 10 (its calibration table), 0 without a device.
+int cuda_device_arch() {
+    int device = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return major * 10 + minor;
 }
 
 void* allocate_pinned(std::size_t bytes) {

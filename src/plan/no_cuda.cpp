@@ -9,6 +9,8 @@ std::vector<std::string> cuda_devices() { return {}; }
 std::string cuda_status() { return "not built (no CUDA toolkit at configure time)"; }
 std::unique_ptr<Executor> make_cuda_executor(void*) { return nullptr; }
 bool cuda_available() { return false; }
+int cuda_device_arch() { return 0; }
+bool cuda_fft_supports(const LinearPlan&, const ImageShape&) { return false; }
 void* allocate_pinned(std::size_t) { return nullptr; }
 void free_pinned(void*) {}
 bool is_pinned(const void*) { return false; }

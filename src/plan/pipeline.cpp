@@ -46,8 +46,9 @@ Pipeline::Pipeline(const std::vector<std::string>& specs) {
     for (const auto& s : specs) add(s);
 }
 
-std::string Pipeline::describe(const ImageShape& input, const RunOptions& options) const {
-    return make_plan(ops_, input, options.out_type.value_or(input.type), resolve(options.backend)).describe();
+std::string Pipeline::describe(const ImageShape& input, const RunOptions& options, bool candidates) const {
+    return make_plan(ops_, input, options.out_type.value_or(input.type), resolve(options.backend), options.algorithm)
+        .describe(candidates);
 }
 
 namespace {
@@ -73,7 +74,8 @@ ExecutionPlan plan_for(const std::vector<OpProgram>& ops, const ImageShape& inpu
     if (options.threads < 0 || options.threads > max_threads)
         fail("--threads", std::to_string(options.threads) + " is out of range (0 = all cores, at most " +
                               std::to_string(max_threads) + ")");
-    ExecutionPlan plan = make_plan(ops, input, options.out_type.value_or(input.type), resolve(options.backend));
+    ExecutionPlan plan =
+        make_plan(ops, input, options.out_type.value_or(input.type), resolve(options.backend), options.algorithm);
     if (plan.operations.empty()) {
         // No operation: the output is the input converted to the output type.
         OperationPlan convert;

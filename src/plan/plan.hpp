@@ -15,7 +15,10 @@
 
 namespace apron {
 
-enum class LinearAlgorithm : unsigned char { direct, separable, fft };
+// How a linear step is computed. `tensor`: direct correlation as matrix products on the tensor cores
+// (CUDA, exact u8 plans with byte weights); `fft`: overlap-save tiles through FFTW (CPU) or cuFFT (CUDA).
+// Low-rank masks are not an algorithm of one step: the planner expands them into separable steps.
+enum class LinearAlgorithm : unsigned char { direct, separable, fft, tensor };
 enum class Accumulator : unsigned char { f32, f64 };
 
 struct LinearPlan {
@@ -45,11 +48,21 @@ struct CombinePlan {
     PixelType a_type = PixelType::u8, b_type = PixelType::u8, out = PixelType::u8;
 };
 
+// A path the planner considered for a linear step: its predicted time (NaN where the cost table has no
+// measurement for it) or why it cannot run the step.
+struct PathEstimate {
+    Algorithm path = Algorithm::direct;
+    double seconds = 0;
+    std::string unavailable;  // empty: the path can run the step
+    bool chosen = false;
+};
+
 struct StepPlan {
     std::variant<LinearPlan, MorphPlan, CombinePlan> what;
     int input = op_input, second = no_operand;
     ImageShape out_shape;
     std::string label;  // for --timing and `apron plan`
+    std::vector<PathEstimate> estimates;  // linear steps: every path considered (`apron plan`)
 };
 
 struct OperationPlan {
@@ -61,12 +74,18 @@ struct ExecutionPlan {
     Backend backend = Backend::cpu;
     ImageShape input, output;
     std::vector<OperationPlan> operations;
-    std::string describe() const;  // one line per step
+    std::string cost_source;  // the calibration table the estimates come from ("" when none)
+    std::string describe(bool estimates = false) const;  // one line per step (and its candidates)
 };
 
 // Chooses algorithms for a pipeline on an image of `input` shape, producing `out_type`.
+// `algorithm` forces one path on every linear step (fails naming --algo where a step cannot take it).
 ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape& input, PixelType out_type,
-                        Backend backend);
+                        Backend backend, Algorithm algorithm = Algorithm::automatic);
+
+// Whether the CUDA backend's FFT path can compute this plan on an image of this shape (cuFFT; exact plans
+// only while the double transform's error bound keeps the rounded sum exact). False without CUDA.
+bool cuda_fft_supports(const LinearPlan& plan, const ImageShape& shape);
 
 // An image in whatever memory an executor works in (host or device), freed with its last owner.
 struct Buffer {
@@ -106,5 +125,7 @@ std::unique_ptr<Executor> make_cpu_executor(int threads);  // threads <= 0: all 
 std::unique_ptr<Executor> make_cuda_executor(void* stream = nullptr);
 // Whether make_cuda_executor() would find a device (auto picks CUDA then).
 bool cuda_available();
+// The current CUDA device's compute capability x 10 (picks its calibration table); 0 without one.
+int cuda_device_arch();
 
 } // namespace apron

@@ -8,7 +8,8 @@
 #include <string_view>
 
 #include "apron/errors.hpp"
-#include "cpu/fft_linear.hpp"
+#include "plan/cost_model.hpp"
+#include "plan/linear_paths.hpp"
 #include "plan/plan.hpp"
 
 namespace apron {
@@ -98,24 +99,6 @@ void plan_float(LinearPlan& p) {
     }
 }
 
-// The CPU backend's FFT path (FFTW) for large masks that no separable form serves: from 25x25 (measured on
-// 2 cores, 4096^2 f32: direct 97 ms at 21x21, 178 at 31x31, 650 at 63x63; the FFT ~90-130 whatever the
-// mask), and for exact plans only while the transform's error bound keeps the rounded sum exact. APRON_FFT=0 keeps it out, =1 takes it for every mask it can (to
-// measure one path against the other).
-constexpr int fft_min_area = 25 * 25;
-
-void choose_fft(LinearPlan& p, const ImageShape& shape, Backend backend) {
-    if (backend != Backend::cpu || p.algorithm != LinearAlgorithm::direct || !cpu::fft_available()) return;
-    const char* force = std::getenv("APRON_FFT");
-    if (force && std::string_view(force) == "0") return;
-    const Mask& m = p.step.mask;
-    if (!(force && std::string_view(force) == "1") && m.width * m.height < fft_min_area) return;
-    const cpu::FftTile tile = cpu::choose_fft_tile(m.width, m.height, shape.width, shape.height);
-    if (!tile.nx) return;
-    if (p.exact && !(cpu::fft_exact_error_bound(p, tile) < 0.25)) return;
-    p.algorithm = LinearAlgorithm::fft;
-}
-
 LinearPlan plan_linear(const LinearStep& step, PixelType in, PixelType out) {
     LinearPlan p;
     p.step = step;
@@ -156,11 +139,20 @@ void check_border_value(const std::string& spec, std::optional<BorderMode> borde
 
 std::string mask_size(const Mask& m) { return std::to_string(m.width) + "x" + std::to_string(m.height); }
 
+const char* algorithm_name(LinearAlgorithm a) {
+    switch (a) {
+    case LinearAlgorithm::separable: return "separable";
+    case LinearAlgorithm::fft: return "fft";
+    case LinearAlgorithm::tensor: return "tensor";
+    default: return "direct";
+    }
+}
+
 std::string label_of(const StepPlan& s) {
     std::ostringstream o;
     if (auto* l = std::get_if<LinearPlan>(&s.what)) {
         o << "linear " << mask_size(l->step.mask) << ' '
-          << (l->algorithm == LinearAlgorithm::separable ? "separable" : l->algorithm == LinearAlgorithm::fft ? "fft" : "direct") << ' '
+          << algorithm_name(l->algorithm) << ' '
           << (l->exact ? "exact " : "float ") << (l->accumulator == Accumulator::f32 ? "f32-acc" : "f64-acc") << ' '
           << to_string(l->in) << "->" << to_string(l->out) << " border=" << to_string(l->step.border);
     } else if (auto* m = std::get_if<MorphPlan>(&s.what)) {
@@ -195,20 +187,91 @@ std::optional<Backend> parse_backend(std::string_view name) {
     return std::nullopt;
 }
 
+namespace {
+
+// The outer product column x row as a mask with `like`'s size and anchor (what a low-rank term computes:
+// executors without a separable kernel for it run this mask directly, to the same sum).
+Mask term_mask(const SeparableMask& t, const Mask& like) {
+    std::vector<double> w(std::size_t(like.width) * like.height);
+    for (int j = 0; j < like.height; ++j)
+        for (int i = 0; i < like.width; ++i) w[std::size_t(j) * like.width + i] = t.column[std::size_t(j)] * t.row[std::size_t(i)];
+    Mask m(like.width, like.height, std::move(w));
+    m.anchor_x = like.anchor_x;
+    m.anchor_y = like.anchor_y;
+    return m;
+}
+
+// A low-rank step as plan steps: r float separable passes to f32 (raw sums, the step's border), added in
+// turn, the last addition applying the step's finish (sum * mul + add) and converting to its output type.
+// Returns the index of the last step.
+int expand_low_rank(const LinearPlan& whole, const LowRankMask& lr, int input, const ImageShape& shape,
+                    std::vector<StepPlan>& steps, std::vector<PixelType>& produced) {
+    const int r = int(lr.terms.size());
+    int sum = -1;
+    for (int t = 0; t < r; ++t) {
+        LinearPlan term;
+        term.step = whole.step;
+        term.step.mask = term_mask(lr.terms[std::size_t(t)], whole.step.mask);
+        term.step.normalise = Normalise::none;
+        term.step.scale = 1;
+        term.step.delta = 0;
+        term.in = whole.in;
+        term.out = PixelType::f32;
+        term.algorithm = LinearAlgorithm::separable;
+        term.separable = lr.terms[std::size_t(t)];
+        term.accumulator = Accumulator::f32;
+        StepPlan sp;
+        sp.what = std::move(term);
+        sp.input = input;
+        sp.out_shape = shape;
+        sp.out_shape.type = PixelType::f32;
+        sp.label = label_of(sp) + " (low-rank term " + std::to_string(t + 1) + "/" + std::to_string(r) + ")";
+        steps.push_back(std::move(sp));
+        produced.push_back(PixelType::f32);
+        const int term_index = int(steps.size()) - 1;
+        if (t == 0) {
+            sum = term_index;
+            continue;
+        }
+        const bool last = t + 1 == r;
+        const double a = last ? whole.finish.mul : 1, c = last ? whole.finish.add : 0;
+        StepPlan add;
+        const PixelType out = last ? whole.out : PixelType::f32;
+        add.what = CombinePlan{CombineStep{a, a, c}, PixelType::f32, PixelType::f32, out};
+        add.input = sum;
+        add.second = term_index;
+        add.out_shape = shape;
+        add.out_shape.type = out;
+        add.label = label_of(add) + " (low-rank sum)";
+        steps.push_back(std::move(add));
+        produced.push_back(out);
+        sum = int(steps.size()) - 1;
+    }
+    return sum;
+}
+
+} // namespace
+
 ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape& input, PixelType out_type,
-                        Backend backend) {
+                        Backend backend, Algorithm algorithm) {
     validate_shape(input, "input image");
     ExecutionPlan plan;
     plan.backend = backend;
     plan.input = input;
     plan.output = input;
     plan.output.type = out_type;
+    const CostTable* table = backend == Backend::cuda || backend == Backend::cpu
+                                 ? cost_table_for(backend, backend == Backend::cuda ? cuda_device_arch() : 0)
+                                 : nullptr;
+    if (table) plan.cost_source = table->source + (table->device.empty() ? "" : " (" + table->device + ")");
     PixelType op_in = input.type;
     for (const OpProgram& op : pipeline) {
         OperationPlan oplan;
         oplan.spec = op.spec;
-        std::vector<PixelType> produced;
+        std::vector<PixelType> produced;  // per plan step
+        std::vector<int> index_of;        // program step -> the plan step holding its result
         auto type_of = [&](int index) { return index == op_input ? op_in : produced.at(std::size_t(index)); };
+        auto plan_index = [&](int operand) { return operand < 0 ? operand : index_of.at(std::size_t(operand)); };
         for (std::size_t k = 0; k < op.steps.size(); ++k) {
             const Step& step = op.steps[k];
             auto valid = [&](int operand, bool optional) {
@@ -219,16 +282,22 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
                 fail(op.spec, "internal: a step reads an operand that does not exist yet");
             const bool last = k + 1 == op.steps.size();
             StepPlan sp;
-            sp.input = step.input;
-            sp.second = step.second;
-            const PixelType in = type_of(step.input);
+            sp.input = plan_index(step.input);
+            sp.second = plan_index(step.second);
+            const PixelType in = type_of(sp.input);
             PixelType out;
             if (auto* l = std::get_if<LinearStep>(&step.action)) {
                 check_border_value(op.spec, l->border, l->border_value, in);
                 out = last ? out_type : PixelType::f32;
-                LinearPlan lp = plan_linear(*l, in, out);
-                choose_fft(lp, input, backend);
-                sp.what = std::move(lp);
+                LinearChoice choice = choose_linear_path(plan_linear(*l, in, out), input, backend, algorithm, table, op.spec);
+                if (choice.low_rank) {
+                    const std::size_t first = oplan.steps.size();
+                    index_of.push_back(expand_low_rank(choice.plan, *choice.low_rank, sp.input, input, oplan.steps, produced));
+                    oplan.steps[first].estimates = std::move(choice.estimates);
+                    continue;
+                }
+                sp.what = std::move(choice.plan);
+                sp.estimates = std::move(choice.estimates);
             } else if (auto* m = std::get_if<MorphStep>(&step.action)) {
                 check_border_value(op.spec, m->border, m->border_value, in);
                 out = in;  // a morphology result that is the op's last step is converted by a combine below
@@ -236,13 +305,14 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
             } else {
                 const auto& c = std::get<CombineStep>(step.action);
                 out = last ? out_type : PixelType::f32;
-                sp.what = CombinePlan{c, in, step.second != no_operand ? type_of(step.second) : in, out};
+                sp.what = CombinePlan{c, in, sp.second != no_operand ? type_of(sp.second) : in, out};
             }
             sp.out_shape = input;
             sp.out_shape.type = out;
             sp.label = label_of(sp);
             produced.push_back(out);
             oplan.steps.push_back(std::move(sp));
+            index_of.push_back(int(oplan.steps.size()) - 1);
         }
         // Morphology keeps its type; if the op must end in another type, convert once at the end.
         if (produced.empty() || produced.back() != out_type) {
@@ -261,13 +331,28 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
     return plan;
 }
 
-std::string ExecutionPlan::describe() const {
+std::string ExecutionPlan::describe(bool with_estimates) const {
     std::ostringstream o;
     o << "backend " << to_string(backend) << ", input " << input.width << 'x' << input.height << 'x'
       << input.channels << ' ' << to_string(input.type) << ", output " << to_string(output.type) << '\n';
+    if (with_estimates)
+        o << "cost model: " << (cost_source.empty() ? "none for this backend (fixed preferences)" : cost_source) << '\n';
     for (const auto& op : operations) {
         o << op.spec << '\n';
-        for (std::size_t k = 0; k < op.steps.size(); ++k) o << "  step " << k << ": " << op.steps[k].label << '\n';
+        for (std::size_t k = 0; k < op.steps.size(); ++k) {
+            o << "  step " << k << ": " << op.steps[k].label << '\n';
+            if (!with_estimates) continue;
+            for (const PathEstimate& e : op.steps[k].estimates) {
+                char line[96];
+                if (!e.unavailable.empty())
+                    std::snprintf(line, sizeof line, "      %-10s      -     ", to_string(e.path));
+                else if (std::isnan(e.seconds))
+                    std::snprintf(line, sizeof line, "    %s %-10s  (no estimate)", e.chosen ? "*" : " ", to_string(e.path));
+                else
+                    std::snprintf(line, sizeof line, "    %s %-10s %9.3f ms", e.chosen ? "*" : " ", to_string(e.path), e.seconds * 1e3);
+                o << line << (e.unavailable.empty() ? "" : "  " + e.unavailable) << '\n';
+            }
+        }
     }
     return o.str();
 }

@@ -1,5 +1,6 @@
 """bench/report.py's section "The book chapter's cases": apron's correlate / h2h_correlate u8 rows of the chapter's
-sizes and masks set beside the chapter's Tesla C2070 figures.
+sizes and masks set beside the chapter's Tesla C2070 figures; and its section "Masks of any size": bench_gpu --large's
+rows (the planner's choice, every path forced as OP@PATH) against the peers, with the issue's targets.
 
 These tests run report.py on small synthetic CSVs and need neither the apron binary nor a GPU (nor numpy).
 """
@@ -151,3 +152,211 @@ def test_no_book_section_without_book_rows(tmp_path, peers_csv, book_csv):
     r = run_report(tmp_path, apron, peers_csv, "--book-csv", book_csv)
     assert "book chapter" not in r.stdout
     assert "C2070" not in r.stdout
+
+
+# ---------------------------------------------------------------------------------------------------------
+# "Masks of any size": bench_gpu --large's rows (OP@PATH forced paths, correlate_rank2) against the peers and
+# the issue's targets
+# ---------------------------------------------------------------------------------------------------------
+
+LARGE_SECTION = "## Masks of any size"
+LARGE_HEADER = APRON_HEADER + ["fma_peak"]
+SIZE = 8192
+F32_TITLE = "f32, random non-separable masks (correlate)"
+INT_TITLE = "u8, random integer masks, exact (correlate_int)"
+RANK2_TITLE = "f32, rank-2 masks (correlate_rank2)"
+
+
+def gpix_row(impl, op, typ, k, gpix, algorithm="", fma_peak=33.5e12, pct=50):
+    """A row of apron's (bench_gpu --large, fma_peak column) or, impl != 'apron', a peer's at SIZE, by Gpix/s."""
+    mpix_s = gpix * 1e3
+    ms = SIZE * SIZE / 1e6 / mpix_s * 1e3
+    if impl != "apron":
+        return [impl, op, typ, k, SIZE, ms, mpix_s]
+    return [impl, op, typ, k, SIZE, ms, mpix_s, algorithm, pct, fma_peak]
+
+
+def label_of(k, path, exact=False):
+    kind = "exact f32-acc u8->u8" if exact else "float f32-acc f32->f32"
+    return "linear %dx%d %s %s border=nearest" % (k, k, path, kind)
+
+
+def large_section(out: str) -> dict[str, tuple[dict[str, dict[str, str]], list[str]]]:
+    """The section's tables: title (without the size) -> ({k: {column header: cell}}, target lines)."""
+    assert out.count(LARGE_SECTION) == 1, out
+    text = out.split(LARGE_SECTION, 1)[1].split("\n## ", 1)[0]
+    tables = {}
+    for part in text.split("\n### ")[1:]:
+        title, body = part.split("\n", 1)
+        assert title.endswith(", %dx%d" % (SIZE, SIZE)), title
+        lines = [l for l in body.splitlines() if l.startswith("|")]
+        header = [c.strip() for c in lines[0].strip("|").split("|")]
+        rows = {}
+        for line in lines[2:]:
+            cells = dict(zip(header, (c.strip() for c in line.strip("|").split("|"))))
+            rows[cells["k"]] = cells
+        targets = [l for l in body.splitlines() if l.startswith("- ")]
+        tables[title.rsplit(", ", 1)[0]] = (rows, targets)
+    return tables
+
+
+def target(targets: list[str], words: str) -> str:
+    hits = [t for t in targets if words in t]
+    assert len(hits) == 1, (words, targets)
+    return hits[0]
+
+
+@pytest.fixture
+def large_peers_csv(tmp_path):
+    return write_csv(tmp_path / "peers.csv", APRON_HEADER[:7], [
+        gpix_row("npp", "correlate", "f32", 3, 350),
+        gpix_row("npp", "correlate", "f32", 31, 4.0),
+        gpix_row("npp", "correlate", "f32", 127, 0.25),
+        gpix_row("cudnn", "correlate", "f32", 127, 3.0),
+        gpix_row("cudnn-f16", "correlate", "f32", 127, 900),    # half precision: never the best peer here
+        gpix_row("cupy", "correlate", "f32", 63, 0.5),
+        gpix_row("npp", "correlate_int", "u8", 15, 16.0),
+        gpix_row("cupy", "correlate", "u8", 31, 3.0),            # integer masks: approximate ('~')
+    ])
+
+
+def test_large_section_tables_ratios_and_failed_targets(tmp_path, large_peers_csv):
+    apron = write_csv(tmp_path / "apron.csv", LARGE_HEADER, [
+        gpix_row("apron", "correlate", "f32", 3, 300, label_of(3, "direct")),
+        gpix_row("apron", "correlate@direct", "f32", 3, 300, label_of(3, "direct")),
+        gpix_row("apron", "correlate@fft", "f32", 3, 20, label_of(3, "fft")),
+        gpix_row("apron", "correlate", "f32", 31, 30, label_of(31, "fft")),
+        gpix_row("apron", "correlate@direct", "f32", 31, 22, label_of(31, "direct")),
+        gpix_row("apron", "correlate@fft", "f32", 31, 30, label_of(31, "fft")),
+        gpix_row("apron", "correlate", "f32", 127, 20, label_of(127, "fft")),       # below 25 Gpix/s
+        gpix_row("apron", "correlate@direct", "f32", 127, 1.5, label_of(127, "direct")),
+        gpix_row("apron", "correlate@fft", "f32", 127, 20.5, label_of(127, "fft")),
+        gpix_row("apron", "correlate_int", "u8", 15, 300, label_of(15, "tensor", True)),
+        gpix_row("apron", "correlate_int@direct", "u8", 15, 90, label_of(15, "direct", True)),
+        gpix_row("apron", "correlate_int@tensor", "u8", 15, 300, label_of(15, "tensor", True)),
+        gpix_row("apron", "correlate_int", "u8", 31, 80, label_of(31, "tensor", True)),  # 20% below the forced
+        gpix_row("apron", "correlate_int@direct", "u8", 31, 22, label_of(31, "direct", True)),
+        gpix_row("apron", "correlate_int@tensor", "u8", 31, 100, label_of(31, "tensor", True)),
+        gpix_row("apron", "correlate_rank2", "f32", 63, 100, "low-rank, 3 steps: " + label_of(63, "separable") +
+                 " (low-rank term 1/2); ..."),
+        gpix_row("apron", "correlate_rank2@direct", "f32", 63, 5, label_of(63, "direct")),
+        gpix_row("apron", "correlate_rank2@low-rank", "f32", 63, 105, label_of(63, "separable")),
+    ])
+    r = run_report(tmp_path, apron, large_peers_csv)
+    tables = large_section(r.stdout)
+    assert list(tables) == [F32_TITLE, INT_TITLE, RANK2_TITLE]
+    assert "fma_peak 33.5 T FMA/s (bench_gpu's ceiling)" in r.stdout
+
+    rows, targets = tables[F32_TITLE]
+    assert list(rows) == ["3", "31", "127"]
+    a = rows["127"]
+    assert a["apron chosen Gpix/s (path) [roofline]"] == "20.0 fft [50%]"
+    assert (a["apron direct"], a["apron fft"]) == ("1.50", "20.5")
+    assert "apron tensor" not in a  # no f32 row took it: no column
+    assert (a["NPP Gpix/s"], a["cuDNN f32 Gpix/s"], a["CuPy Gpix/s"]) == ("0.25", "3.00", "–")
+    assert a["best peer"] == "cuDNN f32 3.00"
+    assert a["chosen / best peer"] == "**6.7x**"
+    assert a["chosen / best apron path"] == "0.98x (fft)"
+    assert rows["3"]["chosen / best peer"] == "**0.86x**"
+    assert target(targets, "25.0 Gpix/s").startswith("- **FAIL**")
+    assert "k 127 (20.0)" in target(targets, "25.0 Gpix/s")
+    assert target(targets, "best peer at every k").startswith("- **FAIL**")
+    assert "k 3 (0.86x)" in target(targets, "best peer at every k")
+    assert target(targets, "5x the best peer from k 31").startswith("- **pass**")
+    assert target(targets, "10% slower").startswith("- **pass**")
+    assert not any("tensor path" in t for t in targets)
+
+    rows, targets = tables[INT_TITLE]
+    assert rows["31"]["apron chosen Gpix/s (path) [roofline]"] == "80.0 tensor [50%]"
+    assert rows["31"]["CuPy Gpix/s"] == "3.00~"
+    assert rows["31"]["best peer"] == "CuPy 3.00~"
+    assert rows["31"]["chosen / best apron path"] == "0.80x (tensor) !"
+    assert rows["15"]["chosen / best apron path"] == "1.0x (tensor)"
+    assert rows["15"]["cuDNN f32 Gpix/s"] == "–"
+    # 300 Gpix/s at 15x15 is 2.0x the FP32 roofline 33.5e12 / 225; 100 at 31x31 is 2.9x 33.5e12 / 961
+    tensor = target(targets, "tensor path")
+    assert tensor.startswith("- **FAIL**") and "15 (2.0x)" in tensor and "31 (2.9x)" in tensor
+    slower = target(targets, "10% slower")
+    assert slower.startswith("- **FAIL**") and "31 (0.80x of tensor)" in slower
+    assert target(targets, "best peer at every k").startswith("- **pass**")
+
+    rows, targets = tables[RANK2_TITLE]
+    assert rows["63"]["apron chosen Gpix/s (path) [roofline]"] == "100 low-rank [50%]"
+    assert (rows["63"]["apron direct"], rows["63"]["apron low-rank"]) == ("5.00", "105")
+    assert rows["63"]["CuPy Gpix/s"] == "0.5~"  # a full-rank mask's time: approximate
+    assert target(targets, "10% slower").startswith("- **pass**")
+    assert not any("Gpix/s:" in t or "tensor path" in t for t in targets)
+
+
+def test_large_targets_all_pass(tmp_path, large_peers_csv):
+    rows = []
+    for k in (31, 63, 127):
+        rows += [gpix_row("apron", "correlate", "f32", k, 40, label_of(k, "fft")),
+                 gpix_row("apron", "correlate@direct", "f32", k, 30 if k == 31 else 2, label_of(k, "direct")),
+                 gpix_row("apron", "correlate@fft", "f32", k, 41, label_of(k, "fft"))]  # 2.5% faster: within 10%
+    for k in (15, 31):
+        rows += [gpix_row("apron", "correlate_int", "u8", k, 630, label_of(k, "tensor", True)),
+                 gpix_row("apron", "correlate_int@tensor", "u8", k, 630, label_of(k, "tensor", True))]
+    for r in rows:
+        r[-1] = 20e12  # the CSV's FMA ceiling
+    apron = write_csv(tmp_path / "apron.csv", LARGE_HEADER, rows)
+    out = run_report(tmp_path, apron, large_peers_csv).stdout
+    section = out.split(LARGE_SECTION, 1)[1]
+    assert "**FAIL**" not in section
+    tables = large_section(out)
+    _, targets = tables[F32_TITLE]
+    assert target(targets, "25.0 Gpix/s") == "- **pass** f32, k 31..127: chosen >= 25.0 Gpix/s: lowest 40.0 at k 31"
+    # fma_peak from the CSV (20e12): 630 Gpix/s is 7.1x the roofline 20e12 / 225 at 15x15, 30x 20e12 / 961 at 31x31
+    _, targets = tables[INT_TITLE]
+    assert target(targets, "tensor path").startswith("- **pass**")
+    assert "lowest 7.1x at k 15" in target(targets, "tensor path")
+    assert "fma_peak 20.0 T FMA/s" in out
+    # the only peer from 31 up for integer masks: CuPy's correlate u8 31 (3.00~)
+    assert target(targets, "5x the best peer") == "- **pass** chosen >= 5x the best peer from k 31: lowest 210x at k 31"
+
+
+def test_forced_rows_only_in_the_large_section(tmp_path, large_peers_csv):
+    apron = write_csv(tmp_path / "apron.csv", LARGE_HEADER, [
+        gpix_row("apron", "correlate", "f32", 127, 10, label_of(127, "fft")),
+        gpix_row("apron", "correlate@fft", "f32", 127, 20, label_of(127, "fft")),
+        gpix_row("apron", "correlate_rank2", "f32", 63, 100, "low-rank, 3 steps: ..."),
+        gpix_row("apron", "dilate", "u8", 3, 500, "dilate 3x3 separable-rect u8 border=nearest"),
+    ])
+    out = run_report(tmp_path, apron, large_peers_csv).stdout
+    before = out.split(LARGE_SECTION, 1)[0]
+    assert "correlate@fft" not in out and "correlate_rank2" not in before
+    assert "### correlate f32, 8192x8192" in before  # the plain op's large k still meets the peers up there
+    assert "| 127 | 10.0 [50%] |" in before
+    assert "## other apron cases" in before and "| dilate |" in before
+    tables = large_section(out)
+    rows, targets = tables[F32_TITLE]
+    assert rows["127"]["apron fft"] == "20.0"
+    assert rows["127"]["chosen / best apron path"] == "0.50x (fft) !"
+    assert target(targets, "5x the best peer") == ("- **FAIL** chosen >= 5x the best peer from k 31: below at k 127 "
+                                                   "(3.3x)")
+    assert target(targets, "10% slower").startswith("- **FAIL**")
+    # No rows in 31..127 besides 127; the rank-2 table has no forced rows to compare with.
+    assert target(tables[RANK2_TITLE][1], "10% slower").startswith("- no data")
+
+
+def test_default_fma_peak_without_the_column(tmp_path, large_peers_csv):
+    rows = [gpix_row("apron", "correlate_int@tensor", "u8", 15, 450, label_of(15, "tensor", True))[:-1],
+            gpix_row("apron", "correlate_int", "u8", 15, 450, label_of(15, "tensor", True))[:-1]]
+    apron = write_csv(tmp_path / "apron.csv", APRON_HEADER, rows)
+    out = run_report(tmp_path, apron, large_peers_csv).stdout
+    assert "fma_peak 33.5 T FMA/s (not in the CSV" in out
+    # 450 Gpix/s at 15x15 against 33.5e12 / 225 = 148.9 Gpix/s: 3.0x, a pass
+    _, targets = large_section(out)[INT_TITLE]
+    assert target(targets, "tensor path") == ("- **pass** u8 integer masks, k 15..31: the tensor path >= 3x the FP32 "
+                                              "direct roofline (fma_peak / k^2): lowest 3.0x at k 15")
+
+
+def test_no_large_section_without_large_rows(tmp_path, large_peers_csv):
+    apron = write_csv(tmp_path / "apron.csv", LARGE_HEADER, [
+        gpix_row("apron", "correlate", "f32", 3, 300, label_of(3, "direct")),
+        gpix_row("apron", "correlate", "f32", 31, 22, label_of(31, "direct")),
+        gpix_row("apron", "correlate_int", "u8", 15, 90, label_of(15, "direct", True)),
+    ])
+    out = run_report(tmp_path, apron, large_peers_csv).stdout
+    assert "Masks of any size" not in out
+    assert "### correlate f32, 8192x8192" in out
