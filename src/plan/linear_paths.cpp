@@ -152,6 +152,9 @@ LinearChoice choose_linear_path(LinearPlan p, const ImageShape& shape, Backend b
         if (modelled) {
             for (const auto& e : c.estimates)
                 if (e.unavailable.empty() && !std::isnan(e.seconds) && e.seconds < best) best = e.seconds, pick = e.path;
+            // A table without separable points still never prefers W x H taps to W + H.
+            if (pick == Algorithm::direct && c.estimates[1].unavailable.empty() && std::isnan(c.estimates[1].seconds))
+                pick = Algorithm::separable;
         } else {
             pick = fixed_choice(p, c.estimates);
         }
