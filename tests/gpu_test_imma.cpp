@@ -50,6 +50,10 @@ Mask byte_mask(int w, int h, int lo, int hi, std::uint32_t seed, int ax = -1, in
     return m;
 }
 
+// Mostly small non-negative weights (and the two byte ends): `normalize=sum` gives local averages, so u8
+// and u16 outputs spread over their range instead of saturating.
+Mask smooth_mask(int w, int h, std::uint32_t seed, int ax = -1, int ay = -1) { return byte_mask(w, h, 0, 20, seed, ax, ay); }
+
 struct Gpu {
     std::unique_ptr<Executor> ex = make_cuda_executor();
     std::unique_ptr<Executor> cpu = make_cpu_executor(0);
@@ -124,8 +128,12 @@ TEST(CudaImma, OddSquareMasksEveryBorderOnLargeAndTinyImages) {
     for (int k : {11, 13, 15, 19, 25, 27, 31}) {
         // The full byte range up to 25x25; beyond it sum |w| * 255 must stay below 2^24 (f32 accumulator).
         const Mask m = k <= 25 ? byte_mask(k, k, -128, 127, ++seed) : byte_mask(k, k, -40, 60, ++seed);
+        const Mask avg = smooth_mask(k, k, ++seed);
         for (const Image& in : images)
-            for (BorderMode b : kBorders) expect_exact(plan_for(m, in.shape(), PixelType::u8, b, 7, Normalise::sum), in);
+            for (BorderMode b : kBorders) {
+                expect_exact(plan_for(m, in.shape(), PixelType::f32, b, 7), in);  // the raw sums, exactly
+                expect_exact(plan_for(avg, in.shape(), PixelType::u8, b, 7, Normalise::sum), in);
+            }
     }
 }
 
@@ -147,7 +155,7 @@ TEST(CudaImma, EvenNonSquareAndOffCentreMasks) {
                                         : byte_mask(s.w, s.h, -40, 60, ++seed, s.ax, s.ay);
         for (const Image& in : images)
             for (BorderMode b : kBorders)
-                expect_exact(plan_for(m, in.shape(), PixelType::u8, b, 200, Normalise::none, 1, 128), in);
+                expect_exact(plan_for(m, in.shape(), PixelType::f32, b, 200, Normalise::none, 1, 0.5), in);
     }
 }
 
@@ -155,18 +163,22 @@ TEST(CudaImma, OutputTypesAndFinishes) {
     REQUIRE_GPU();
     const Image in = test::random_image(777, 300, 1, PixelType::u8, 21);
     const Mask m15 = byte_mask(15, 15, -128, 127, 22), m25 = byte_mask(25, 25, -20, 100, 23);
-    const Mask m31 = byte_mask(31, 31, -40, 60, 24), pos = byte_mask(21, 21, 0, 9, 25, 3, 17);
-    // Zero sum (book adds the mid value): a centre of -(n - 1) in a field of ones.
-    std::vector<double> zs(17 * 17, 1.0);
-    zs[17 * 8 + 8] = -(17.0 * 17 - 1);
-    zs[0] = -1, zs[1] = 1;  // keep it asymmetric
+    const Mask m31 = byte_mask(31, 31, -40, 60, 24), avg21 = smooth_mask(21, 21, 25, 3, 17);
+    const Mask avg31 = smooth_mask(31, 31, 26), avg9 = smooth_mask(9, 9, 27);
+    // Zero sum (book adds the mid value): antisymmetric weights.
+    std::vector<double> zs(17 * 17, 0.0);
+    std::mt19937 rng(28);
+    for (std::size_t i = 0; i < zs.size() / 2; ++i)
+        zs[i] = std::uniform_int_distribution<int>(-127, 127)(rng), zs[zs.size() - 1 - i] = -zs[i];
     const Mask zero_sum(17, 17, zs);
     for (PixelType out : {PixelType::u8, PixelType::u16, PixelType::f32}) {
         expect_exact(plan_for(m15, in.shape(), out, BorderMode::nearest, 0, Normalise::none, 0.125), in);
         expect_exact(plan_for(m25, in.shape(), out, BorderMode::reflect, 0, Normalise::book, 1, 3), in);
-        expect_exact(plan_for(pos, in.shape(), out, BorderMode::wrap, 0, Normalise::sum, 0.3, -2.5), in);
+        expect_exact(plan_for(avg21, in.shape(), out, BorderMode::wrap, 0, Normalise::sum, 0.3, -2.5), in);
         expect_exact(plan_for(m31, in.shape(), out, BorderMode::mirror, 0, Normalise::none, 1, 1000), in);
-        expect_exact(plan_for(m31, in.shape(), out, BorderMode::constant, 255, Normalise::sum, 2, -7), in);
+        expect_exact(plan_for(avg31, in.shape(), out, BorderMode::constant, 255, Normalise::sum, 2, -7), in);
+        expect_exact(plan_for(avg31, in.shape(), out, BorderMode::reflect, 0, Normalise::sum, 0.25), in);
+        expect_exact(plan_for(avg9, in.shape(), out, BorderMode::nearest, 0, Normalise::sum, 1, 1), in);
         expect_exact(plan_for(zero_sum, in.shape(), out, BorderMode::reflect, 0, Normalise::book), in);
     }
 }
@@ -174,7 +186,7 @@ TEST(CudaImma, OutputTypesAndFinishes) {
 TEST(CudaImma, RowBandsAndUnalignedViews) {
     REQUIRE_GPU();
     const Image in = test::random_image(1029, 300, 1, PixelType::u8, 31);
-    const Mask m = byte_mask(23, 19, -128, 127, 32, 4, 15);
+    const Mask m = smooth_mask(23, 19, 32, 4, 15);
     const LinearPlan p = plan_for(m, in.shape(), PixelType::u8, BorderMode::wrap, 0, Normalise::sum);
     expect_exact(p, in, 0, 0, 37, 101);
     expect_exact(p, in, 0, 0, 250, 300);
@@ -185,7 +197,7 @@ TEST(CudaImma, RowBandsAndUnalignedViews) {
     for (PixelType out : {PixelType::u16, PixelType::f32})
         expect_exact(plan_for(m, in.shape(), out, BorderMode::reflect, 0, Normalise::sum, 0.5, 1), in, 1);
     // Input views 1..3 bytes past a word boundary: every block stages byte by byte.
-    const Mask wide = byte_mask(31, 29, -40, 60, 33);
+    const Mask wide = smooth_mask(31, 29, 33);
     for (int shift : {1, 2, 3}) {
         expect_exact(p, in, 0, shift);
         expect_exact(plan_for(wide, in.shape(), PixelType::u8, BorderMode::mirror, 0, Normalise::sum), in, 0, shift);

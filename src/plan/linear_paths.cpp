@@ -95,14 +95,21 @@ double predict(Algorithm path, const LinearPlan& p, const ImageShape& shape, con
     return s ? *s : std::numeric_limits<double>::quiet_NaN();
 }
 
-// The fixed preferences, for backends without a table: separable, then the CPU's FFT for large masks.
-Algorithm fixed_choice(const LinearPlan& p, const std::vector<PathEstimate>& est) {
+// The fixed preferences, for backends without a table: separable; low-rank where its r (W + H) taps are
+// under a quarter of the direct path's and under 128 (two 31-wide terms: on 2 cores a separable f32 pass
+// of 31 runs at ~0.33 Gpix/s, the FFT at ~0.14); then the FFT for large masks.
+Algorithm fixed_choice(const LinearPlan& p, const std::vector<PathEstimate>& est, const std::optional<LowRankMask>& lr) {
     auto can = [&](Algorithm a) {
         for (const auto& e : est)
             if (e.path == a) return e.unavailable.empty();
         return false;
     };
     if (can(Algorithm::separable)) return Algorithm::separable;
+    const Mask& m = p.step.mask;
+    if (can(Algorithm::low_rank) && lr) {
+        const double taps = double(lr->terms.size()) * (m.width + m.height);
+        if (taps * 4 <= double(m.width) * m.height && taps <= 128) return Algorithm::low_rank;
+    }
     if (can(Algorithm::fft) && p.step.mask.width * p.step.mask.height >= cpu_fft_min_area) return Algorithm::fft;
     return Algorithm::direct;
 }
@@ -156,7 +163,7 @@ LinearChoice choose_linear_path(LinearPlan p, const ImageShape& shape, Backend b
             if (pick == Algorithm::direct && c.estimates[1].unavailable.empty() && std::isnan(c.estimates[1].seconds))
                 pick = Algorithm::separable;
         } else {
-            pick = fixed_choice(p, c.estimates);
+            pick = fixed_choice(p, c.estimates, lr);
         }
     }
     for (auto& e : c.estimates) e.chosen = e.path == pick;
