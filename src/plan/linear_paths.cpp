@@ -47,7 +47,11 @@ std::string unavailable(Algorithm path, const LinearPlan& p, const ImageShape& s
         return "no rank <= 8 is within SPEC.md's tolerance";
     case Algorithm::fft:
         if (env_is("APRON_FFT", "0")) return "APRON_FFT=0";
-        if (backend == Backend::cuda) return cuda_fft_supports(p, shape) ? "" : "cuFFT cannot keep this plan exact";
+        if (backend == Backend::cuda) {
+            if (cuda_fft_supports(p, shape)) return "";
+            return p.exact ? "the double transform's error bound could reach 1/4: the exact sum would not survive"
+                           : "this build has no CUDA FFT path";
+        }
         if (backend != Backend::cpu) return "the reference backend computes every sum directly";
         if (!cpu::fft_available()) return "this build has no FFTW";
         {
