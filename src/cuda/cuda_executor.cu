@@ -241,9 +241,10 @@ public:
         const auto* p = std::get_if<LinearPlan>(&step.what);
         // A float separable plan runs the fused separable kernel, whose rounding differs from the 2D
         // kernel's: bands run the 2D kernel, so only exact plans (identical bits either way) may take them.
-        // The FFT's float rounding is its own too, and the tensor-core kernel is faster whole: neither bands.
+        // The FFT's float rounding is its own too: it never bands. Tensor-core plans are exact, so bands of the
+        // 2D kernel give their bits (the copies, not the kernel, bound a host-to-host run).
         if (!p || !direct_tiled_supports(*p) || (p->algorithm == LinearAlgorithm::separable && !p->exact) ||
-            p->algorithm == LinearAlgorithm::fft || p->algorithm == LinearAlgorithm::tensor)
+            p->algorithm == LinearAlgorithm::fft)
             return false;
         if (!is_pinned(host_in.data) || !is_pinned(host_out.data)) return false;
         const int height = host_in.height();
