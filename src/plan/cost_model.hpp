@@ -1,7 +1,7 @@
 #pragma once
 // The planner's cost model: the measured throughput of each linear path, per pixel class and mask size,
 // on one device (a calibration table, written by `apron calibrate`), interpolated between the measured
-// mask sizes. Tables for the GPUs apron was calibrated on, and one for the CPU backend, are checked in
+// mask sizes. Tables for the GPUs apron was calibrated on are checked in
 // under calibration/ and compiled in; APRON_CALIBRATION=FILE replaces them (a table of this machine).
 #include <optional>
 #include <string>
@@ -40,7 +40,7 @@ CostTable parse_cost_table(std::string_view text, const std::string& source);
 std::string format_cost_table(const CostTable& t);  // the file format parse_cost_table reads
 
 // The table for a backend: APRON_CALIBRATION when set (a file; a bad file fails naming it), else the
-// built-in table of this CUDA architecture (or the nearest one), or the CPU table. nullptr when none.
+// built-in table of this CUDA architecture (or the nearest one). nullptr when none (the CPU: fixed preferences).
 const CostTable* cost_table_for(Backend backend, int cuda_arch);
 
 // The pixel class of a plan: "f32", "u16", "u8", or "u8-int" (an exact u8 plan whose integer weights all
