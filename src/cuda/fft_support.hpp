@@ -23,7 +23,7 @@ struct FftTiling {
     std::size_t transform_reals() const { return std::size_t(ny) * std::size_t(2 * (nx / 2 + 1)); }
 };
 
-// The tiling for this plan on an image of this shape: transform sides are 2^a or 3 x 2^a (cuFFT's fastest)
+// The tiling for this plan on an image of this shape: transform sides are powers of two (cuFFT's fastest)
 // chosen by an estimate of the memory traffic per output; exact plans only sides whose double transform
 // keeps the rounded sum exact (double_fft_error_bound). APRON_FFT_SIDE=N forces N x N transforms where the
 // mask fits (and, exact, the bound holds); APRON_FFT_BATCH=B forces B tiles per batch (for measurement).
