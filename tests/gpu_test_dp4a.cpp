@@ -23,8 +23,6 @@ namespace {
 #define REQUIRE_GPU() \
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
 
-constexpr BorderMode kBorders[] = {BorderMode::constant, BorderMode::nearest, BorderMode::reflect, BorderMode::mirror,
-                                   BorderMode::wrap};
 
 using test::plan_for;
 
@@ -101,7 +99,7 @@ TEST(CudaDp4a, EveryMaskSizeAndBorderOnLargeAndTinyImages) {
     for (int k : {3, 5, 7, 9}) {
         const Mask m = byte_mask(k, -128, 127, ++seed);
         for (const Image& in : images)
-            for (BorderMode b : kBorders) expect_exact(plan_for(m, in.shape(), PixelType::u8, b, 7, Normalise::sum), in);
+            for (BorderMode b : test::all_borders) expect_exact(plan_for(m, in.shape(), PixelType::u8, b, 7, Normalise::sum), in);
     }
 }
 

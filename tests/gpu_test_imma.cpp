@@ -23,8 +23,6 @@ namespace {
 #define REQUIRE_GPU() \
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
 
-constexpr BorderMode kBorders[] = {BorderMode::constant, BorderMode::nearest, BorderMode::reflect, BorderMode::mirror,
-                                   BorderMode::wrap};
 
 using test::plan_for;
 
@@ -130,7 +128,7 @@ TEST(CudaImma, OddSquareMasksEveryBorderOnLargeAndTinyImages) {
         const Mask m = k <= 25 ? byte_mask(k, k, -128, 127, ++seed) : byte_mask(k, k, -40, 60, ++seed);
         const Mask avg = smooth_mask(k, k, ++seed);
         for (const Image& in : images)
-            for (BorderMode b : kBorders) {
+            for (BorderMode b : test::all_borders) {
                 expect_exact(plan_for(m, in.shape(), PixelType::f32, b, 7), in);  // the raw sums, exactly
                 expect_exact(plan_for(avg, in.shape(), PixelType::u8, b, 7, Normalise::sum), in);
             }
@@ -154,7 +152,7 @@ TEST(CudaImma, EvenNonSquareAndOffCentreMasks) {
         const Mask m = s.w * s.h <= 625 ? byte_mask(s.w, s.h, -128, 127, ++seed, s.ax, s.ay)
                                         : byte_mask(s.w, s.h, -40, 60, ++seed, s.ax, s.ay);
         for (const Image& in : images)
-            for (BorderMode b : kBorders)
+            for (BorderMode b : test::all_borders)
                 expect_exact(plan_for(m, in.shape(), PixelType::f32, b, 200, Normalise::none, 1, 0.5), in);
     }
 }

@@ -21,8 +21,6 @@ using namespace apron;
 
 namespace {
 
-constexpr BorderMode kBorders[] = {BorderMode::constant, BorderMode::nearest, BorderMode::reflect, BorderMode::mirror,
-                                   BorderMode::wrap};
 
 #define REQUIRE_GPU() \
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
@@ -83,7 +81,7 @@ void expect_matches_cpu(const LinearPlan& p, ConstImageView in, int offset = 0) 
 
 // Every border mode on one image (the border is a kernel argument: one compiled kernel serves them all).
 void sweep_borders(const Mask& m, const Image& in, PixelType out, int offset = 0) {
-    for (BorderMode b : kBorders) {
+    for (BorderMode b : test::all_borders) {
         const double value = b == BorderMode::constant ? (in.type() == PixelType::f32 ? 0.75 : 7) : 0;
         expect_matches_cpu(plan_for(m, in.shape(), out, b, value), in.view(), offset);
     }

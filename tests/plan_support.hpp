@@ -1,11 +1,42 @@
 #pragma once
 // Plans for tests, made by the real planner (as a run on the CPU backend would), so a test checks the plan
 // apron would execute: exactness, accumulator and finish included.
+#include <cstdint>
+#include <random>
 #include <utility>
+#include <vector>
 
 #include "plan/plan.hpp"
 
 namespace apron::test {
+
+// Every border mode, for sweeps.
+constexpr BorderMode all_borders[] = {BorderMode::constant, BorderMode::nearest, BorderMode::reflect, BorderMode::mirror,
+                                      BorderMode::wrap};
+
+// W x H random weights: integers in -range..range, or floats in [-1, 1).
+inline Mask random_mask(int w, int h, bool integer, std::uint32_t seed, int range = 4) {
+    std::mt19937 rng(seed);
+    std::vector<double> v(static_cast<std::size_t>(w) * h);
+    for (double& x : v)
+        x = integer ? std::uniform_int_distribution<int>(-range, range)(rng) : std::uniform_real_distribution<double>(-1, 1)(rng);
+    return Mask(w, h, v);
+}
+
+// One correlation step with this mask, border and finish, as an operation.
+inline OpProgram correlation_op(const Mask& m, BorderMode border = BorderMode::reflect, double border_value = 0,
+                                Normalise normalise = Normalise::none, double scale = 1, double delta = 0) {
+    LinearStep s;
+    s.mask = m;
+    s.border = border;
+    s.border_value = border_value;
+    s.normalise = normalise;
+    s.scale = scale;
+    s.delta = delta;
+    Step step;
+    step.action = s;
+    return OpProgram{"correlate", {step}};
+}
 
 inline StepPlan plan_step(Step step, const ImageShape& shape, PixelType out) {
     OpProgram prog;
@@ -25,14 +56,8 @@ inline LinearPlan linear_plan(const LinearStep& s, const ImageShape& shape, Pixe
 inline LinearPlan plan_for(const Mask& m, const ImageShape& shape, PixelType out, BorderMode border = BorderMode::reflect,
                            double border_value = 0, Normalise normalise = Normalise::none, double scale = 1,
                            double delta = 0) {
-    LinearStep s;
-    s.mask = m;
-    s.border = border;
-    s.border_value = border_value;
-    s.normalise = normalise;
-    s.scale = scale;
-    s.delta = delta;
-    return linear_plan(s, shape, out);
+    return std::get<LinearPlan>(
+        plan_step(correlation_op(m, border, border_value, normalise, scale, delta).steps.at(0), shape, out).what);
 }
 
 } // namespace apron::test

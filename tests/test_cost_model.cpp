@@ -12,6 +12,7 @@
 #include "cpu/fft_linear.hpp"
 #include "plan/cost_model.hpp"
 #include "plan/plan.hpp"
+#include "plan_support.hpp"
 
 using namespace apron;
 
@@ -79,20 +80,6 @@ TEST(CostModel, BuiltInTablesParse) {
     for (const auto& [name, text] : builtin_cost_tables()) EXPECT_NO_THROW(parse_cost_table(text, name)) << name;
 }
 
-OpProgram correlate(const Mask& m) {
-    LinearStep s;
-    s.mask = m;
-    Step step;
-    step.action = s;
-    return OpProgram{"correlate", {step}};
-}
-
-Mask random_mask(int k, unsigned seed) {
-    std::vector<double> w(std::size_t(k) * k);
-    for (auto& x : w) x = double((seed = seed * 1103515245u + 12345u) >> 16 & 1023) / 1024.0 - 0.5;
-    return Mask(k, k, w);
-}
-
 // The planner follows the table: direct where it is fastest, the FFT past the crossing, and every
 // candidate's time in the plan.
 TEST(CostModel, PlannerTakesThePredictedFastestPath) {
@@ -101,13 +88,13 @@ TEST(CostModel, PlannerTakesThePredictedFastestPath) {
     ::setenv("APRON_CALIBRATION", path.c_str(), 1);
     const ImageShape shape{512, 512, 1, PixelType::f32};
     auto chosen = [&](int k) {
-        const auto plan = make_plan({correlate(random_mask(k, 7u + unsigned(k)))}, shape, PixelType::f32, Backend::cpu);
+        const auto plan = make_plan({test::correlation_op(test::random_mask(k, k, false, 7u + unsigned(k)))}, shape, PixelType::f32, Backend::cpu);
         return std::get<LinearPlan>(plan.operations[0].steps[0].what).algorithm;
     };
     EXPECT_EQ(chosen(3), LinearAlgorithm::direct);
     if (std::getenv("APRON_FFT") == nullptr && cpu::fft_available()) {
         EXPECT_EQ(chosen(31), LinearAlgorithm::fft);  // 0.4 against 0.1 Gpix/s
-        const auto plan = make_plan({correlate(random_mask(31, 3))}, shape, PixelType::f32, Backend::cpu);
+        const auto plan = make_plan({test::correlation_op(test::random_mask(31, 31, false, 3))}, shape, PixelType::f32, Backend::cpu);
         const std::string text = plan.describe(true);
         EXPECT_NE(text.find("cost model: " + path), std::string::npos) << text;
         EXPECT_NE(text.find("* fft"), std::string::npos) << text;
@@ -115,7 +102,7 @@ TEST(CostModel, PlannerTakesThePredictedFastestPath) {
         EXPECT_NE(text.find("tensor cores are a CUDA path"), std::string::npos) << text;
     }
     ::setenv("APRON_CALIBRATION", (path + ".missing").c_str(), 1);
-    EXPECT_THROW(make_plan({correlate(random_mask(5, 1))}, shape, PixelType::f32, Backend::cpu), Error);
+    EXPECT_THROW(make_plan({test::correlation_op(test::random_mask(5, 5, false, 1))}, shape, PixelType::f32, Backend::cpu), Error);
     ::unsetenv("APRON_CALIBRATION");
     std::remove(path.c_str());
 }

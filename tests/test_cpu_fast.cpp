@@ -19,8 +19,6 @@ using namespace apron;
 namespace {
 
 constexpr PixelType kTypes[] = {PixelType::u8, PixelType::u16, PixelType::f32};
-constexpr BorderMode kBorders[] = {BorderMode::constant, BorderMode::nearest, BorderMode::reflect, BorderMode::mirror,
-                                   BorderMode::wrap};
 
 Executor& reference() {
     static auto ex = make_reference_executor();
@@ -131,7 +129,7 @@ TEST(CpuFast, LinearSweepMatchesReference) {
     int k = 0;
     for (PixelType tin : kTypes)
         for (PixelType tout : kTypes)
-            for (BorderMode b : kBorders)
+            for (BorderMode b : test::all_borders)
                 for (auto [mw, mh] : sizes)
                     for (bool integer : {true, false}) {
                         const int channels = 1 + k % 4, w = mw > 9 ? 29 : 37, h = mw > 9 ? 19 : 23;
@@ -153,7 +151,7 @@ TEST(CpuFast, TinyImagesAndMasksLargerThanTheImage) {
     int k = 0;
     for (auto [w, h] : images)
         for (auto [mw, mh] : masks)
-            for (BorderMode b : kBorders)
+            for (BorderMode b : test::all_borders)
                 for (PixelType t : {PixelType::u8, PixelType::f32}) {
                     const Image in = test::random_image(w, h, 1 + k % 3, t, 7 + k);
                     LinearStep s;
@@ -229,7 +227,7 @@ TEST(CpuFast, SeparablePathsMatchDirect) {
     int k = 0;
     for (bool integer : {true, false})
         for (auto [mw, mh] : {std::pair{3, 3}, std::pair{5, 5}, std::pair{2, 7}, std::pair{15, 15}, std::pair{8, 3}})
-            for (BorderMode b : kBorders)
+            for (BorderMode b : test::all_borders)
                 for (PixelType t : kTypes) {
                     std::vector<double> row(static_cast<std::size_t>(mw)), col(static_cast<std::size_t>(mh)), w;
                     for (double& x : row) x = integer ? std::uniform_int_distribution<int>(-3, 4)(rng) : std::uniform_real_distribution<double>(-1, 1)(rng);
@@ -267,12 +265,12 @@ TEST(CpuFast, MorphologyRectMatchesDirectAndReference) {
                 MorphStep s;
                 s.element = element(mw, mh, "rect");
                 s.kind = k % 2 ? MorphKind::dilate : MorphKind::erode;
-                if (b >= 0) s.border = kBorders[b];
+                if (b >= 0) s.border = test::all_borders[b];
                 s.border_value = 200;
                 ++k;
                 MorphPlan p = morph_plan(s, in.shape());
                 const std::string what = std::to_string(mw) + "x" + std::to_string(mh) + " rect " + to_string(t) +
-                                         " border " + (b < 0 ? "ignore" : to_string(kBorders[b]));
+                                         " border " + (b < 0 ? "ignore" : to_string(test::all_borders[b]));
                 if (mw * mh > 1) EXPECT_EQ(p.algorithm, MorphAlgorithm::separable_rect);
                 const Image rect = check_morph(p, in, what);
                 p.algorithm = MorphAlgorithm::direct;
@@ -295,7 +293,7 @@ TEST(CpuFast, MorphologyShapesMatchReference) {
                     MorphStep s;
                     s.element = e;
                     s.kind = k % 2 ? MorphKind::dilate : MorphKind::erode;
-                    if (b >= 0) s.border = kBorders[b];
+                    if (b >= 0) s.border = test::all_borders[b];
                     s.border_value = 17;
                     ++k;
                     check_morph(morph_plan(s, in.shape()), in,

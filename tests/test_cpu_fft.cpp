@@ -20,19 +20,11 @@ using namespace apron;
 
 namespace {
 
-constexpr BorderMode kBorders[] = {BorderMode::constant, BorderMode::nearest, BorderMode::reflect, BorderMode::mirror,
-                                   BorderMode::wrap};
 
 #define REQUIRE_FFT() \
     if (!cpu::fft_available()) GTEST_SKIP() << "built without FFTW"
 
-Mask random_mask(int w, int h, bool integer, std::uint32_t seed, int range = 4) {
-    std::mt19937 rng(seed);
-    std::vector<double> v(std::size_t(w) * h);
-    for (double& x : v)
-        x = integer ? std::uniform_int_distribution<int>(-range, range)(rng) : std::uniform_real_distribution<double>(-1, 1)(rng);
-    return Mask(w, h, v);
-}
+using test::random_mask;
 
 // The plan through the FFT on the fast executor against the reference executor.
 void expect_fft_matches_reference(LinearPlan p, const Image& in) {
@@ -57,7 +49,7 @@ void expect_fft_matches_reference(LinearPlan p, const Image& in) {
 }
 
 void sweep_borders(const Mask& m, const Image& in, PixelType out, Normalise n = Normalise::none) {
-    for (BorderMode b : kBorders) {
+    for (BorderMode b : test::all_borders) {
         const double value = b == BorderMode::constant ? (in.type() == PixelType::f32 ? 0.75 : 7) : 0;
         expect_fft_matches_reference(test::plan_for(m, in.shape(), out, b, value, n), in);
     }

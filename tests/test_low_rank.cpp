@@ -13,14 +13,14 @@
 #include "apron/pipeline.hpp"
 #include "core/low_rank.hpp"
 #include "plan/plan.hpp"
+#include "plan_support.hpp"
 #include "test_support.hpp"
 
 using namespace apron;
 
 namespace {
 
-constexpr BorderMode kBorders[] = {BorderMode::constant, BorderMode::nearest, BorderMode::reflect, BorderMode::mirror,
-                                   BorderMode::wrap};
+using test::all_borders;
 
 // A W x H mask of rank r: a sum of r random outer products.
 Mask rank_mask(int w, int h, int r, std::uint32_t seed) {
@@ -54,19 +54,7 @@ Mask dog(int radius, double s1, double s2) {
     return Mask(n, n, w);
 }
 
-OpProgram correlate(const Mask& m, BorderMode border, Normalise n = Normalise::none, double scale = 1, double delta = 0,
-                    double value = 0) {
-    LinearStep s;
-    s.mask = m;
-    s.border = border;
-    s.border_value = value;
-    s.normalise = n;
-    s.scale = scale;
-    s.delta = delta;
-    Step step;
-    step.action = s;
-    return OpProgram{"correlate", {step}};
-}
+using test::correlation_op;
 
 TEST(LowRank, SingularValuesOfKnownMasks) {
     // A diagonal mask: its singular values are the absolute diagonal, largest first.
@@ -137,13 +125,13 @@ void expect_low_rank_matches(const OpProgram& op, const Image& in, PixelType out
 TEST(LowRank, PathMatchesReferenceEveryBorder) {
     const Image f = test::random_image(67, 45, 1, PixelType::f32, 5);
     const Image u = test::random_image(50, 37, 3, PixelType::u8, 6);
-    for (BorderMode b : kBorders) {
+    for (BorderMode b : all_borders) {
         const std::string mode = to_string(b);
-        expect_low_rank_matches(correlate(rank_mask(9, 9, 2, 1), b), f, PixelType::f32, "9x9 rank 2 f32 " + mode);
-        expect_low_rank_matches(correlate(rank_mask(16, 10, 3, 2), b, Normalise::none, 1, 0, 0.25), f, PixelType::f32,
+        expect_low_rank_matches(correlation_op(rank_mask(9, 9, 2, 1), b), f, PixelType::f32, "9x9 rank 2 f32 " + mode);
+        expect_low_rank_matches(correlation_op(rank_mask(16, 10, 3, 2), b, 0.25), f, PixelType::f32,
                                 "16x10 rank 3 f32 " + mode);
-        expect_low_rank_matches(correlate(dog(15, 2, 5), b, Normalise::none, 40, 128), u, PixelType::u8, "DoG 31x31 u8 " + mode);
-        expect_low_rank_matches(correlate(rank_mask(7, 12, 2, 3), b, Normalise::sum, 1, 0, 17), u, PixelType::f32,
+        expect_low_rank_matches(correlation_op(dog(15, 2, 5), b, 0, Normalise::none, 40, 128), u, PixelType::u8, "DoG 31x31 u8 " + mode);
+        expect_low_rank_matches(correlation_op(rank_mask(7, 12, 2, 3), b, 17, Normalise::sum), u, PixelType::f32,
                                 "7x12 rank 2 u8->f32 sum " + mode);
     }
 }
@@ -154,10 +142,10 @@ TEST(LowRank, MasksLargerThanTheImageAndOffCentreAnchors) {
     Mask m = rank_mask(65, 41, 2, 10);
     m.anchor_x = 3;
     m.anchor_y = 40;
-    for (BorderMode b : kBorders) {
-        expect_low_rank_matches(correlate(m, b), one, PixelType::f32, std::string("1x1 ") + to_string(b));
-        expect_low_rank_matches(correlate(m, b), thin, PixelType::f32, std::string("5x3 u16 ") + to_string(b));
-        expect_low_rank_matches(correlate(rank_mask(129, 129, 3, 11), b, Normalise::none, 0.01), thin, PixelType::u16,
+    for (BorderMode b : all_borders) {
+        expect_low_rank_matches(correlation_op(m, b), one, PixelType::f32, std::string("1x1 ") + to_string(b));
+        expect_low_rank_matches(correlation_op(m, b), thin, PixelType::f32, std::string("5x3 u16 ") + to_string(b));
+        expect_low_rank_matches(correlation_op(rank_mask(129, 129, 3, 11), b, 0, Normalise::none, 0.01), thin, PixelType::u16,
                                 std::string("129x129 u16 ") + to_string(b));
     }
 }
@@ -172,21 +160,21 @@ TEST(LowRank, PlannerOffersItOnlyWhereItIsExactEnough) {
             if (e.path == Algorithm::low_rank) return e.unavailable;
         return std::string("missing");
     };
-    EXPECT_EQ(low_rank_reason(correlate(dog(10, 2, 4), BorderMode::reflect), f32), "");
+    EXPECT_EQ(low_rank_reason(correlation_op(dog(10, 2, 4), BorderMode::reflect), f32), "");
     // Integer weights on an integer image are exact sums: never split into float terms.
     std::vector<double> ints(9 * 9);
     for (std::size_t k = 0; k < ints.size(); ++k) ints[k] = double(int(k % 7) - 3);
-    EXPECT_NE(low_rank_reason(correlate(Mask(9, 9, ints), BorderMode::reflect), u8).find("exact"), std::string::npos);
+    EXPECT_NE(low_rank_reason(correlation_op(Mask(9, 9, ints), BorderMode::reflect), u8).find("exact"), std::string::npos);
     // A rank-1 mask within tolerance is separable, not low-rank.
-    EXPECT_NE(low_rank_reason(correlate(rank_mask(9, 9, 1, 4), BorderMode::reflect), f32).find("rank 1"), std::string::npos);
+    EXPECT_NE(low_rank_reason(correlation_op(rank_mask(9, 9, 1, 4), BorderMode::reflect), f32).find("rank 1"), std::string::npos);
     // Forcing a path that cannot run fails naming --algo.
     try {
-        make_plan({correlate(rank_mask(9, 9, 1, 4), BorderMode::reflect)}, u8, PixelType::u8, Backend::cpu, Algorithm::tensor);
+        make_plan({correlation_op(rank_mask(9, 9, 1, 4), BorderMode::reflect)}, u8, PixelType::u8, Backend::cpu, Algorithm::tensor);
         ADD_FAILURE() << "tensor on the CPU backend was accepted";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("--algo"), std::string::npos) << e.what();
     }
-    EXPECT_THROW(make_plan({correlate(rank_mask(9, 9, 4, 4), BorderMode::reflect)}, f32, PixelType::f32, Backend::cpu,
+    EXPECT_THROW(make_plan({correlation_op(rank_mask(9, 9, 4, 4), BorderMode::reflect)}, f32, PixelType::f32, Backend::cpu,
                            Algorithm::separable),
                  Error);
 }

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <mutex>
 #include <numeric>
 
 namespace apron {
@@ -117,7 +119,38 @@ double l1(const std::vector<double>& v) {
 
 std::vector<double> mask_singular_values(const Mask& m) { return mask_terms(m).sigma; }
 
+namespace {
+std::optional<LowRankMask> compute_low_rank_form(const Mask& m, int max_rank, double budget);
+} // namespace
+
+// Memoised: every plan of a float mask asks (each image of a batch is planned again), and the SVD of a
+// 129x129 mask costs ~40 ms. The last few masks are kept.
 std::optional<LowRankMask> low_rank_form(const Mask& m, int max_rank, double budget) {
+    struct Entry {
+        int width, height, max_rank;
+        double budget;
+        std::vector<double> weights;
+        std::optional<LowRankMask> form;
+    };
+    static std::mutex mutex;
+    static std::deque<Entry> recent;
+    {
+        std::lock_guard lock(mutex);
+        for (const Entry& e : recent)
+            if (e.width == m.width && e.height == m.height && e.max_rank == max_rank && e.budget == budget &&
+                e.weights == m.weights)
+                return e.form;
+    }
+    auto form = compute_low_rank_form(m, max_rank, budget);
+    std::lock_guard lock(mutex);
+    recent.push_front({m.width, m.height, max_rank, budget, m.weights, form});
+    if (recent.size() > 8) recent.pop_back();
+    return form;
+}
+
+namespace {
+
+std::optional<LowRankMask> compute_low_rank_form(const Mask& m, int max_rank, double budget) {
     const double total = m.abs_sum();
     if (total == 0 || max_rank < 1) return std::nullopt;
     Terms t = mask_terms(m);
@@ -141,5 +174,7 @@ std::optional<LowRankMask> low_rank_form(const Mask& m, int max_rank, double bud
     }
     return std::nullopt;
 }
+
+} // namespace
 
 } // namespace apron
