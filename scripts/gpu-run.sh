@@ -6,9 +6,10 @@
 # $OUT, in at most eight files: summary.txt, build.log, tests.txt, sanitizers.txt, bench_gpu.csv, peers.csv,
 # report.md, profile.txt.
 #
-# The GPU machine lacks Debian's Highway; carry it in .device-carry/ (ignored by git):
-#   mkdir -p .device-carry/debs && (cd .device-carry/debs && apt-get download libhwy-dev libhwy1)
-#   for f in .device-carry/debs/*.deb; do dpkg -x "$f" .device-carry/hwy; done
+# The GPU machine lacks Debian's Highway and FFTW; carry them in .device-carry/ (ignored by git):
+#   mkdir -p .device-carry/debs && (cd .device-carry/debs && apt-get download libhwy-dev libhwy1 libfftw3-dev libfftw3-double3)
+#   for f in .device-carry/debs/libhwy*.deb; do dpkg -x "$f" .device-carry/hwy; done
+#   for f in .device-carry/debs/libfftw3*.deb; do dpkg -x "$f" .device-carry/fftw; done
 # and name .device-carry in the call's `carry`.
 # The device's copy of .git can be older than the working tree it carries: name the commit measured with
 # APRON_COMMIT=<sha> in the call, or the report shows the stale one.
@@ -18,7 +19,8 @@
 # --large), APRON_PEERS_ARGS the peers' (--large). "sass" counts the tensor-core and dot-product instructions
 # of the kernels that must have them; "calibrate" writes the planner's table for this GPU
 # ($OUT/calibration.tsv, for calibration/) and checks the planner's choices on held-out cases
-# ($OUT/planner-check.md).
+# ($OUT/planner-check.md). "cpu" times the CPU backend against OpenCV's filter2D (bench/peers/cpu_peers.py,
+# APRON_CPU_ARGS="--ks 31,63 --size 4096").
 set -uo pipefail
 OUT=${OUT:-/tmp/apron-gpu-out}
 mkdir -p "$OUT"
@@ -30,13 +32,17 @@ log() { echo "== [$((SECONDS - start)) s] $*" | tee -a "$OUT/summary.txt"; }
 # One NVRTC disk cache for every process of the call (tests run in parallel, then under the sanitizers).
 export APRON_RTC_CACHE_DIR=${APRON_RTC_CACHE_DIR:-/tmp/apron-rtc-cache}
 
-if ! pkg-config --exists libhwy 2>/dev/null && [ -d "$carry/hwy" ]; then
-  prefix=$carry/hwy/usr
+# Debian packages the GPU machine lacks, extracted under .device-carry/ (Highway; FFTW for the CPU FFT path).
+carry_pkg() {  # carry_pkg PKGCONFIG_NAME DIR
+  local prefix=$carry/$2/usr
+  pkg-config --exists "$1" 2>/dev/null || [ ! -d "$prefix" ] && return
   mkdir -p "$carry/pc"
-  sed "s|^prefix=.*|prefix=$prefix|" "$prefix/lib/x86_64-linux-gnu/pkgconfig/libhwy.pc" > "$carry/pc/libhwy.pc"
+  sed "s|^prefix=.*|prefix=$prefix|" "$prefix/lib/x86_64-linux-gnu/pkgconfig/$1.pc" > "$carry/pc/$1.pc"
   export PKG_CONFIG_PATH=$carry/pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
   export LD_LIBRARY_PATH=$prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
+}
+carry_pkg libhwy hwy
+carry_pkg fftw3 fftw
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$OUT/summary.txt"
 echo "commit ${APRON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}" | tee -a "$OUT/summary.txt"
 
@@ -125,6 +131,13 @@ case " $steps " in *" profile "*)
         build-gpu/bench/bench_gpu --reps 2 $args >> "$OUT/profile.txt" 2>&1
   done
   grep -E "^  [a-z_]+.*\(|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|No Eligible" "$OUT/profile.txt" | tee -a "$OUT/summary.txt"
+;; esac
+
+case " $steps " in *" cpu "*)
+  # The CPU backend against OpenCV's filter2D on this machine's cores (OpenCV-Python is here, its C++ is not).
+  log "cpu: apron --backend cpu vs OpenCV filter2D"
+  timeout ${APRON_CPU_TIMEOUT:-300} python3 bench/peers/cpu_peers.py --apron build-gpu/tools/apron ${APRON_CPU_ARGS:-} \
+    2>&1 | tee -a "$OUT/summary.txt"
 ;; esac
 
 case " $steps " in *" peers "*)
