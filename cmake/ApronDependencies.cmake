@@ -7,8 +7,15 @@ find_package(PNG REQUIRED)            # libpng-dev
 find_package(JPEG REQUIRED)           # libjpeg62-turbo-dev
 find_package(CLI11 CONFIG REQUIRED)   # libcli11-dev
 pkg_check_modules(HWY REQUIRED IMPORTED_TARGET libhwy)  # libhwy-dev
+find_package(nlohmann_json CONFIG REQUIRED)  # nlohmann-json3-dev (batch pipeline files)
+find_package(ZLIB REQUIRED)           # zlib1g-dev (libpng's own dependency; CRC-32 of batch outputs)
 
-pkg_check_modules(FFTW3 IMPORTED_TARGET fftw3)  # libfftw3-dev (optional: the CPU backend's FFT path)
+find_package(MPI COMPONENTS CXX)      # libopenmpi-dev (optional: `apron batch` across ranks)
+set(APRON_HAVE_MPI ${MPI_CXX_FOUND})
+message(STATUS "apron: MPI (batches across ranks) ${APRON_HAVE_MPI}")
+
+# libfftw3-dev (optional: the CPU backend's FFT path; double transforms for exact plans, single for float ones)
+pkg_check_modules(FFTW3 IMPORTED_TARGET fftw3 fftw3f)
 set(APRON_HAVE_FFTW ${FFTW3_FOUND})
 message(STATUS "apron: FFTW (CPU FFT convolution) ${APRON_HAVE_FFTW}")
 

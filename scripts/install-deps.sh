@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ pkg-config libpng-dev libjpeg62-turbo-dev libtiff-dev libhwy-dev libcli11-dev libfftw3-dev
+packages=(cmake ninja-build g++ pkg-config libpng-dev libjpeg62-turbo-dev libtiff-dev libhwy-dev libcli11-dev libfftw3-dev nlohmann-json3-dev zlib1g-dev libopenmpi-dev openmpi-bin
           libgtest-dev clang python3 python3-pip)
 if [ "${APRON_BENCH_DEPS:-0}" = 1 ]; then packages+=(libbenchmark-dev libopencv-dev); fi
 # Ubuntu names libjpeg-turbo's dev package differently.

@@ -1,4 +1,4 @@
-// Correlation through the FFT (FFTW, double precision), overlap-save: the output is cut into tiles; each
+// Correlation through the FFT (FFTW), overlap-save: the output is cut into tiles; each
 // tile's input region (the tile plus the mask's reach, read through the border rule, so every border mode
 // is exact) is transformed, multiplied by the mask's spectrum and transformed back, and the outputs whose
 // window lies inside the region are kept. Memory stays bounded by the tile whatever the image size, and
@@ -8,9 +8,10 @@
 // at (x + W-1, y + H-1), sum m(i, j) R(x + i, y + j): with R's origin at (ox - ax, oy - ay) that is the
 // output at (ox + x, oy + y) of SPEC.md's correlation, for x <= nx - W, y <= ny - H.
 //
-// Float plans use the mask's weights and finish in double; exact plans the integer weights, and the sum
-// rounded to the nearest integer is the exact integer sum while fft_exact_error_bound stays below 1/2
-// (the planner asks for 1/4), so the shared finish gives every backend's bits.
+// Float plans use the mask's weights and single-precision transforms (run_tiles says why); exact plans the
+// integer weights and double transforms, and the sum rounded to the nearest integer is the exact integer
+// sum while fft_exact_error_bound stays below 1/2 (the planner asks for 1/4), so the shared finish gives
+// every backend's bits.
 #include "cpu/fft_linear.hpp"
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -97,56 +99,96 @@ bool fft_available() { return true; }
 
 namespace {
 
-struct RealDeleter {
-    void operator()(double* p) const { fftw_free(p); }
+// FFTW's double (fftw_) and single (fftwf_) interfaces behind one name, so the tile loop is written once.
+template <class R>
+struct Fftw;
+template <>
+struct Fftw<double> {
+    using Complex = fftw_complex;
+    using Plan = fftw_plan;
+    static double* alloc_real(std::size_t n) { return fftw_alloc_real(n); }
+    static Complex* alloc_complex(std::size_t n) { return fftw_alloc_complex(n); }
+    static void free(void* p) { fftw_free(p); }
+    static Plan r2c(int ny, int nx, double* r, Complex* c) { return fftw_plan_dft_r2c_2d(ny, nx, r, c, FFTW_ESTIMATE); }
+    static Plan c2r(int ny, int nx, Complex* c, double* r) { return fftw_plan_dft_c2r_2d(ny, nx, c, r, FFTW_ESTIMATE); }
+    static void forward(Plan p, double* r, Complex* c) { fftw_execute_dft_r2c(p, r, c); }
+    static void inverse(Plan p, Complex* c, double* r) { fftw_execute_dft_c2r(p, c, r); }
+    static void destroy(Plan p) { fftw_destroy_plan(p); }
+    static void cleanup() { fftw_cleanup(); }
 };
-struct ComplexDeleter {
-    void operator()(fftw_complex* p) const { fftw_free(p); }
+template <>
+struct Fftw<float> {
+    using Complex = fftwf_complex;
+    using Plan = fftwf_plan;
+    static float* alloc_real(std::size_t n) { return fftwf_alloc_real(n); }
+    static Complex* alloc_complex(std::size_t n) { return fftwf_alloc_complex(n); }
+    static void free(void* p) { fftwf_free(p); }
+    static Plan r2c(int ny, int nx, float* r, Complex* c) { return fftwf_plan_dft_r2c_2d(ny, nx, r, c, FFTW_ESTIMATE); }
+    static Plan c2r(int ny, int nx, Complex* c, float* r) { return fftwf_plan_dft_c2r_2d(ny, nx, c, r, FFTW_ESTIMATE); }
+    static void forward(Plan p, float* r, Complex* c) { fftwf_execute_dft_r2c(p, r, c); }
+    static void inverse(Plan p, Complex* c, float* r) { fftwf_execute_dft_c2r(p, c, r); }
+    static void destroy(Plan p) { fftwf_destroy_plan(p); }
+    static void cleanup() { fftwf_cleanup(); }
 };
-using RealBuffer = std::unique_ptr<double, RealDeleter>;
-using ComplexBuffer = std::unique_ptr<fftw_complex, ComplexDeleter>;
 
-RealBuffer real_buffer(std::size_t n) {
-    RealBuffer b(fftw_alloc_real(n));
-    if (!b) throw Error("fft: out of memory for a transform of " + std::to_string(n) + " samples");
+template <class T>
+struct FftwDeleter {
+    template <class P>
+    void operator()(P* p) const { Fftw<T>::free(p); }
+};
+template <class R>
+using RealBuffer = std::unique_ptr<R, FftwDeleter<R>>;
+template <class R>
+using ComplexBuffer = std::unique_ptr<typename Fftw<R>::Complex, FftwDeleter<R>>;
+
+[[noreturn]] void out_of_memory(std::size_t n) {
+    throw Error("fft: out of memory for a transform of " + std::to_string(n) + " samples");
+}
+template <class R>
+RealBuffer<R> real_buffer(std::size_t n) {
+    RealBuffer<R> b(Fftw<R>::alloc_real(n));
+    if (!b) out_of_memory(n);
     return b;
 }
-ComplexBuffer complex_buffer(std::size_t n) {
-    ComplexBuffer b(fftw_alloc_complex(n));
-    if (!b) throw Error("fft: out of memory for a transform of " + std::to_string(n) + " samples");
+template <class R>
+ComplexBuffer<R> complex_buffer(std::size_t n) {
+    ComplexBuffer<R> b(Fftw<R>::alloc_complex(n));
+    if (!b) out_of_memory(n);
     return b;
 }
 
 // FFTW's planner is not thread-safe (its execute functions are): plans are made under one lock, kept until
 // the process exits, and executed on any buffer from fftw_alloc_* (the same SIMD alignment). At exit the
 // cache destroys them and has FFTW free its own tables (leak checkers see every byte returned).
+template <class R>
 struct Plans {
-    fftw_plan forward = nullptr, inverse = nullptr;
+    typename Fftw<R>::Plan forward = nullptr, inverse = nullptr;
 };
 
+template <class R>
 class PlanCache {
 public:
     ~PlanCache() {
         for (auto& [size, p] : plans_) {
-            fftw_destroy_plan(p.forward);
-            fftw_destroy_plan(p.inverse);
+            Fftw<R>::destroy(p.forward);
+            Fftw<R>::destroy(p.inverse);
         }
-        fftw_cleanup();
+        Fftw<R>::cleanup();
     }
 
-    Plans get(int nx, int ny) {
+    Plans<R> get(int nx, int ny) {
         std::lock_guard<std::mutex> lock(mutex_);
         auto it = plans_.find({nx, ny});
         if (it != plans_.end()) return it->second;
         const std::size_t real = std::size_t(nx) * ny, spectrum = std::size_t(nx / 2 + 1) * ny;
-        RealBuffer r = real_buffer(real);
-        ComplexBuffer c = complex_buffer(spectrum);
-        Plans p;
-        p.forward = fftw_plan_dft_r2c_2d(ny, nx, r.get(), c.get(), FFTW_ESTIMATE);
-        p.inverse = fftw_plan_dft_c2r_2d(ny, nx, c.get(), r.get(), FFTW_ESTIMATE);
+        RealBuffer<R> r = real_buffer<R>(real);
+        ComplexBuffer<R> c = complex_buffer<R>(spectrum);
+        Plans<R> p;
+        p.forward = Fftw<R>::r2c(ny, nx, r.get(), c.get());
+        p.inverse = Fftw<R>::c2r(ny, nx, c.get(), r.get());
         if (!p.forward || !p.inverse) {
-            if (p.forward) fftw_destroy_plan(p.forward);
-            if (p.inverse) fftw_destroy_plan(p.inverse);
+            if (p.forward) Fftw<R>::destroy(p.forward);
+            if (p.inverse) Fftw<R>::destroy(p.inverse);
             throw Error("fft: FFTW could not plan a " + std::to_string(nx) + "x" + std::to_string(ny) + " transform");
         }
         plans_.emplace(std::make_pair(nx, ny), p);
@@ -155,19 +197,117 @@ public:
 
 private:
     std::mutex mutex_;
-    std::map<std::pair<int, int>, Plans> plans_;
+    std::map<std::pair<int, int>, Plans<R>> plans_;
 };
 
-Plans plans_for(int nx, int ny) {
-    static PlanCache cache;
+template <class R>
+Plans<R> plans_for(int nx, int ny) {
+    static PlanCache<R> cache;
     return cache.get(nx, ny);
 }
 
+template <class R>
 struct Scratch {
-    RealBuffer real;
-    ComplexBuffer spectrum;
+    RealBuffer<R> real;
+    ComplexBuffer<R> spectrum;
     std::vector<int> columns;  // the region's source column of each transform column
 };
+
+// The mask's spectrum, flipped for correlation and scaled by 1 / (nx ny) (FFTW's inverse is unscaled),
+// computed in double whatever the transforms' precision.
+template <class R>
+std::vector<std::complex<R>> mask_spectrum(const LinearPlan& plan, int nx, int ny) {
+    const Mask& m = plan.step.mask;
+    const int W = m.width, H = m.height;
+    const std::size_t real_n = std::size_t(nx) * ny, spec_n = std::size_t(nx / 2 + 1) * ny;
+    const Plans<double> plans = plans_for<double>(nx, ny);
+    RealBuffer<double> g = real_buffer<double>(real_n);
+    ComplexBuffer<double> spectrum = complex_buffer<double>(spec_n);
+    std::fill(g.get(), g.get() + real_n, 0.0);
+    const double scale = 1.0 / double(real_n);
+    for (int j = 0; j < H; ++j)
+        for (int i = 0; i < W; ++i) {
+            const std::size_t k = std::size_t(j) * W + i;
+            const double w = plan.exact ? double(plan.integer_mask.weights[k]) : m.weights[k];
+            g.get()[std::size_t(H - 1 - j) * nx + std::size_t(W - 1 - i)] = w * scale;
+        }
+    Fftw<double>::forward(plans.forward, g.get(), spectrum.get());
+    std::vector<std::complex<R>> k(spec_n);
+    for (std::size_t q = 0; q < spec_n; ++q) k[q] = {R(spectrum.get()[q][0]), R(spectrum.get()[q][1])};
+    return k;
+}
+
+// Exact plans: double transforms of the samples as they are (the error bound is for those). Float plans:
+// float transforms (twice the SIMD lanes and half the bytes of double; the CUDA backend does the same) of
+// the samples shifted by the middle of their type's range, added back as shift x (sum of weights) at the
+// end: the transforms' error scales with the L2 norm of what they carry, and a centred region has about
+// half of it.
+template <class R, class In, class Out>
+void run_tiles(ThreadPool& pool, const LinearPlan& plan, FftTile tile, ConstImageView in, ImageView out) {
+    const Mask& m = plan.step.mask;
+    const int nx = tile.nx, ny = tile.ny, W = m.width, H = m.height;
+    const int vx = nx - W + 1, vy = ny - H + 1;  // outputs a tile keeps, per axis
+    const int tiles_x = (in.width() + vx - 1) / vx, tiles_y = (in.height() + vy - 1) / vy;
+    const int C = in.channels();
+    const std::size_t real_n = std::size_t(nx) * ny, spec_n = std::size_t(nx / 2 + 1) * ny;
+    const Plans<R> plans = plans_for<R>(nx, ny);
+    const std::vector<std::complex<R>> kernel = mask_spectrum<R>(plan, nx, ny);
+
+    const double shift = plan.exact || std::is_same_v<In, float> ? 0.0 : (highest_value<In>() + 1) / 2;  // 128, 32768
+    double weight_sum = 0;
+    for (double w : m.weights) weight_sum += w;
+    const double shift_sum = shift * weight_sum;
+    const R outside = R(double(store_pixel<In>(plan.step.border_value)) - shift);
+    const BorderMode mode = plan.step.border;
+    std::vector<Scratch<R>> scratch(std::size_t(pool.size()));
+    pool.run(tiles_x * tiles_y * C, [&](int task, int participant) {
+        Scratch<R>& s = scratch[std::size_t(participant)];
+        if (!s.real) s.real = real_buffer<R>(real_n), s.spectrum = complex_buffer<R>(spec_n), s.columns.resize(std::size_t(nx));
+        const int c = task % C, t = task / C;
+        const int ox = (t % tiles_x) * vx, oy = (t / tiles_x) * vy;
+        const int gx0 = ox - m.anchor_x, gy0 = oy - m.anchor_y;
+        // The region through the border rule; columns mapped once per tile, rows inside the image with every
+        // column inside read straight (most tiles of a large image).
+        std::vector<int>& xs = s.columns;
+        for (int x = 0; x < nx; ++x) xs[std::size_t(x)] = map_index(gx0 + x, in.width(), mode);
+        const bool columns_inside = gx0 >= 0 && gx0 + nx <= in.width();
+        R* r = s.real.get();
+        for (int y = 0; y < ny; ++y) {
+            const int sy = map_index(gy0 + y, in.height(), mode);
+            R* dst = r + std::size_t(y) * nx;
+            if (sy < 0) {
+                std::fill(dst, dst + nx, outside);
+                continue;
+            }
+            const In* row = in.row<In>(sy);
+            if (columns_inside) {
+                const In* src = row + std::size_t(gx0) * C + c;
+                for (int x = 0; x < nx; ++x) dst[x] = R(double(src[std::size_t(x) * C]) - shift);
+                continue;
+            }
+            for (int x = 0; x < nx; ++x) {
+                const int sx = xs[std::size_t(x)];
+                dst[x] = sx < 0 ? outside : R(double(row[std::size_t(sx) * C + c]) - shift);
+            }
+        }
+        Fftw<R>::forward(plans.forward, r, s.spectrum.get());
+        auto* a = reinterpret_cast<std::complex<R>*>(s.spectrum.get());
+        for (std::size_t q = 0; q < spec_n; ++q) a[q] *= kernel[q];
+        Fftw<R>::inverse(plans.inverse, s.spectrum.get(), r);
+        const int w_out = std::min(vx, in.width() - ox), h_out = std::min(vy, in.height() - oy);
+        for (int y = 0; y < h_out; ++y) {
+            const R* src = r + std::size_t(y + H - 1) * nx + (W - 1);
+            Out* dst = out.row<Out>(oy + y) + std::size_t(ox) * C + c;
+            if (plan.exact) {
+                for (int x = 0; x < w_out; ++x)
+                    dst[std::size_t(x) * C] = finish_exact<Out>(std::llround(src[x]), plan.finish);
+            } else {
+                for (int x = 0; x < w_out; ++x)
+                    dst[std::size_t(x) * C] = finish_float<Out, R>(R(double(src[x]) + shift_sum), plan.finish);
+            }
+        }
+    });
+}
 
 } // namespace
 
@@ -176,73 +316,12 @@ void run_fft_linear(ThreadPool& pool, const LinearPlan& plan, ConstImageView in,
     const Mask& m = plan.step.mask;
     const FftTile tile = choose_fft_tile(m.width, m.height, in.width(), in.height());
     if (!tile.nx) throw Error("fft: no transform size holds a " + std::to_string(m.width) + "x" + std::to_string(m.height) + " mask");
-    const int nx = tile.nx, ny = tile.ny, W = m.width, H = m.height;
-    const int vx = nx - W + 1, vy = ny - H + 1;  // outputs a tile keeps, per axis
-    const int tiles_x = (in.width() + vx - 1) / vx, tiles_y = (in.height() + vy - 1) / vy;
-    const int C = in.channels();
-    const std::size_t real_n = std::size_t(nx) * ny, spec_n = std::size_t(nx / 2 + 1) * ny;
-    const Plans plans = plans_for(nx, ny);
-
-    // The mask's spectrum, flipped for correlation and scaled by 1 / (nx ny) (FFTW's inverse is unscaled).
-    ComplexBuffer kernel = complex_buffer(spec_n);
-    {
-        RealBuffer g = real_buffer(real_n);
-        std::fill(g.get(), g.get() + real_n, 0.0);
-        const double scale = 1.0 / double(real_n);
-        for (int j = 0; j < H; ++j)
-            for (int i = 0; i < W; ++i) {
-                const std::size_t k = std::size_t(j) * W + i;
-                const double w = plan.exact ? double(plan.integer_mask.weights[k]) : m.weights[k];
-                g.get()[std::size_t(H - 1 - j) * nx + std::size_t(W - 1 - i)] = w * scale;
-            }
-        fftw_execute_dft_r2c(plans.forward, g.get(), kernel.get());
-    }
-
-    std::vector<Scratch> scratch(std::size_t(pool.size()));
     with_type(plan.in, [&]<class In>() {
         with_type(plan.out, [&]<class Out>() {
-            const double outside = double(store_pixel<In>(plan.step.border_value));
-            const int mode_raw = int(plan.step.border);
-            pool.run(tiles_x * tiles_y * C, [&](int task, int participant) {
-                Scratch& s = scratch[std::size_t(participant)];
-                if (!s.real) s.real = real_buffer(real_n), s.spectrum = complex_buffer(spec_n), s.columns.resize(std::size_t(nx));
-                const int c = task % C, t = task / C;
-                const int ox = (t % tiles_x) * vx, oy = (t / tiles_x) * vy;
-                const int gx0 = ox - m.anchor_x, gy0 = oy - m.anchor_y;
-                // The region through the border rule: columns mapped once per tile.
-                std::vector<int>& xs = s.columns;
-                for (int x = 0; x < nx; ++x) xs[std::size_t(x)] = map_index(gx0 + x, in.width(), BorderMode(mode_raw));
-                double* r = s.real.get();
-                for (int y = 0; y < ny; ++y) {
-                    const int sy = map_index(gy0 + y, in.height(), BorderMode(mode_raw));
-                    double* dst = r + std::size_t(y) * nx;
-                    if (sy < 0) {
-                        std::fill(dst, dst + nx, outside);
-                        continue;
-                    }
-                    const In* row = in.row<In>(sy);
-                    for (int x = 0; x < nx; ++x) {
-                        const int sx = xs[std::size_t(x)];
-                        dst[x] = sx < 0 ? outside : double(row[std::size_t(sx) * C + c]);
-                    }
-                }
-                fftw_execute_dft_r2c(plans.forward, r, s.spectrum.get());
-                auto* a = reinterpret_cast<std::complex<double>*>(s.spectrum.get());
-                const auto* k = reinterpret_cast<const std::complex<double>*>(kernel.get());
-                for (std::size_t q = 0; q < spec_n; ++q) a[q] *= k[q];
-                fftw_execute_dft_c2r(plans.inverse, s.spectrum.get(), r);
-                const int w_out = std::min(vx, in.width() - ox), h_out = std::min(vy, in.height() - oy);
-                for (int y = 0; y < h_out; ++y) {
-                    const double* src = r + std::size_t(y + H - 1) * nx + (W - 1);
-                    Out* dst = out.row<Out>(oy + y) + std::size_t(ox) * C + c;
-                    if (plan.exact) {
-                        for (int x = 0; x < w_out; ++x)
-                            dst[std::size_t(x) * C] = finish_exact<Out>(std::llround(src[x]), plan.finish);
-                    } else {
-                        for (int x = 0; x < w_out; ++x) dst[std::size_t(x) * C] = finish_float<Out, double>(src[x], plan.finish);
-                    }
-                }
-            });
+            if (plan.exact)
+                run_tiles<double, In, Out>(pool, plan, tile, in, out);
+            else
+                run_tiles<float, In, Out>(pool, plan, tile, in, out);
         });
     });
 }

@@ -1,6 +1,7 @@
 #pragma once
-// Correlation through the FFT on the CPU backend (FFTW, double precision, overlap-save tiles): the cost per
-// pixel grows with log(tile) instead of the mask's area, so it wins for large non-separable masks.
+// Correlation through the FFT on the CPU backend (FFTW, overlap-save tiles; double transforms for exact
+// plans, single for float ones): the cost per pixel grows with log(tile) instead of the mask's area, so it
+// wins for large non-separable masks.
 #include "apron/image.hpp"
 
 namespace apron {
