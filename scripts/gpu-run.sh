@@ -7,7 +7,7 @@
 # report.md, profile.txt.
 #
 # The GPU machine lacks Debian's Highway and FFTW; carry them in .device-carry/ (ignored by git):
-#   mkdir -p .device-carry/debs && (cd .device-carry/debs && apt-get download libhwy-dev libhwy1 libfftw3-dev libfftw3-double3)
+#   mkdir -p .device-carry/debs && (cd .device-carry/debs && apt-get download libhwy-dev libhwy1 libfftw3-dev libfftw3-double3 libfftw3-single3)
 #   for f in .device-carry/debs/libhwy*.deb; do dpkg -x "$f" .device-carry/hwy; done
 #   for f in .device-carry/debs/libfftw3*.deb; do dpkg -x "$f" .device-carry/fftw; done
 # and name .device-carry in the call's `carry`.
@@ -20,7 +20,8 @@
 # of the kernels that must have them; "calibrate" writes the planner's table for this GPU
 # ($OUT/calibration.tsv, for calibration/) and checks the planner's choices on held-out cases
 # ($OUT/planner-check.md). "cpu" times the CPU backend against OpenCV's filter2D (bench/peers/cpu_peers.py,
-# APRON_CPU_ARGS="--ks 31,63 --size 4096").
+# APRON_CPU_ARGS="--ks 31,63 --size 4096"). "batch" runs bench_batch (APRON_BATCH_ARGS="--count 1000
+# --streams 1,2,3,4 --devices 0,1") and bench/batch_files.py (APRON_BATCH_FILES_ARGS).
 set -uo pipefail
 OUT=${OUT:-/tmp/apron-gpu-out}
 mkdir -p "$OUT"
@@ -43,6 +44,7 @@ carry_pkg() {  # carry_pkg PKGCONFIG_NAME DIR
 }
 carry_pkg libhwy hwy
 carry_pkg fftw3 fftw
+carry_pkg fftw3f fftw
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$OUT/summary.txt"
 echo "commit ${APRON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}" | tee -a "$OUT/summary.txt"
 
@@ -138,6 +140,16 @@ case " $steps " in *" cpu "*)
   log "cpu: apron --backend cpu vs OpenCV filter2D"
   timeout ${APRON_CPU_TIMEOUT:-300} python3 bench/peers/cpu_peers.py --apron build-gpu/tools/apron ${APRON_CPU_ARGS:-} \
     2>&1 | tee -a "$OUT/summary.txt"
+;; esac
+
+case " $steps " in *" batch "*)
+  # Many images (apron batch): host to host from pinned memory (bench_batch), then files in a tmpfs: a
+  # GenConv job file of 8-bit PGM with a 5x5 dilation, and PNG (bench/batch_files.py).
+  log "batch: in memory, host to host"
+  timeout ${APRON_BATCH_TIMEOUT:-240} build-gpu/bench/bench_batch ${APRON_BATCH_ARGS:-} 2>&1 | tee -a "$OUT/summary.txt"
+  log "batch: files"
+  timeout ${APRON_BATCH_TIMEOUT:-240} python3 bench/batch_files.py --apron build-gpu/tools/apron ${APRON_BATCH_FILES_ARGS:-} 2>&1 |
+    tee -a "$OUT/summary.txt"
 ;; esac
 
 case " $steps " in *" peers "*)

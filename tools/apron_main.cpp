@@ -1,5 +1,6 @@
-// The apron command line. Subcommands: filter (run operations on an image), plan (what the planner would
-// do, with the predicted time of every path), calibrate (measure the paths for the planner's table), ops
+// The apron command line. Subcommands: filter (run operations on an image), batch (many images, on every
+// GPU and across MPI ranks: batch_command.cpp), plan (what the planner would do, with the predicted time of
+// every path), calibrate (measure the paths for the planner's table), ops
 // (the registry's operations, parameters, defaults and limits), info (backends, devices, formats).
 // Every failure prints one line "apron: <what>: <problem>" and exits non-zero; outputs are written
 // atomically, so a failed run never leaves a partial file.
@@ -18,6 +19,8 @@
 #include "apron/io.hpp"
 #include "apron/ops.hpp"
 #include "apron/pipeline.hpp"
+#include "batch_command.hpp"
+#include "cli_options.hpp"
 
 namespace {
 
@@ -39,25 +42,6 @@ void print_timing(const std::vector<apron::StageTiming>& stages) {
     for (const auto& s : stages) total += s.milliseconds;
     for (const auto& s : stages) std::fprintf(stderr, "%10.3f ms  %s\n", s.milliseconds, s.stage.c_str());
     std::fprintf(stderr, "%10.3f ms  total\n", total);
-}
-
-apron::Backend backend_option(const std::string& name) {
-    auto backend = apron::parse_backend(name);
-    if (!backend) throw apron::Error("--backend: '" + name + "' is not auto, cpu, reference or cuda");
-    return *backend;
-}
-
-apron::Algorithm algo_option(const std::string& name) {
-    auto algo = apron::parse_algorithm(name);
-    if (!algo) throw apron::Error("--algo: '" + name + "' is not auto, direct, separable, low-rank, fft or tensor");
-    return *algo;
-}
-
-std::optional<apron::PixelType> type_option(const std::string& name, const char* option) {
-    if (name.empty()) return std::nullopt;
-    auto t = apron::parse_pixel_type(name);
-    if (!t) throw apron::Error(std::string(option) + ": '" + name + "' is not u8, u16 or f32");
-    return t;
 }
 
 int run_filter(const FilterArgs& a) {
@@ -284,6 +268,9 @@ int main(int argc, char** argv) {
                         "time held-out cases with every path and report the planner's choice against the fastest "
                         "(exit 4 when a choice is more than 10% slower)");
 
+    BatchArgs ba;
+    add_batch_command(app, ba);
+
     std::string op_name;
     auto* ops = app.add_subcommand("ops", "list operations with their parameters, defaults and limits");
     ops->add_option("name", op_name, "show only this operation");
@@ -308,6 +295,7 @@ int main(int argc, char** argv) {
         if (*filter) return run_filter(fa);
         if (*plan) return run_plan(pa);
         if (*calibrate) return run_calibrate(ca);
+        if (*ba.command) return run_batch_command(ba, argc, argv);
         if (*ops) return run_ops(op_name, ops_markdown);
         if (*info) return run_info();
     } catch (const apron::Error& e) {

@@ -26,6 +26,7 @@ namespace apron {
 
 struct ReadOptions {
     std::uint64_t max_pixels = std::uint64_t(1) << 30;  // refuse larger images (1 Gpix by default)
+    HostMemory memory = HostMemory::pageable;  // pinned: decode straight into page-locked memory (batches)
 };
 
 struct WriteOptions {

@@ -2,6 +2,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <map>
+#include <mutex>
+#include <unordered_map>
 
 #include "apron/devices.hpp"
 #include "core/host_memory.hpp"
@@ -49,7 +52,56 @@ int cuda_device_arch() {
     return major * 10 + minor;
 }
 
+namespace {
+
+// cudaMallocHost and cudaFreeHost cost milliseconds for large blocks (cudaFreeHost also waits for the
+// device), and a batch allocates two images per image it filters: freed blocks are kept and handed out
+// again to a request of the same size (images of a batch are mostly of one size), up to 2 GiB kept.
+class PinnedCache {
+public:
+    void* take(std::size_t bytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = free_.find(bytes);
+        if (it == free_.end()) return nullptr;
+        void* p = it->second;
+        free_.erase(it);
+        kept_ -= bytes;
+        return p;
+    }
+    bool keep(void* p, std::size_t bytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (kept_ + bytes > max_kept) return false;
+        free_.emplace(bytes, p);
+        kept_ += bytes;
+        return true;
+    }
+    void note_size(void* p, std::size_t bytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        sizes_[p] = bytes;
+    }
+    std::size_t size_of(void* p) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = sizes_.find(p);
+        return it == sizes_.end() ? 0 : it->second;
+    }
+
+private:
+    static constexpr std::size_t max_kept = std::size_t(2) << 30;
+    std::mutex mutex_;
+    std::multimap<std::size_t, void*> free_;
+    std::unordered_map<void*, std::size_t> sizes_;
+    std::size_t kept_ = 0;
+};
+
+PinnedCache& pinned_cache() {
+    static PinnedCache* cache = new PinnedCache;  // never destroyed: frees may come during static destruction
+    return *cache;
+}
+
+} // namespace
+
 void* allocate_pinned(std::size_t bytes) {
+    if (void* p = pinned_cache().take(bytes)) return p;
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
         cudaGetLastError();
@@ -60,10 +112,16 @@ void* allocate_pinned(std::size_t bytes) {
         cudaGetLastError();
         return nullptr;
     }
+    pinned_cache().note_size(p, bytes);
     return p;
 }
 
-void free_pinned(void* p) { cudaFreeHost(p); }
+void free_pinned(void* p) {
+    if (!p) return;
+    const std::size_t bytes = pinned_cache().size_of(p);
+    if (bytes && pinned_cache().keep(p, bytes)) return;
+    cudaFreeHost(p);
+}
 
 bool is_pinned(const void* p) {
     cudaPointerAttributes a{};

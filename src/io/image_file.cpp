@@ -142,7 +142,7 @@ Image io::allocate_image(const std::string& name, std::uint64_t width, std::uint
                          PixelType type, const ReadOptions& options) {
     check_size(name, width, height, options);
     try {
-        return Image(int(width), int(height), channels, type);
+        return Image(int(width), int(height), channels, type, options.memory);
     } catch (const Error& e) {
         fail(name, e.what());  // the allocation's own message names "image", not the file
     }

@@ -1,5 +1,7 @@
 // Device discovery when apron is built without the CUDA toolkit.
 #include "apron/devices.hpp"
+#include "apron/errors.hpp"
+#include "batch/compute_slot.hpp"
 #include "core/host_memory.hpp"
 #include "plan/plan.hpp"
 
@@ -16,3 +18,10 @@ void free_pinned(void*) {}
 bool is_pinned(const void*) { return false; }
 
 } // namespace apron
+
+namespace apron::batch {
+
+std::unique_ptr<ComputeSlot> make_cuda_slot(int) { throw Error("--backend cuda: this build has no CUDA backend"); }
+int cuda_device_count() { return 0; }
+
+} // namespace apron::batch

@@ -1,0 +1,85 @@
+#pragma once
+// Batches: many images through one pipeline, every stage overlapping (`apron batch`).
+//
+//   I/O threads    decode files straight into page-locked buffers, in the order of the work feed; and
+//                  crop the job file's padding, encode, write atomically, record in the manifest (one pool
+//                  does both, writing first, so the cores go to whichever is behind)
+//   compute slots  per GPU, several slots, each with its own CUDA stream: upload, pipeline, download;
+//                  without a GPU, one slot on the CPU backend (all cores)
+//
+// Buffers are sized from each image (no compile-time maximum); the number of images in flight is bounded.
+// A corrupt or unreadable input, or a failing image, is reported and skipped; the rest finishes.
+//
+//   apron::BatchOptions o;
+//   o.pipeline = apron::Pipeline({"dilate:se=box:5x5"});
+//   o.output_dir = "out";
+//   apron::BatchReport r = apron::run_batch({{"a.pgm", "out/a.pgm"}, {"b.pgm", "out/b.pgm"}}, o);
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apron/image.hpp"
+#include "apron/io.hpp"
+#include "apron/pipeline.hpp"
+
+namespace apron {
+
+struct BatchItem {
+    std::string input;   // path (or a name, with a custom source)
+    std::string output;  // path (or a name, with a custom sink)
+    int pad_x = 0, pad_y = 0;  // the output is the interior: pad_x columns and pad_y rows off each side
+};
+
+struct BatchOptions {
+    Pipeline pipeline;
+    RunOptions run;             // backend, CPU threads, out_type, algorithm (cuda_stream is ignored)
+    std::vector<int> devices;   // CUDA devices to use; empty: all of them (backend auto or cuda)
+    int streams_per_device = 3; // compute slots per GPU, each with its own stream
+    int io_threads = 0;         // threads decoding and encoding; 0: one per core
+    WriteOptions write;
+    ReadOptions read;
+    // Checks of the job file: the largest size, and the bits per sample (0: any).
+    int max_width = 0, max_height = 0, bits = 0;
+
+    // Resume: with a manifest directory, finished outputs are recorded there (OUTPUT_DIR/.apron-batch/);
+    // with `resume`, outputs recorded by an earlier run (and still intact) are skipped.
+    std::string output_dir;     // empty: no manifest
+    std::string fingerprint;    // what the outputs depend on (the CLI's pipeline and options)
+    bool resume = false;
+    int rank = 0;               // this process's MPI rank (its manifest file)
+    std::function<void()> manifest_loaded;  // MPI: a barrier between reading the manifests and rewriting
+
+    bool progress = false;      // draw the progress bar on stderr
+
+    // The work feed: the index of the next item this process should do, nullopt when none is left
+    // (thread-safe). Default: every item, in order. MPI runs hand out indices across ranks.
+    std::function<std::optional<std::size_t>()> next;
+    // Replace file reading and writing (benchmarks, bindings). source(i) returns item i's pixels, owned by
+    // the caller and valid until the batch returns (pinned memory makes uploads asynchronous); sink(i, view)
+    // takes the result (the view is valid during the call).
+    std::function<ConstImageView(std::size_t)> source;
+    std::function<void(std::size_t, ConstImageView)> sink;
+};
+
+struct BatchFailure {
+    std::string input;
+    std::string message;
+};
+
+struct BatchReport {
+    std::size_t done = 0, skipped = 0, failed = 0;  // skipped: already finished (resume)
+    std::vector<BatchFailure> failures;
+    std::uint64_t pixels = 0;    // input pixels of the images done
+    std::uint64_t bytes_in = 0, bytes_out = 0;  // decoded bytes through the pipeline
+    double seconds = 0;
+    std::vector<std::pair<std::string, double>> stage_seconds;  // busy time per stage, summed over threads
+    std::string summary;         // the per-stage table naming the bottleneck
+    std::string workers;         // what ran: "2 GPUs x 3 streams, 16 I/O threads"
+};
+
+BatchReport run_batch(const std::vector<BatchItem>& items, const BatchOptions& options);
+
+} // namespace apron

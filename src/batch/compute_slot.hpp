@@ -1,0 +1,27 @@
+#pragma once
+// Where a batch's images are filtered: one slot per CUDA stream (several per GPU), or the CPU backend.
+// A slot is used by one thread at a time.
+#include <memory>
+
+#include "apron/image.hpp"
+#include "apron/pipeline.hpp"
+#include "batch/progress.hpp"
+
+namespace apron::batch {
+
+class ComputeSlot {
+public:
+    virtual ~ComputeSlot() = default;
+    // out = pipeline(in); the time of upload, compute and download goes to `clock`.
+    virtual void run(const Pipeline& pipeline, const RunOptions& options, ConstImageView in, ImageView out,
+                     StageClock& clock) = 0;
+};
+
+std::unique_ptr<ComputeSlot> make_cpu_slot();
+// A slot with its own stream and device buffers on `device` (grown to the largest image seen). Throws
+// apron::Error without the CUDA backend.
+std::unique_ptr<ComputeSlot> make_cuda_slot(int device);
+// Devices usable by batches (0 without the CUDA backend or without a GPU).
+int cuda_device_count();
+
+} // namespace apron::batch

@@ -1,0 +1,43 @@
+#pragma once
+// GenConv job files, read for compatibility:
+//
+//   3                      number of images
+//   8                      bits per sample (8, 16 or 32)
+//   4096 4096              largest width and height of any image of the job
+//   2 2                    padding: pixels on each side of x and y that are input only (halo), not output
+//   images/a.pgm           one path per line, `count` of them
+//   images/b.pgm
+//   images/c.pgm
+//
+// The padding is honoured: the output of a W x H input is its interior (W - 2 pad_x) x (H - 2 pad_y), filtered
+// with the padding as context, so tiles cut with a halo of at least the mask's reach give the same pixels as
+// the uncut image. The maximum size is checked, not used to size buffers (apron sizes them from each image).
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace apron::batch {
+
+struct JobFile {
+    int count = 0;
+    int bits = 8;
+    int max_width = 0, max_height = 0;
+    int pad_x = 0, pad_y = 0;
+    std::vector<std::string> paths;  // as written; relative paths are relative to the current directory
+    std::vector<int> path_lines;     // the line of each path, for messages about it
+};
+
+// Throws apron::Error "NAME:LINE: what is wrong" for anything malformed:
+//   - the four header lines must hold 1, 1, 2 and 2 integers (blank lines before and between them are
+//     skipped, surrounding blanks and a trailing '\r' ignored);
+//   - count 0..100000000, bits 8, 16 or 32, sides 1..1048576, padding >= 0 with 2 pad below the side;
+//   - exactly `count` paths follow: fewer (the count's line is named), more, or a blank line between two
+//     paths are errors; blank lines after the last path are fine. A path is its line without surrounding
+//     blanks (so names that begin or end with a blank cannot be listed) and must not hold a NUL byte.
+JobFile parse_job_file(std::string_view text, const std::string& name);
+JobFile read_job_file(const std::string& path);
+// Whether the text starts like a job file (a count line, a bits line, two "A B" lines), so an input
+// specification can be told apart from a plain list of paths.
+bool looks_like_job_file(std::string_view text);
+
+} // namespace apron::batch

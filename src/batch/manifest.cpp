@@ -1,0 +1,340 @@
+// The resume manifest (see manifest.hpp for the file format and its guarantees).
+//
+// Concurrency: within a process, record() and keep() serialise on a mutex and write each line with one
+// write() call. Across processes nothing is locked because nothing is shared: every MPI rank of a job
+// appends to its own manifest-RANK.tsv and only reads the others (on resume, before any of them writes).
+// Two unrelated jobs writing into one output directory with the same rank is not supported.
+//
+// Reading is deliberately forgiving: a manifest is only a cache of "this output is already complete", so
+// anything that does not parse, or no longer matches the file on disk, just means the image is made again.
+#include "batch/manifest.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "apron/errors.hpp"
+
+namespace apron::batch {
+
+namespace {
+
+constexpr const char* kMagicLine = "# apron batch manifest 1";
+constexpr const char* kJobPrefix = "# job ";
+constexpr const char* kDirName = ".apron-batch";
+constexpr std::size_t kChunk = std::size_t(1) << 20;  // file CRC: read 1 MB at a time
+
+std::string errno_text(int e) { return std::generic_category().message(e); }
+
+std::uint32_t crc_update(std::uint32_t crc, const std::uint8_t* p, std::size_t n) {
+    // zlib takes an unsigned int length; feed very large spans in pieces.
+    constexpr std::size_t piece = std::size_t(1) << 30;
+    while (n > 0) {
+        const std::size_t k = std::min(n, piece);
+        crc = std::uint32_t(::crc32(uLong(crc), p, uInt(k)));
+        p += k;
+        n -= k;
+    }
+    return crc;
+}
+
+// CRC and length of everything readable from `fd`; nullopt, with the errno value in `error`, on a read error.
+std::optional<std::pair<std::uint32_t, std::uint64_t>> crc_of_fd(int fd, int& error) {
+    std::vector<std::uint8_t> buffer(kChunk);
+    std::uint32_t crc = std::uint32_t(::crc32(0L, Z_NULL, 0));
+    std::uint64_t total = 0;
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            error = errno;
+            return std::nullopt;
+        }
+        if (n == 0) return std::make_pair(crc, total);
+        crc = crc_update(crc, buffer.data(), std::size_t(n));
+        total += std::uint64_t(n);
+    }
+}
+
+// The fingerprint must stay on one header line; control characters (newlines, tabs) become spaces. The
+// same mapping is applied when writing and when comparing, so it is only lossy, never inconsistent.
+std::string sanitize_fingerprint(const std::string& fingerprint) {
+    std::string s = fingerprint;
+    for (char& c : s)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+    return s;
+}
+
+// Names may hold tabs, newlines or backslashes (legal in POSIX file names); escape them so that every entry
+// stays one line of exactly four fields.
+std::string escape_field(const std::string& s) {
+    std::string out;
+    out.reserve(s.size());
+    for (const char c : s) {
+        switch (c) {
+        case '\\': out += "\\\\"; break;
+        case '\t': out += "\\t"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        default: out += c;
+        }
+    }
+    return out;
+}
+
+// Inverse of escape_field; nullopt for anything escape_field cannot have produced (including NUL bytes,
+// which no file name contains).
+std::optional<std::string> unescape_field(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (c == '\0' || c == '\r') return std::nullopt;
+        if (c != '\\') {
+            out += c;
+            continue;
+        }
+        if (++i == s.size()) return std::nullopt;
+        switch (s[i]) {
+        case '\\': out += '\\'; break;
+        case 't': out += '\t'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        default: return std::nullopt;
+        }
+    }
+    return out;
+}
+
+std::optional<std::uint64_t> parse_bytes(std::string_view s) {
+    if (s.empty() || s.size() > 20) return std::nullopt;
+    if (!std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+    return v;
+}
+
+std::optional<std::uint32_t> parse_crc(std::string_view s) {
+    if (s.size() != 8) return std::nullopt;
+    std::uint32_t v = 0;
+    for (const char c : s) {
+        if (c >= '0' && c <= '9') v = v << 4 | std::uint32_t(c - '0');
+        else if (c >= 'a' && c <= 'f') v = v << 4 | std::uint32_t(c - 'a' + 10);
+        else return std::nullopt;
+    }
+    return v;
+}
+
+// One entry line (without its '\n'): OUTPUT \t BYTES \t CRC \t INPUT.
+std::optional<ManifestEntry> parse_entry(std::string_view line) {
+    std::string_view fields[4];
+    std::size_t count = 0;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t tab = line.find('\t', start);
+        if (count == 4) return std::nullopt;  // a fifth field
+        fields[count++] = line.substr(start, tab == std::string_view::npos ? std::string_view::npos : tab - start);
+        if (tab == std::string_view::npos) break;
+        start = tab + 1;
+    }
+    if (count != 4) return std::nullopt;
+    auto output = unescape_field(fields[0]);
+    auto bytes = parse_bytes(fields[1]);
+    auto crc = parse_crc(fields[2]);
+    auto input = unescape_field(fields[3]);
+    if (!output || output->empty() || !bytes || !crc || !input) return std::nullopt;
+    return ManifestEntry{std::move(*output), *bytes, *crc, std::move(*input)};
+}
+
+std::string format_entry(const ManifestEntry& e) {
+    char crc[9];
+    std::snprintf(crc, sizeof crc, "%08x", unsigned(e.crc32));
+    return escape_field(e.output) + '\t' + std::to_string(e.bytes) + '\t' + crc + '\t' + escape_field(e.input) + '\n';
+}
+
+// Candidate entries per output, from every manifest of this job. An output may be listed more than once
+// (kept by a later run, or stale entries of a rank that no longer exists); the file on disk decides.
+using Candidates = std::unordered_map<std::string, std::vector<ManifestEntry>>;
+
+void add_candidate(Candidates& candidates, ManifestEntry entry) {
+    auto& list = candidates[entry.output];
+    for (const ManifestEntry& e : list)
+        if (e.bytes == entry.bytes && e.crc32 == entry.crc32) return;
+    list.push_back(std::move(entry));
+}
+
+// Reads one manifest file; silently ignores it when unreadable, of another version or of another job.
+void read_manifest(const std::string& path, const std::string& fingerprint, Candidates& candidates) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return;
+    std::string line;
+    if (!std::getline(in, line) || in.eof() || line != kMagicLine) return;
+    if (!std::getline(in, line) || in.eof() || line != kJobPrefix + fingerprint) return;
+    while (std::getline(in, line)) {
+        if (in.eof()) break;  // no '\n': torn by a crash in the middle of a write
+        if (line.empty() || line[0] == '#') continue;
+        if (auto entry = parse_entry(line)) add_candidate(candidates, std::move(*entry));
+    }
+}
+
+// The candidate matching the file OUTPUT_DIR/OUTPUT as it is now, if any. Non-regular files (and FIFOs,
+// which would block a plain open) never match; unreadable files do not either: they are simply made again.
+std::optional<ManifestEntry> verify(const std::string& output_dir, std::vector<ManifestEntry>& list) {
+    const std::string path = output_dir + "/" + list.front().output;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return std::nullopt;
+    struct stat st {};
+    std::optional<ManifestEntry> match;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        const auto size = std::uint64_t(st.st_size);
+        const bool size_matches =
+            std::any_of(list.begin(), list.end(), [&](const ManifestEntry& e) { return e.bytes == size; });
+        // Compare against what was actually read, not the stat size: the file may change meanwhile.
+        if (size_matches)
+            if (int error = 0; const auto got = crc_of_fd(fd, error))
+                for (ManifestEntry& e : list)
+                    if (e.crc32 == got->first && e.bytes == got->second) {
+                        match = std::move(e);
+                        break;
+                    }
+    }
+    ::close(fd);
+    return match;
+}
+
+bool is_manifest_name(const std::string& name) {
+    const std::string prefix = "manifest-", suffix = ".tsv";
+    return name.size() > prefix.size() + suffix.size() && name.starts_with(prefix) && name.ends_with(suffix);
+}
+
+std::vector<std::string> manifest_files(const std::string& dir) {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        std::error_code type_ec;
+        if (is_manifest_name(name) && it->is_regular_file(type_ec)) files.push_back(it->path().string());
+    }
+    if (ec) fail(dir, "cannot list the batch manifests: " + ec.message());
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+// Writes all of `text` with one write() call where the kernel allows it, retrying partial writes and EINTR.
+bool write_all(int fd, const std::string& text) {
+    const char* p = text.data();
+    std::size_t n = text.size();
+    while (n > 0) {
+        const ssize_t w = ::write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        p += w;
+        n -= std::size_t(w);
+    }
+    return true;
+}
+
+void sync_directory(const std::string& dir) {
+    // Makes the new manifest's name durable; best effort, a failure cannot be acted on here.
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        ::fsync(dfd);
+        ::close(dfd);
+    }
+}
+
+}  // namespace
+
+std::uint32_t crc32_of(std::span<const std::uint8_t> bytes) {
+    return crc_update(std::uint32_t(::crc32(0L, Z_NULL, 0)), bytes.data(), bytes.size());
+}
+
+std::uint32_t crc32_of_file(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(path, "cannot open: " + errno_text(errno));
+    int error = 0;
+    const auto result = crc_of_fd(fd, error);
+    ::close(fd);
+    if (!result) fail(path, "cannot read: " + errno_text(error));
+    return result->first;
+}
+
+Manifest::Manifest(const std::string& output_dir, const std::string& fingerprint, int rank, bool resume,
+                   const std::function<void()>& loaded) {
+    const std::string dir = (output_dir.empty() ? std::string(".") : output_dir) + "/" + kDirName;
+    if (rank < 0) fail(dir, "invalid rank " + std::to_string(rank));
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) fail(dir, "cannot create the batch directory: " + ec.message());
+    if (!std::filesystem::is_directory(dir, ec)) fail(dir, "cannot create the batch directory: not a directory");
+
+    const std::string job = sanitize_fingerprint(fingerprint);
+    if (resume) {
+        Candidates candidates;
+        for (const std::string& file : manifest_files(dir)) read_manifest(file, job, candidates);
+        const std::string base = output_dir.empty() ? std::string(".") : output_dir;
+        for (auto& [output, list] : candidates)
+            if (auto entry = verify(base, list)) done_.emplace(output, std::move(*entry));
+    }
+
+    if (loaded) loaded();  // MPI: every rank has read every manifest before any truncates its own
+
+    // Truncating this rank's old manifest loses nothing: its verified entries are in done_ and come back
+    // through keep() as the run skips them.
+    path_ = dir + "/manifest-" + std::to_string(rank) + ".tsv";
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail(path_, "cannot create the batch manifest: " + errno_text(errno));
+    errno = 0;
+    if (!write_all(fd_, std::string(kMagicLine) + "\n" + kJobPrefix + job + "\n")) {
+        const int error = errno ? errno : EIO;
+        ::close(fd_);
+        fd_ = -1;
+        fail(path_, "cannot write the batch manifest: " + errno_text(error));
+    }
+    sync_directory(dir);
+}
+
+Manifest::~Manifest() {
+    if (fd_ < 0) return;
+    ::fdatasync(fd_);  // lines written by keep() were not synced one by one
+    ::close(fd_);
+}
+
+bool Manifest::done(const std::string& output) const { return done_.find(output) != done_.end(); }
+
+void Manifest::record(const ManifestEntry& entry) {
+    const std::string line = format_entry(entry);
+    std::lock_guard lock(mutex_);
+    errno = 0;
+    if (!write_all(fd_, line)) fail(path_, "cannot write the batch manifest: " + errno_text(errno ? errno : EIO));
+    // Only a line on the disk protects the output from being made again after a power loss.
+    if (::fdatasync(fd_) != 0) fail(path_, "cannot write the batch manifest (fdatasync): " + errno_text(errno));
+}
+
+void Manifest::keep(const std::string& output) {
+    const auto it = done_.find(output);
+    if (it == done_.end()) return;
+    const std::string line = format_entry(it->second);
+    std::lock_guard lock(mutex_);
+    // No fdatasync per kept line: a resume may carry over many thousands of outputs, and the page cache
+    // already survives the process being killed. The next record() or the destructor syncs them; a line lost
+    // to a power cut only means that this output is made again by the next resume.
+    errno = 0;
+    if (!write_all(fd_, line)) fail(path_, "cannot write the batch manifest: " + errno_text(errno ? errno : EIO));
+}
+
+}  // namespace apron::batch

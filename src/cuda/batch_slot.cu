@@ -1,0 +1,97 @@
+// A batch's compute slot on one GPU: its own stream and device buffers, so several slots per GPU overlap
+// one image's upload with another's kernels and a third's download (the copy engines and the SMs are
+// separate). Events between the stages time each on the GPU's own clock.
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstddef>
+
+#include "batch/compute_slot.hpp"
+#include "cuda/cuda_check.hpp"
+
+namespace apron::batch {
+namespace {
+
+// A device image buffer, reallocated only when an image needs more than the largest seen so far.
+struct DeviceImage {
+    void* data = nullptr;
+    std::size_t bytes = 0;
+
+    ImageView view(const ImageShape& shape) {
+        const std::size_t pitch = (shape.row_bytes() + 255) / 256 * 256;  // rows start 256-byte aligned
+        const std::size_t need = pitch * std::size_t(shape.height);
+        if (need > bytes) {
+            if (data) APRON_CUDA_CHECK(cudaFree(data));
+            data = nullptr;
+            bytes = 0;
+            APRON_CUDA_CHECK(cudaMalloc(&data, need));
+            bytes = need;
+        }
+        return ImageView{static_cast<std::byte*>(data), shape, pitch, Memory::device};
+    }
+    ~DeviceImage() {
+        if (data) cudaFree(data);
+    }
+};
+
+class CudaSlot final : public ComputeSlot {
+public:
+    explicit CudaSlot(int device) : device_(device) {
+        APRON_CUDA_CHECK(cudaSetDevice(device));
+        APRON_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        for (cudaEvent_t& e : marks_) APRON_CUDA_CHECK(cudaEventCreate(&e));
+    }
+    ~CudaSlot() override {
+        cudaSetDevice(device_);
+        cudaStreamSynchronize(stream_);
+        for (cudaEvent_t e : marks_) cudaEventDestroy(e);
+        cudaStreamDestroy(stream_);
+    }
+
+    void run(const Pipeline& pipeline, const RunOptions& options, ConstImageView in, ImageView out,
+             StageClock& clock) override {
+        APRON_CUDA_CHECK(cudaSetDevice(device_));
+        const ImageView d_in = in_.view(in.shape), d_out = out_.view(out.shape);
+        APRON_CUDA_CHECK(cudaEventRecord(marks_[0], stream_));
+        APRON_CUDA_CHECK(cudaMemcpy2DAsync(d_in.data, d_in.pitch, in.data, in.pitch, in.shape.row_bytes(), in.height(),
+                                           cudaMemcpyHostToDevice, stream_));
+        APRON_CUDA_CHECK(cudaEventRecord(marks_[1], stream_));
+        RunOptions o = options;
+        o.backend = Backend::cuda;
+        o.cuda_stream = stream_;
+        o.timings = nullptr;
+        pipeline.run(as_const(d_in), d_out, o);  // ordered on stream_, returns without waiting
+        APRON_CUDA_CHECK(cudaEventRecord(marks_[2], stream_));
+        APRON_CUDA_CHECK(cudaMemcpy2DAsync(out.data, out.pitch, d_out.data, d_out.pitch, out.shape.row_bytes(),
+                                           out.height(), cudaMemcpyDeviceToHost, stream_));
+        APRON_CUDA_CHECK(cudaEventRecord(marks_[3], stream_));
+        APRON_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        const Stage stages[3] = {Stage::upload, Stage::compute, Stage::download};
+        for (int s = 0; s < 3; ++s) {
+            float ms = 0;
+            APRON_CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[s], marks_[s + 1]));
+            clock.add(stages[s], ms * 1e-3);
+        }
+    }
+
+private:
+    int device_;
+    cudaStream_t stream_ = nullptr;
+    std::array<cudaEvent_t, 4> marks_{};
+    DeviceImage in_, out_;
+};
+
+} // namespace
+
+std::unique_ptr<ComputeSlot> make_cuda_slot(int device) { return std::make_unique<CudaSlot>(device); }
+
+int cuda_device_count() {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
+} // namespace apron::batch

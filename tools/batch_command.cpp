@@ -1,0 +1,204 @@
+// `apron batch`: many images through one pipeline (apron/batch.hpp), on every GPU of the node or the CPU,
+// and across MPI ranks when launched by mpirun.
+#include "batch_command.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "apron/batch.hpp"
+#include "apron/errors.hpp"
+#include "batch/compute_slot.hpp"
+#include "batch/inputs.hpp"
+#include "batch/naming.hpp"
+#include "batch/pipeline_file.hpp"
+#include "batch/progress.hpp"
+#include "dist/mpi_batch.hpp"
+
+namespace {
+
+apron::batch::InputKind kind_option(const std::string& name) {
+    using K = apron::batch::InputKind;
+    if (name == "auto") return K::automatic;
+    if (name == "job") return K::job;
+    if (name == "list") return K::list;
+    if (name == "dir") return K::directory;
+    if (name == "glob") return K::glob;
+    throw apron::Error("--inputs-as: '" + name + "' is not auto, job, list, dir or glob");
+}
+
+std::vector<int> device_list(const std::string& text) {
+    std::vector<int> out;
+    if (text.empty() || text == "all") return out;
+    std::stringstream s(text);
+    std::string item;
+    while (std::getline(s, item, ',')) {
+        char* end = nullptr;
+        const long d = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end || d < 0 || d > 1023) throw apron::Error("--devices: '" + text + "' is not a list like 0,1");
+        out.push_back(int(d));
+    }
+    return out;
+}
+
+std::string human_seconds(double s) {
+    char b[32];
+    std::snprintf(b, sizeof b, s < 100 ? "%.2f s" : "%.0f s", s);
+    return b;
+}
+
+// What the outputs depend on: a resumed run skips only outputs made with the same fingerprint. (It names
+// mask files, not their contents: editing a mask file between runs needs a fresh output directory.)
+std::string fingerprint_of(const BatchArgs& a, const std::vector<std::string>& ops, const apron::RunOptions& run,
+                           const apron::batch::InputSet& inputs) {
+    std::string f = std::string("apron ") + APRON_VERSION + "; ops";
+    for (const auto& op : ops) f += " " + op;
+    f += "; out-type " + std::string(run.out_type ? apron::to_string(*run.out_type) : "input");
+    // Float results differ in their last bits between backends and paths (within SPEC's tolerance).
+    f += "; backend " + std::string(apron::to_string(run.backend)) + "; algo " + apron::to_string(run.algorithm);
+    if (inputs.job) f += "; padding " + std::to_string(inputs.job->pad_x) + "," + std::to_string(inputs.job->pad_y);
+    f += "; name " + a.pattern + "; format " + (a.format.empty() ? "auto" : a.format);
+    f += "; quality " + std::to_string(a.quality);
+    return f;
+}
+
+void print_report(const apron::BatchReport& r, std::size_t total, bool quiet, int ranks) {
+    for (const auto& f : r.failures) std::fprintf(stderr, "apron: failed: %s\n", f.message.c_str());
+    if (quiet) return;
+    const double mpix = double(r.pixels) / 1e6;
+    std::fprintf(stderr, "apron batch: %zu of %zu images done, %zu skipped (already done), %zu failed in %s: %.1f images/s, %.0f Mpix/s, %.2f GB/s in\n",
+                 r.done, total, r.skipped, r.failed, human_seconds(r.seconds).c_str(),
+                 r.seconds > 0 ? double(r.done) / r.seconds : 0.0, r.seconds > 0 ? mpix / r.seconds : 0.0,
+                 r.seconds > 0 ? double(r.bytes_in) / r.seconds / 1e9 : 0.0);
+    std::fprintf(stderr, "  %s%s\n", r.workers.c_str(), ranks > 1 ? (" on rank 0; " + std::to_string(ranks) + " ranks").c_str() : "");
+    std::fprintf(stderr, "%s", r.summary.c_str());
+}
+
+} // namespace
+
+void add_batch_command(CLI::App& app, BatchArgs& a) {
+    auto* c = app.add_subcommand("batch", "run a pipeline over many images (GenConv job file, list, directory or glob)");
+    a.command = c;
+    c->add_option("inputs", a.inputs, "job file, list file, directory or glob pattern (several allowed)")->required();
+    c->add_option("-o,--output-dir", a.output_dir, "directory for the outputs (created if needed)")->required();
+    c->add_option("--op", a.ops, "NAME[:key=value,...], applied in order (see `apron ops`)");
+    c->add_option("--pipeline", a.pipeline_file, "the operations from a JSON pipeline file instead of --op");
+    c->add_option("--inputs-as", a.inputs_as, "how to read INPUTS: auto, job, list, dir or glob")->capture_default_str();
+    c->add_option("--name", a.pattern, "output name pattern: {name} {stem} {ext} {index} {index:N}")->capture_default_str();
+    c->add_option("--format", a.format, "output format: png, pgm, ppm, pfm, jpg, tif (default: the input's)");
+    c->add_option("--out-type", a.out_type, "u8, u16 or f32 (default: the input's type)");
+    c->add_option("--backend", a.backend, "auto, cpu, reference or cuda")->capture_default_str();
+    c->add_option("--algo", a.algo, "force a path on every linear step: auto, direct, separable, low-rank, fft or tensor")
+        ->capture_default_str();
+    c->add_option("--devices", a.devices, "GPUs to use, e.g. 0,1 (default: all; under MPI the node-local rank's)");
+    c->add_option("--streams", a.streams, "compute slots (CUDA streams) per GPU, 1-16")->capture_default_str();
+    c->add_option("--io-threads", a.io_threads, "threads decoding and encoding images, 0 = one per core")->capture_default_str();
+    c->add_option("--threads", a.threads, "CPU backend threads, 0 = all cores")->capture_default_str();
+    c->add_option("--max-pixels", a.max_pixels, "refuse input images larger than this")->capture_default_str();
+    c->add_option("--quality", a.quality, "JPEG quality 1..100")->capture_default_str();
+    c->add_flag("--resume", a.resume, "skip outputs a previous run finished (checked against the manifest's CRC-32)");
+    c->add_flag("-q,--quiet", a.quiet, "no progress bar and no summary (failures are still reported)");
+    c->add_flag("--dry-run", a.dry_run, "print what would be done and exit");
+}
+
+int run_batch_command(const BatchArgs& a, int argc, char** argv) {
+    namespace b = apron::batch;
+    // MPI first: every rank parses the same arguments and resolves the same inputs.
+    apron::dist::World world = apron::dist::start_world(&argc, &argv);
+    try {
+        if (a.ops.empty() == a.pipeline_file.empty()) throw apron::Error("batch: give either --op or --pipeline (one of them)");
+        apron::BatchOptions o;
+        std::vector<std::string> ops = a.ops;
+        if (!a.pipeline_file.empty()) {
+            const b::PipelineFile pf = b::read_pipeline_file(a.pipeline_file);
+            ops = pf.ops;
+            if (pf.out_type) o.run.out_type = pf.out_type;
+            if (pf.algo) o.run.algorithm = *pf.algo;
+        }
+        o.pipeline = apron::Pipeline(ops);
+        o.run.backend = backend_option(a.backend);
+        if (a.algo != "auto" || a.pipeline_file.empty()) o.run.algorithm = algo_option(a.algo);
+        if (!a.out_type.empty()) o.run.out_type = type_option(a.out_type, "--out-type");
+        if (a.threads < 0 || a.threads > apron::max_threads) throw apron::Error("--threads: must be 0.." + std::to_string(apron::max_threads));
+        if (a.io_threads < 0 || a.io_threads > 256) throw apron::Error("--io-threads: must be 0..256");
+        if (a.streams < 1 || a.streams > 16) throw apron::Error("--streams: must be 1..16");
+        if (a.quality < 1 || a.quality > 100) throw apron::Error("--quality: must be 1..100");
+        if (a.max_pixels < 1) throw apron::Error("--max-pixels: must be positive");
+        o.run.threads = a.threads;
+        o.devices = device_list(a.devices);
+        o.streams_per_device = a.streams;
+        o.io_threads = a.io_threads;
+        o.read.max_pixels = std::uint64_t(a.max_pixels);
+        o.write.jpeg_quality = a.quality;
+
+        const b::InputSet inputs = b::resolve_inputs(a.inputs, kind_option(a.inputs_as));
+        b::OutputNaming naming;
+        naming.directory = a.output_dir;
+        naming.pattern = a.pattern;
+        if (!a.format.empty()) {
+            naming.format = b::parse_format(a.format);
+            if (!naming.format) throw apron::Error("--format: '" + a.format + "' is not png, pgm, ppm, pfm, jpg or tif");
+        }
+        const std::vector<std::string> outputs = b::output_paths(inputs.items, naming);
+        std::vector<apron::BatchItem> items;
+        for (std::size_t i = 0; i < inputs.items.size(); ++i)
+            items.push_back({inputs.items[i].path, outputs[i], inputs.items[i].pad_x, inputs.items[i].pad_y});
+        if (inputs.job) {
+            o.bits = inputs.job->bits;
+            o.max_width = inputs.job->max_width;
+            o.max_height = inputs.job->max_height;
+        }
+        // One rank per GPU: the node-local rank picks its device unless --devices names them.
+        if (world.active && o.devices.empty() && o.run.backend != apron::Backend::cpu &&
+            o.run.backend != apron::Backend::reference && b::cuda_device_count() > 0)
+            o.devices = {world.local_rank % b::cuda_device_count()};
+
+        if (a.dry_run) {
+            if (world.rank == 0) {
+                std::cout << items.size() << " images";
+                if (inputs.job)
+                    std::cout << " (job file: " << inputs.job->bits << "-bit, at most " << inputs.job->max_width << "x"
+                              << inputs.job->max_height << ", padding " << inputs.job->pad_x << "," << inputs.job->pad_y << ")";
+                std::cout << " -> " << a.output_dir << "\n";
+                for (std::size_t i = 0; i < items.size() && i < 10; ++i)
+                    std::cout << "  " << items[i].input << " -> " << items[i].output << "\n";
+                if (items.size() > 10) std::cout << "  ... " << items.size() - 10 << " more\n";
+                const apron::Image first = apron::read_image(items[0].input, o.read);
+                std::cout << "plan for " << items[0].input << " (" << first.width() << "x" << first.height() << "):\n"
+                          << o.pipeline.describe(first.shape(), o.run);
+                const int gpus = b::cuda_device_count();
+                std::cout << "compute: " << (o.run.backend == apron::Backend::cpu || o.run.backend == apron::Backend::reference || gpus == 0
+                                                 ? std::string("CPU backend")
+                                                 : std::to_string(o.devices.empty() ? gpus : int(o.devices.size())) + " GPU(s) x " +
+                                                       std::to_string(a.streams) + " streams")
+                          << (world.active ? ", " + std::to_string(world.size) + " MPI ranks" : std::string()) << "\n";
+            }
+            apron::dist::finish_world(world);
+            return 0;
+        }
+
+        o.output_dir = a.output_dir;
+        o.fingerprint = fingerprint_of(a, ops, o.run, inputs);
+        o.resume = a.resume;
+        o.rank = world.rank;
+        o.manifest_loaded = [&world] { apron::dist::barrier(world); };
+        o.progress = !a.quiet && !world.active && ::isatty(2);
+        apron::BatchReport report;
+        {
+            apron::dist::Feed feed(world, items.size());
+            o.next = [&feed] { return feed.next(); };
+            report = apron::run_batch(items, o);
+        }  // rank 0's coordinator has answered every rank
+        report = apron::dist::reduce_reports(world, report);
+        if (world.rank == 0) print_report(report, items.size(), a.quiet, world.size);
+        apron::dist::finish_world(world);
+        return report.failed ? 5 : 0;
+    } catch (const apron::Error& e) {
+        std::fprintf(stderr, "apron: %s\n", e.what());
+        if (world.active && world.size > 1) apron::dist::abort_world(world, 1);
+        apron::dist::finish_world(world);
+        return 1;
+    }
+}
