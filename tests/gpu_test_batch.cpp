@@ -7,7 +7,8 @@
 #include <mutex>
 
 #include "apron/batch.hpp"
-#include "backend_sweep.hpp"
+#include "plan/plan.hpp"
+#include "test_support.hpp"
 
 using namespace apron;
 

@@ -72,7 +72,7 @@ void print_report(const apron::BatchReport& r, std::size_t total, bool quiet, in
                  r.done, total, r.skipped, r.failed, human_seconds(r.seconds).c_str(),
                  r.seconds > 0 ? double(r.done) / r.seconds : 0.0, r.seconds > 0 ? mpix / r.seconds : 0.0,
                  r.seconds > 0 ? double(r.bytes_in) / r.seconds / 1e9 : 0.0);
-    std::fprintf(stderr, "  %s%s\n", r.workers.c_str(), ranks > 1 ? (" on rank 0; " + std::to_string(ranks) + " ranks").c_str() : "");
+    std::fprintf(stderr, "  %s; set-up %s%s\n", r.workers.c_str(), human_seconds(r.setup_seconds).c_str(), ranks > 1 ? (" on rank 0; " + std::to_string(ranks) + " ranks").c_str() : "");
     std::fprintf(stderr, "%s", r.summary.c_str());
 }
 
