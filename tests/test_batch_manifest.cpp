@@ -425,6 +425,7 @@ TEST(BatchProgress, FirstImageDrawsAtOnceWithAnEta) {
     EXPECT_NE(text.find("   1/1000 images"), std::string::npos) << text;  // count aligned to the total's width
     EXPECT_NE(text.find("ETA "), std::string::npos) << text;
     EXPECT_EQ(text.find("failed"), std::string::npos) << text;  // no failures, no noise
+    p.finish();  // before the file closes: the destructor would draw into it
     std::fclose(f);
 }
 
