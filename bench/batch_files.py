@@ -54,6 +54,7 @@ def main():
     ap.add_argument("--pad", type=int, default=2)
     ap.add_argument("--dir", default="/dev/shm/apron-batch")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--mpi", type=int, default=0, help="also run the job under mpirun -np N and compare the bytes")
     a = ap.parse_args()
     apron = os.path.abspath(a.apron)
     shutil.rmtree(a.dir, ignore_errors=True)
@@ -75,6 +76,18 @@ def main():
     run([apron, "batch", job, "-o", os.path.join(a.dir, "out-job"), "--op", dilate], "GenConv job file, 8-bit PGM, 5x5 dilation")
     run([apron, "batch", job, "-o", os.path.join(a.dir, "out-job-cpu"), "--op", dilate, "--backend", "cpu"],
         "the same job on the CPU backend")
+    if a.mpi:
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        out_mpi = os.path.join(a.dir, "out-job-mpi")
+        cmd = ["mpirun", "--oversubscribe", "-np", str(a.mpi), apron, "batch", job, "-o", out_mpi, "--op", dilate]
+        t = time.perf_counter()
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        print(f"--- the same job under mpirun -np {a.mpi}: exit {r.returncode}, {time.perf_counter() - t:.1f} s wall\n"
+              f"$ {' '.join(cmd)}\n{r.stderr.strip()}")
+        names = sorted(n for n in os.listdir(os.path.join(a.dir, "out-job")) if not n.startswith("."))
+        same = all(open(os.path.join(a.dir, "out-job", n), "rb").read() == open(os.path.join(out_mpi, n), "rb").read()
+                   for n in names)
+        print(f"mpirun -np {a.mpi} outputs byte-identical to the single process: {same} ({len(names)} files)")
     run([apron, "batch", os.path.join(a.dir, "png"), "-o", os.path.join(a.dir, "out-png"), "--op", dilate],
         "PNG directory, 5x5 dilation")
     if not a.keep:
