@@ -79,7 +79,7 @@ def main():
     if a.mpi:
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
         out_mpi = os.path.join(a.dir, "out-job-mpi")
-        cmd = ["mpirun", "--oversubscribe", "-np", str(a.mpi), apron, "batch", job, "-o", out_mpi, "--op", dilate]
+        cmd = ["mpirun", "--bind-to", "none", "-np", str(a.mpi), apron, "batch", job, "-o", out_mpi, "--op", dilate]
         t = time.perf_counter()
         r = subprocess.run(cmd, capture_output=True, text=True, env=env)
         print(f"--- the same job under mpirun -np {a.mpi}: exit {r.returncode}, {time.perf_counter() - t:.1f} s wall\n"

@@ -8,6 +8,7 @@
 //   bench_batch [--count 1000] [--size 4096] [--distinct 16] [--op correlate:mask=...]
 //               [--streams 1,2,3,4] [--devices 0 | 0,1 | all] [--pcie 55]
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -85,9 +86,54 @@ void measure_pcie() {
                 down, both);
     cudaFreeHost(h_up), cudaFreeHost(h_down), cudaFree(d_up), cudaFree(d_down);
     cudaStreamDestroy(s1), cudaStreamDestroy(s2);
+    cudaEventDestroy(a), cudaEventDestroy(b);
+}
+
+// Every GPU at once, both directions (do they share a link to the host?): host wall clock, best of 5.
+void measure_pcie_all_devices() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 2) return;
+    const std::size_t bytes = std::size_t(256) << 20;
+    struct Dev {
+        void *h_up, *h_down, *d_up, *d_down;
+        cudaStream_t up, down;
+    };
+    std::vector<Dev> devs(static_cast<std::size_t>(n));
+    for (int d = 0; d < n; ++d) {
+        cudaSetDevice(d);
+        Dev& v = devs[std::size_t(d)];
+        if (cudaMallocHost(&v.h_up, bytes) || cudaMallocHost(&v.h_down, bytes) || cudaMalloc(&v.d_up, bytes) ||
+            cudaMalloc(&v.d_down, bytes))
+            return;
+        cudaStreamCreate(&v.up);
+        cudaStreamCreate(&v.down);
+    }
+    double best = 1e30;
+    for (int r = 0; r < 5; ++r) {
+        for (int d = 0; d < n; ++d) cudaSetDevice(d), cudaDeviceSynchronize();
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int d = 0; d < n; ++d) {
+            cudaSetDevice(d);
+            Dev& v = devs[std::size_t(d)];
+            cudaMemcpyAsync(v.d_up, v.h_up, bytes, cudaMemcpyHostToDevice, v.up);
+            cudaMemcpyAsync(v.h_down, v.d_down, bytes, cudaMemcpyDeviceToHost, v.down);
+        }
+        for (int d = 0; d < n; ++d) cudaSetDevice(d), cudaDeviceSynchronize();
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::printf("PCIe pinned ceiling with all %d GPUs copying both ways at once: %.1f GB/s each way in total "
+                "(%.1f per GPU)\n", n, n * double(bytes) / best / 1e9, double(bytes) / best / 1e9);
+    for (int d = 0; d < n; ++d) {
+        cudaSetDevice(d);
+        Dev& v = devs[std::size_t(d)];
+        cudaFreeHost(v.h_up), cudaFreeHost(v.h_down), cudaFree(v.d_up), cudaFree(v.d_down);
+        cudaStreamDestroy(v.up), cudaStreamDestroy(v.down);
+    }
+    cudaSetDevice(0);
 }
 #else
 void measure_pcie() {}
+void measure_pcie_all_devices() {}
 #endif
 
 } // namespace
@@ -113,6 +159,7 @@ int main(int argc, char** argv) {
     }
     try {
         measure_pcie();
+        measure_pcie_all_devices();
         const apron::Pipeline pipeline({op});
         std::vector<apron::Image> images;
         for (int i = 0; i < distinct; ++i) {

@@ -18,6 +18,7 @@
 #include "batch/compute_slot.hpp"
 #include "batch/manifest.hpp"
 #include "batch/progress.hpp"
+#include "core/usable_cores.hpp"
 
 namespace apron {
 namespace {
@@ -75,7 +76,7 @@ public:
     BatchReport run() {
         const auto start = Clock::now();
         make_slots();
-        const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+        const int cores = usable_cores();
         const int io = o_.io_threads > 0 ? o_.io_threads : std::clamp(cores, 1, 64);
         for (Stage s : {Stage::read, Stage::write}) clock_.set_workers(s, io);
         clock_.set_workers(Stage::idle, int(slots_.size()));

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <system_error>
 
+#include "core/usable_cores.hpp"
+
 namespace apron::cpu {
 
 ThreadPool::ThreadPool(int threads) {
-    const int cores = std::max(1, int(std::thread::hardware_concurrency()));
+    const int cores = usable_cores();
     if (threads <= 0) threads = cores;
     // More threads than cores only adds switching; a huge request must not exhaust the process
     // limit. Oversubscription up to 64 stays possible (tests cut work unevenly on purpose).
