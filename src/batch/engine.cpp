@@ -141,8 +141,10 @@ private:
         for (int d : devices)
             for (int s = 0; s < o_.streams_per_device; ++s) slots_.push_back(make_cuda_slot(d));
         devices_ = int(devices.size());
-        // One copy engine each way and one set of SMs per GPU, whatever the number of streams.
-        for (Stage s : {Stage::upload, Stage::compute, Stage::download}) clock_.set_workers(s, devices_);
+        // Each slot's share of time in each stage (the events time a stage from when it is queued on the
+        // slot's stream, so a copy waiting for the copy engine counts as upload): the stage where images
+        // spend their time is the one that limits.
+        for (Stage s : {Stage::upload, Stage::compute, Stage::download}) clock_.set_workers(s, int(slots_.size()));
     }
 
     std::string describe_workers(int io) const {
