@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "apron/errors.hpp"
+#include "io/write_all.hpp"
 
 namespace apron::batch {
 
@@ -234,19 +235,8 @@ std::vector<std::string> manifest_files(const std::string& dir) {
     return files;
 }
 
-// Writes all of `text` with one write() call where the kernel allows it, retrying partial writes and EINTR.
-bool write_all(int fd, const std::string& text) {
-    const char* p = text.data();
-    std::size_t n = text.size();
-    while (n > 0) {
-        const ssize_t w = ::write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        p += w;
-        n -= std::size_t(w);
-    }
-    return true;
-}
+// All of `text`, in one write() call where the kernel allows it (a line lands whole).
+bool write_all(int fd, const std::string& text) { return io::write_all(fd, text.data(), text.size()); }
 
 void sync_directory(const std::string& dir) {
     // Makes the new manifest's name durable; best effort, a failure cannot be acted on here.

@@ -14,6 +14,7 @@
 
 #include "apron/errors.hpp"
 #include "apron/io.hpp"
+#include "io/write_all.hpp"
 
 namespace apron {
 
@@ -29,16 +30,6 @@ mode_t current_umask() {
     return 022;
 }
 
-bool write_all(int fd, const std::uint8_t* p, std::size_t n) {
-    while (n > 0) {
-        const ssize_t w = ::write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        p += w;
-        n -= std::size_t(w);
-    }
-    return true;
-}
 
 }  // namespace
 
@@ -61,7 +52,7 @@ void write_file_atomically(const std::string& path, std::span<const std::uint8_t
     if (fd < 0) fail(path, "cannot create a temporary file in " + dir + ": " + std::generic_category().message(errno));
     if (::fchmod(fd, 0666 & ~current_umask()) != 0) give_up("cannot set permissions", errno, fd);
     errno = 0;
-    if (!write_all(fd, bytes.data(), bytes.size())) give_up("cannot write", errno ? errno : EIO, fd);
+    if (!io::write_all(fd, bytes.data(), bytes.size())) give_up("cannot write", errno ? errno : EIO, fd);
     // fsync before rename: otherwise a crash can leave the new name pointing at an empty file.
     if (::fsync(fd) != 0) give_up("cannot write (fsync)", errno, fd);
     if (::close(fd) != 0) give_up("cannot write (close)", errno, -1);
