@@ -69,7 +69,7 @@ TEST(CudaBatch, MixedImagesMatchTheCpuBackendWhateverTheStreams) {
         BatchReport r;
         const std::vector<Image> got = run_on(c, p, Backend::cuda, streams, &r);
         EXPECT_EQ(r.done, c.items.size());
-        EXPECT_EQ(r.failed, 0u);
+        EXPECT_EQ(r.failed, 0u) << (r.failures.empty() ? "" : r.failures[0].input + ": " + r.failures[0].message);
         EXPECT_NE(r.workers.find("GPU"), std::string::npos) << r.workers;
         for (std::size_t i = 0; i < c.items.size(); ++i) {
             ASSERT_FALSE(got[i].empty()) << i;

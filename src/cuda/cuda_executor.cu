@@ -286,7 +286,10 @@ public:
         int uploaded = 0;
         for (int b = 0; b < bands; ++b) {
             const int y0 = b * band, y1 = std::min(height, y0 + band);
-            const int need = std::min(height - last, y1 + below);
+            // One band beyond the rows the mask reaches: kernels work in row groups (dp4a: 4 rows a thread,
+            // tiles of a block's rows) and read a group's whole window even past the band's end, discarding
+            // those outputs. Those rows must not still be in flight (compute-sanitizer initcheck saw the reads).
+            const int need = std::min(height - last, y1 + below + band);
             if (need > uploaded) {
                 copy_rows(host_in, in.view, uploaded, need, cudaMemcpyHostToDevice, up_);
                 uploaded = need;
