@@ -17,3 +17,5 @@ $apron filter samples/sample.png out/even.pfm --out-type f32 --op convolve:mask=
 $apron filter samples/sample.png out/dilate.png --op dilate:se=ellipse:9x9
 $apron filter samples/sample.png out/tophat.png --op tophat:se=rect:15x15
 echo "apron: wrote $(ls out | wc -l) filtered images to out/"
+# A GenConv job file (samples/job.txt: the sample and one of the results above) through apron batch.
+$apron batch samples/job.txt -o out/batch --op dilate:se=rect:5x5
