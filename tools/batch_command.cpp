@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "apron/errors.hpp"
 #include "batch/compute_slot.hpp"
 #include "batch/inputs.hpp"
+#include "batch/manifest.hpp"
 #include "batch/naming.hpp"
 #include "batch/pipeline_file.hpp"
 #include "batch/progress.hpp"
@@ -51,12 +53,34 @@ std::string human_seconds(double s) {
     return b;
 }
 
-// What the outputs depend on: a resumed run skips only outputs made with the same fingerprint. (It names
-// mask files, not their contents: editing a mask file between runs needs a fresh output directory.)
+// The files an op reads (mask=FILE, se=FILE), with their CRC-32: editing a mask between two runs changes
+// the outputs, so it must change the fingerprint too.
+std::string files_of(const std::string& op) {
+    std::string out;
+    const std::size_t colon = op.find(':');
+    if (colon == std::string::npos) return out;
+    std::stringstream params(op.substr(colon + 1));
+    std::string kv;
+    while (std::getline(params, kv, ',')) {
+        const std::size_t eq = kv.find('=');
+        if (eq == std::string::npos) continue;
+        const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+        std::error_code ec;
+        if ((key == "mask" || key == "se") && std::filesystem::is_regular_file(value, ec)) {
+            char crc[16];
+            std::snprintf(crc, sizeof crc, "%08x", unsigned(apron::batch::crc32_of_file(value)));
+            out += "; " + value + " crc " + crc;
+        }
+    }
+    return out;
+}
+
+// What the outputs depend on: a resumed run skips only outputs made with the same fingerprint.
 std::string fingerprint_of(const BatchArgs& a, const std::vector<std::string>& ops, const apron::RunOptions& run,
                            const apron::batch::InputSet& inputs) {
     std::string f = std::string("apron ") + APRON_VERSION + "; ops";
     for (const auto& op : ops) f += " " + op;
+    for (const auto& op : ops) f += files_of(op);
     f += "; out-type " + std::string(run.out_type ? apron::to_string(*run.out_type) : "input");
     // Float results differ in their last bits between backends and paths (within SPEC's tolerance).
     f += "; backend " + std::string(apron::to_string(run.backend)) + "; algo " + apron::to_string(run.algorithm);

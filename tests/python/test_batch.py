@@ -658,6 +658,24 @@ def test_resume_after_job_padding_change_redoes_the_outputs(apron, tmp_path):
         assert_equal_images(got, dilate_ref(img, 3, 3)[3:-3, 4:-4], name)
 
 
+def test_resume_after_the_mask_file_changes_redoes_the_outputs(apron, tmp_path):
+    """The fingerprint holds the CRC-32 of the mask files the ops read: after editing a mask, --resume redoes
+    every output (same op text, other weights), and the new outputs follow the new mask."""
+    imgs = write_images(tmp_path / "imgs", ["a.pgm", "b.pgm"], (48, 64), seed=1060)
+    mask = tmp_path / "m.kernel"
+    mask.write_text("3 3\n0 0 0\n0 1 0\n0 0 0\n")  # identity
+    op = f"correlate:mask={mask},border=nearest"
+    batch(apron, "imgs", "-o", "out", "--op", op, "-q", cwd=tmp_path)
+    r = batch(apron, "imgs", "-o", "out", "--op", op, "--resume", cwd=tmp_path)
+    assert summary(r.stderr)["skipped"] == 2, r.stderr
+    mask.write_text("3 3\n0 0 0\n0 0 1\n0 0 0\n")  # the right neighbour
+    r = batch(apron, "imgs", "-o", "out", "--op", op, "--resume", cwd=tmp_path)
+    assert summary(r.stderr)["skipped"] == 0, r.stderr
+    for name, img in imgs.items():
+        want = np.concatenate([img[:, 1:], img[:, -1:]], axis=1)
+        assert_equal_images(read_pnm(tmp_path / "out" / name), want, name)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # 11. option errors
 # ---------------------------------------------------------------------------------------------------------
