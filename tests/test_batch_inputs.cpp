@@ -153,10 +153,13 @@ TEST(BatchJobFile, LooksLikeJobFile) {
     EXPECT_TRUE(looks_like_job_file("-1\n12\n0 0\n9 9\n"));  // job-shaped: parse_job_file then says what is wrong
     EXPECT_FALSE(looks_like_job_file(""));
     EXPECT_FALSE(looks_like_job_file("a.png\nb.png\nc.png\nd.png\n"));
-    EXPECT_FALSE(looks_like_job_file("3\n8\n4096 4096\n"));
-    EXPECT_FALSE(looks_like_job_file("3\n8\n4096\n2 2\n"));
+    // A count and a bits line make it a job file; a bad rest is parse_job_file's to report, with its line.
+    EXPECT_TRUE(looks_like_job_file("3\n8\n4096 4096\n"));
+    EXPECT_TRUE(looks_like_job_file("3\n8\n4096\n2 2\n"));
+    EXPECT_TRUE(looks_like_job_file("3\n8\n4096 4096\n2 2 2\n"));
+    EXPECT_FALSE(looks_like_job_file("3\n"));
+    EXPECT_FALSE(looks_like_job_file("3\na.png\n"));
     EXPECT_FALSE(looks_like_job_file("3 4\n8\n4096 4096\n2 2\n"));
-    EXPECT_FALSE(looks_like_job_file("3\n8\n4096 4096\n2 2 2\n"));
     EXPECT_FALSE(looks_like_job_file("# images\n3\n8\n1 1\n0 0\n"));
     EXPECT_FALSE(looks_like_job_file(std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16)));
 }

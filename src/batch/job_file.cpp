@@ -162,12 +162,14 @@ JobFile read_job_file(const std::string& path) {
 }
 
 bool looks_like_job_file(std::string_view content) {
+    // Two lines of one integer each (the count and the bits) start no list of image paths; whatever follows
+    // is then the job file's to judge, so a malformed header gets parse_job_file's message naming its line.
     std::size_t header = 0;
     for (std::string_view line : text::split_lines(content)) {
         line = text::trim(line);
         if (line.empty()) continue;
         if (!integers(line, header_arity[header])) return false;
-        if (++header == 4) return true;
+        if (++header == 2) return true;
     }
     return false;
 }

@@ -36,8 +36,9 @@ struct JobFile {
 //     blanks (so names that begin or end with a blank cannot be listed) and must not hold a NUL byte.
 JobFile parse_job_file(std::string_view text, const std::string& name);
 JobFile read_job_file(const std::string& path);
-// Whether the text starts like a job file (a count line, a bits line, two "A B" lines), so an input
-// specification can be told apart from a plain list of paths.
+// Whether the text starts like a job file (a line with one integer, the count, then another, the bits),
+// so an input specification can be told apart from a plain list of paths; a malformed rest of the header
+// is then reported by parse_job_file with its line.
 bool looks_like_job_file(std::string_view text);
 
 } // namespace apron::batch

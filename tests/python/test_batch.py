@@ -542,13 +542,13 @@ def test_malformed_job_file(apron, tmp_path, case):
 
 
 def test_non_numeric_job_header_detected_automatically(apron, tmp_path):
-    """Without --inputs-as job a file whose header does not parse is read as a list: still exit 1 and one
-    line naming the file (the first 'image', '2', does not exist)."""
+    """Without --inputs-as job a file starting with a count and a bits line is a job file, so a malformed size
+    line is reported as such: exit 1 and one line naming the file and line 3."""
     write_images(tmp_path / "imgs", ["a.pgm", "b.pgm"], (48, 64), seed=710)
     (tmp_path / "job.txt").write_text("2\n8\n64 abc\n0 0\nimgs/a.pgm\nimgs/b.pgm\n")
     r = batch(apron, "job.txt", "-o", "out", "--op", "dilate", cwd=tmp_path, expect=1)
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "job.txt:" in lines[0], r.stderr
+    assert len(lines) == 1 and "job.txt:3" in lines[0], r.stderr
     assert not (tmp_path / "out").exists()
 
 
