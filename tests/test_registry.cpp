@@ -104,3 +104,29 @@ TEST(RegistryNegative, EveryKindOfBadSpecIsRefused) {
     expect_refused("dilate:border=sideways", {"border", "sideways"});
     expect_refused("sharpen:strength=-1", {"strength", "out of range"});
 }
+
+TEST(Registry, SplitOperationCutsAsParseOperationDoes) {
+    const OperationText op = split_operation("correlate:mask=a/b.kernel,border=wrap,=x,noeq,");
+    EXPECT_EQ(op.name, "correlate");
+    EXPECT_TRUE(op.has_parameters);
+    ASSERT_EQ(op.items.size(), 4u);  // the trailing comma ends the list
+    EXPECT_EQ(op.items[0], (std::pair<std::string, std::string>{"mask", "a/b.kernel"}));
+    EXPECT_EQ(op.items[1], (std::pair<std::string, std::string>{"border", "wrap"}));
+    EXPECT_EQ(op.items[2], (std::pair<std::string, std::string>{"", "=x"}));  // not key=value: kept whole
+    EXPECT_EQ(op.items[3], (std::pair<std::string, std::string>{"", "noeq"}));
+    EXPECT_EQ(join_operation(op), "correlate:mask=a/b.kernel,border=wrap,=x,noeq");
+    EXPECT_EQ(join_operation(split_operation("sharpen")), "sharpen");
+    EXPECT_EQ(join_operation(split_operation("dilate:se=rect:5x5")), "dilate:se=rect:5x5");
+    EXPECT_TRUE(split_operation("box:").has_parameters);
+    EXPECT_TRUE(split_operation("box:").items.empty());
+    // parse_operation refuses what split_operation keeps for it.
+    EXPECT_THROW(parse_operation("box:width=3,,height=3"), Error);
+    EXPECT_THROW(parse_operation("box:=3"), Error);
+}
+
+TEST(Registry, NamesFile) {
+    EXPECT_TRUE(names_file("mask", "m.kernel"));
+    EXPECT_TRUE(names_file("se", "diamond.se"));
+    EXPECT_FALSE(names_file("se", "ellipse:5x5"));
+    EXPECT_FALSE(names_file("border", "wrap"));
+}

@@ -57,16 +57,9 @@ std::string human_seconds(double s) {
 // the outputs, so it must change the fingerprint too.
 std::string files_of(const std::string& op) {
     std::string out;
-    const std::size_t colon = op.find(':');
-    if (colon == std::string::npos) return out;
-    std::stringstream params(op.substr(colon + 1));
-    std::string kv;
-    while (std::getline(params, kv, ',')) {
-        const std::size_t eq = kv.find('=');
-        if (eq == std::string::npos) continue;
-        const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+    for (const auto& [key, value] : apron::split_operation(op).items) {
         std::error_code ec;
-        if ((key == "mask" || key == "se") && std::filesystem::is_regular_file(value, ec)) {
+        if (apron::names_file(key, value) && std::filesystem::is_regular_file(value, ec)) {
             char crc[16];
             std::snprintf(crc, sizeof crc, "%08x", unsigned(apron::batch::crc32_of_file(value)));
             out += "; " + value + " crc " + crc;

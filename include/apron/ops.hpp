@@ -119,6 +119,20 @@ const OpInfo* find_operation(std::string_view name);
 // "NAME[:key=value,key=value...]" -> validated program; throws apron::Error naming the op and parameter.
 OpProgram parse_operation(std::string_view spec);
 
+// An OP string cut as parse_operation cuts it, before any validation: the name, then each item between
+// commas in order (a trailing comma ends the list). An item that is not key=value keeps an empty key and
+// the whole item as its value, for parse_operation to refuse. Tools that rewrite or inspect OP strings
+// (pipeline files, batch fingerprints) use this rather than their own splitting.
+struct OperationText {
+    std::string name;
+    bool has_parameters = false;  // a ':' followed the name
+    std::vector<std::pair<std::string, std::string>> items;
+};
+OperationText split_operation(std::string_view spec);
+std::string join_operation(const OperationText& op);
+// Whether a parameter names a file: mask=FILE, and se=FILE unless the value is a shape (shapes have a ':').
+bool names_file(std::string_view key, std::string_view value);
+
 // Structuring elements: "rect:WxH", "cross:WxH", "ellipse:WxH" (alias disk) or a mask file path.
 Mask structuring_element(std::string_view spec);
 

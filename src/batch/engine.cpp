@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <exception>
 #include <filesystem>
 #include <mutex>
@@ -19,6 +17,7 @@
 #include "batch/manifest.hpp"
 #include "batch/progress.hpp"
 #include "core/usable_cores.hpp"
+#include "io/file_io.hpp"
 
 namespace apron {
 namespace {
@@ -28,8 +27,8 @@ using Clock = std::chrono::steady_clock;
 
 struct Work {
     std::size_t index = 0;
-    Image image;          // decoded here (or filtered here)
-    ConstImageView view;  // the pixels: image's, or the caller's (BatchOptions::source)
+    Image image;          // decoded here, or filtered here
+    ConstImageView view;  // the decoded pixels: image's, or the caller's (BatchOptions::source)
 };
 
 // The job file's promises about every image, checked as each is read.
@@ -56,19 +55,6 @@ std::string relative_output(const std::string& output, const std::string& dir) {
     return rel.empty() || rel.native().starts_with("..") ? output : rel.string();
 }
 
-// A process killed while writing leaves its temporary file (".NAME.apron-tmp-XXXXXX", never a partial
-// file under the output's name). A resumed run removes them first; rank 0 alone, before the manifest
-// barrier, so no rank of this run is writing yet.
-void remove_stale_temporaries(const std::string& dir) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-        const std::string name = e.path().filename().string();
-        if (name.starts_with(".") && name.find(".apron-tmp-") != std::string::npos && e.is_regular_file(ec))
-            fs::remove(e.path(), ec);
-    }
-}
-
 class Engine {
 public:
     Engine(const std::vector<BatchItem>& items, const BatchOptions& o) : items_(items), o_(o) {}
@@ -84,7 +70,9 @@ public:
             std::error_code ec;
             std::filesystem::create_directories(o_.output_dir, ec);
             if (ec) fail(o_.output_dir, "cannot create the output directory (" + ec.message() + ")");
-            if (o_.resume && o_.rank == 0) remove_stale_temporaries(o_.output_dir);
+            // A process killed mid-write leaves its temporary file; a resumed run removes them: rank 0 alone,
+            // before the manifest barrier, so no rank of this run is writing yet.
+            if (o_.resume && o_.rank == 0) io::remove_atomic_write_leftovers(o_.output_dir);
             manifest_ = std::make_unique<Manifest>(o_.output_dir, o_.fingerprint, o_.rank, o_.resume, o_.manifest_loaded);
         }
         // Images in flight (memory): decoded ones waiting for a slot, at most enough to keep every slot fed
@@ -280,7 +268,6 @@ private:
             try {
                 const ImageShape shape = o_.pipeline.output_shape(w->view.shape, ro);
                 out.image = Image(shape, cpu_ ? HostMemory::pageable : HostMemory::pinned);
-                out.view = out.image.view();
                 slot.run(o_.pipeline, ro, w->view, out.image.view(), clock_);
                 std::lock_guard<std::mutex> lock(mutex_);
                 report_.bytes_in += w->view.shape.row_bytes() * std::size_t(w->view.height());

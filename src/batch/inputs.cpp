@@ -13,6 +13,7 @@
 
 #include "apron/errors.hpp"
 #include "batch/text.hpp"
+#include "io/file_io.hpp"
 
 namespace apron::batch {
 
@@ -140,7 +141,7 @@ void add_spec(InputSet& set, const std::string& spec, InputKind kind) {
     }
 
     const char* what = kind == InputKind::job ? "job file" : kind == InputKind::list ? "list file" : "input file";
-    const std::string content = text::read_file(spec, what, max_input_file_bytes);
+    const std::string content = io::read_file(spec, what, max_input_file_bytes);
     // Content decides only for automatic: a forced list stays a list even when it starts like a job file.
     if (kind == InputKind::job || (kind == InputKind::automatic && looks_like_job_file(content)))
         add_job(set, parse_job_file(content, spec), spec);

@@ -10,6 +10,7 @@
 
 #include "apron/errors.hpp"
 #include "batch/text.hpp"
+#include "io/file_io.hpp"
 
 namespace apron::batch {
 
@@ -158,7 +159,7 @@ private:
 JobFile parse_job_file(std::string_view content, const std::string& name) { return JobParser(content, name).parse(); }
 
 JobFile read_job_file(const std::string& path) {
-    return parse_job_file(text::read_file(path, "job file", max_job_file_bytes), path);
+    return parse_job_file(io::read_file(path, "job file", max_job_file_bytes), path);
 }
 
 bool looks_like_job_file(std::string_view content) {

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "apron/errors.hpp"
-#include "io/write_all.hpp"
+#include "io/file_io.hpp"
 
 namespace apron::batch {
 
@@ -238,14 +238,6 @@ std::vector<std::string> manifest_files(const std::string& dir) {
 // All of `text`, in one write() call where the kernel allows it (a line lands whole).
 bool write_all(int fd, const std::string& text) { return io::write_all(fd, text.data(), text.size()); }
 
-void sync_directory(const std::string& dir) {
-    // Makes the new manifest's name durable; best effort, a failure cannot be acted on here.
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
-    }
-}
 
 }  // namespace
 
@@ -295,7 +287,7 @@ Manifest::Manifest(const std::string& output_dir, const std::string& fingerprint
         fd_ = -1;
         fail(path_, "cannot write the batch manifest: " + errno_text(error));
     }
-    sync_directory(dir);
+    io::sync_directory(dir);  // the new manifest's name durable
 }
 
 Manifest::~Manifest() {

@@ -12,6 +12,7 @@
 #include "apron/errors.hpp"
 #include "apron/ops.hpp"
 #include "batch/text.hpp"
+#include "io/file_io.hpp"
 
 namespace apron::batch {
 
@@ -103,41 +104,21 @@ Json parse_json(std::string_view content, const std::string& name) {
 
 std::string kind_of(const Json& j) { return j.type_name(); }
 
-// Parameters that name files: mask=, and se= unless it is a shape (rect:WxH, disk:R, ...: every shape has a
-// ':'; a mistyped shape is better reported as an unknown shape than as a missing file under base_dir).
-bool names_file(const std::string& key, const std::string& value) {
-    return key == "mask" || (key == "se" && value.find(':') == std::string::npos);
-}
-
-// Relative file names are relative to the pipeline file's directory (kept as written when that is ".").
+// Relative file names (names_file: a mistyped se shape, which has a ':', is reported as an unknown shape, not
+// as a missing file under base_dir) are relative to the pipeline file's directory (kept as written when that
+// is ".").
 std::string resolved(const std::string& key, const std::string& value, const std::string& base_dir) {
     if (value.empty() || base_dir.empty() || base_dir == "." || !names_file(key, value)) return value;
     if (fs::path(value).is_absolute()) return value;
     return (fs::path(base_dir) / value).string();
 }
 
-// An OP string with its file parameters resolved. Items are split as parse_operation splits them; an item it
-// would refuse is left as it is, for parse_operation to name.
+// An OP string with its file parameters resolved; an item parse_operation would refuse is kept, for it to name.
 std::string resolve_op_string(const std::string& op, const std::string& base_dir) {
-    const std::size_t colon = op.find(':');
-    if (colon == std::string::npos) return op;
-    std::string out = op.substr(0, colon + 1);
-    std::size_t pos = colon + 1;
-    while (pos < op.size()) {
-        std::size_t comma = op.find(',', pos);
-        if (comma == std::string::npos) comma = op.size();
-        const std::string item = op.substr(pos, comma - pos);
-        const std::size_t eq = item.find('=');
-        if (eq != std::string::npos && eq > 0) {
-            const std::string key = item.substr(0, eq);
-            out += key + "=" + resolved(key, item.substr(eq + 1), base_dir);
-        } else {
-            out += item;
-        }
-        if (comma < op.size()) out += ',';
-        pos = comma + 1;
-    }
-    return out;
+    OperationText parts = split_operation(op);
+    for (auto& [key, value] : parts.items)
+        if (!key.empty()) value = resolved(key, value, base_dir);
+    return join_operation(parts);
 }
 
 std::string number_text(const Json& v) {
@@ -283,7 +264,7 @@ PipelineFile parse_pipeline_file(std::string_view content, const std::string& na
 }
 
 PipelineFile read_pipeline_file(const std::string& path) {
-    const std::string content = text::read_file(path, "pipeline file", max_pipeline_file_bytes);
+    const std::string content = io::read_file(path, "pipeline file", max_pipeline_file_bytes);
     std::string base = fs::path(path).parent_path().string();
     return parse_pipeline_file(content, path, base.empty() ? "." : base);
 }

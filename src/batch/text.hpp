@@ -1,17 +1,10 @@
 #pragma once
 // Small text helpers shared by the batch input parsers (job, list and pipeline files): line splitting,
-// trimming, quoting untrusted text in one-line messages, and reading a whole file with a size limit.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
+// trimming, and quoting untrusted text in one-line messages. (Files are read by io::read_file.)
 #include <cstddef>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
-
-#include "apron/errors.hpp"
 
 namespace apron::batch::text {
 
@@ -53,32 +46,6 @@ inline std::string quoted(std::string_view s, std::size_t limit = 80) {
     }
     if (s.size() > limit) out += "...";
     return out + "'";
-}
-
-// The whole file; throws apron::Error "PATH: cannot read WHAT: reason" (a directory reads as EISDIR).
-inline std::string read_file(const std::string& path, const char* what, std::size_t max_bytes) {
-    auto reason = [](int e) { return std::generic_category().message(e); };
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(path, std::string("cannot open ") + what + ": " + reason(errno));
-    std::string content;
-    char buffer[1 << 16];
-    for (;;) {
-        const ssize_t n = ::read(fd, buffer, sizeof buffer);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            const int e = errno;
-            ::close(fd);
-            fail(path, std::string("cannot read ") + what + ": " + reason(e));
-        }
-        if (n == 0) break;
-        content.append(buffer, std::size_t(n));
-        if (content.size() > max_bytes) {
-            ::close(fd);
-            fail(path, std::string(what) + " larger than " + std::to_string(max_bytes >> 20) + " MiB");
-        }
-    }
-    ::close(fd);
-    return content;
 }
 
 } // namespace apron::batch::text

@@ -2,11 +2,11 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <numeric>
 #include <sstream>
 
 #include "apron/errors.hpp"
+#include "io/file_io.hpp"
 
 namespace apron {
 
@@ -111,13 +111,7 @@ Mask parse_mask_text(std::string_view text, const std::string& source) {
 Mask read_mask_file(const std::string& path) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a mask file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(path, "cannot open mask file");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
-    if (text.size() > (std::size_t(64) << 20)) fail(path, "mask file larger than 64 MiB");
-    return parse_mask_text(text, path);
+    return parse_mask_text(io::read_file(path, "mask file", std::size_t(64) << 20), path);
 }
 
 std::optional<IntegerMask> integer_form(const Mask& m) {

@@ -143,38 +143,63 @@ std::vector<double> OpArgs::vector(const std::string& name) const {
 
 // ---- parsing "NAME:key=value,..." ------------------------------------------------------------------
 
-OpProgram parse_operation(std::string_view spec) {
+OperationText split_operation(std::string_view spec) {
+    OperationText op;
     const std::string text(spec);
     const auto colon = text.find(':');
-    const std::string name = text.substr(0, colon);
+    op.name = text.substr(0, colon);
+    if (colon == std::string::npos) return op;
+    op.has_parameters = true;
+    for (std::size_t pos = colon + 1; pos <= text.size();) {
+        std::size_t comma = text.find(',', pos);
+        if (comma == std::string::npos) comma = text.size();
+        const std::string item = text.substr(pos, comma - pos);
+        pos = comma + 1;
+        if (item.empty() && comma == text.size()) break;  // "name:" or a trailing comma
+        const auto eq = item.find('=');
+        if (eq == std::string::npos || eq == 0)
+            op.items.push_back({"", item});
+        else
+            op.items.push_back({item.substr(0, eq), item.substr(eq + 1)});
+    }
+    return op;
+}
+
+std::string join_operation(const OperationText& op) {
+    std::string text = op.name;
+    if (op.has_parameters) text += ':';
+    for (std::size_t i = 0; i < op.items.size(); ++i) {
+        const auto& [key, value] = op.items[i];
+        if (i) text += ',';
+        if (!key.empty()) text.append(key).append(1, '=');
+        text += value;
+    }
+    return text;
+}
+
+bool names_file(std::string_view key, std::string_view value) {
+    return key == "mask" || (key == "se" && value.find(':') == std::string_view::npos);
+}
+
+OpProgram parse_operation(std::string_view spec) {
+    const std::string text(spec);
+    const OperationText op = split_operation(text);
+    const std::string& name = op.name;
     const OpInfo* info = find_operation(name);
     if (!info) throw Error("--op " + text + ": unknown operation '" + name + "' (see `apron ops`)");
 
     std::map<std::string, std::string> values;
-    if (colon != std::string::npos) {
-        std::size_t pos = colon + 1;
-        while (pos <= text.size()) {
-            std::size_t comma = text.find(',', pos);
-            if (comma == std::string::npos) comma = text.size();
-            const std::string item = text.substr(pos, comma - pos);
-            pos = comma + 1;
-            if (item.empty()) {
-                if (comma == text.size()) break;
-                throw Error("--op " + text + ": empty parameter between commas");
-            }
-            const auto eq = item.find('=');
-            if (eq == std::string::npos || eq == 0)
-                throw Error("--op " + text + ": '" + item + "' is not key=value");
-            const std::string key = item.substr(0, eq);
-            if (!spec_of(info->params, key)) {
-                std::string known;
-                for (const auto& p : info->params) known += (known.empty() ? "" : ", ") + p.name;
-                throw Error("--op " + text + ": unknown parameter '" + key + "' for " + name +
-                            (known.empty() ? " (it takes none)" : " (known: " + known + ")"));
-            }
-            if (values.count(key)) throw Error("--op " + text + ": parameter '" + key + "' given twice");
-            values[key] = item.substr(eq + 1);
+    for (const auto& [key, value] : op.items) {
+        if (key.empty() && value.empty()) throw Error("--op " + text + ": empty parameter between commas");
+        if (key.empty()) throw Error("--op " + text + ": '" + value + "' is not key=value");
+        if (!spec_of(info->params, key)) {
+            std::string known;
+            for (const auto& p : info->params) known += (known.empty() ? "" : ", ") + p.name;
+            throw Error("--op " + text + ": unknown parameter '" + key + "' for " + name +
+                        (known.empty() ? " (it takes none)" : " (known: " + known + ")"));
         }
+        if (values.count(key)) throw Error("--op " + text + ": parameter '" + key + "' given twice");
+        values[key] = value;
     }
     for (const auto& p : info->params)
         if (!values.count(p.name) && !p.default_value.empty()) values[p.name] = p.default_value;

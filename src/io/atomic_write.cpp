@@ -14,7 +14,8 @@
 
 #include "apron/errors.hpp"
 #include "apron/io.hpp"
-#include "io/write_all.hpp"
+#include "io/file_io.hpp"
+#include "io/temporary_name.hpp"
 
 namespace apron {
 
@@ -38,9 +39,7 @@ void write_file_atomically(const std::string& path, std::span<const std::uint8_t
     const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
     std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
     if (base.empty()) fail(path, "cannot write: the path names a directory, not a file");
-    // Keep the temporary name within NAME_MAX (255) even for long target names.
-    if (base.size() > 200) base.resize(200);
-    std::string temp = dir + "/." + base + ".apron-tmp-XXXXXX";
+    std::string temp = dir + "/" + io::temporary_name(base);
 
     auto give_up = [&](const std::string& what, int error, int fd) {
         if (fd >= 0) ::close(fd);
@@ -58,12 +57,7 @@ void write_file_atomically(const std::string& path, std::span<const std::uint8_t
     if (::close(fd) != 0) give_up("cannot write (close)", errno, -1);
     if (::rename(temp.c_str(), path.c_str()) != 0) give_up("cannot rename the temporary file into place", errno, -1);
 
-    // Make the rename itself durable; a failure here cannot undo the write, so it is not an error.
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
-    }
+    io::sync_directory(dir);  // the rename itself durable
 }
 
 }  // namespace apron

@@ -1,8 +1,5 @@
 // Format dispatch: magic bytes pick the decoder, the extension picks the encoder, and the limits every
 // reader shares (allocate_image) live here so that each codec states them once.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -12,12 +9,11 @@
 #include <system_error>
 
 #include "io/codecs.hpp"
+#include "io/file_io.hpp"
 
 namespace apron {
 
 namespace {
-
-std::string errno_text(int e) { return std::generic_category().message(e); }
 
 bool starts_with(io::Bytes b, std::initializer_list<std::uint8_t> magic) {
     return b.size() >= magic.size() && std::equal(magic.begin(), magic.end(), b.begin());
@@ -169,30 +165,8 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name,
 }
 
 Image read_image(const std::string& path, const ReadOptions& options) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(path, "cannot open: " + errno_text(errno));
-    std::vector<std::uint8_t> bytes;
-    int error = 0;
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        error = errno;
-    } else if (S_ISDIR(st.st_mode)) {
-        error = EISDIR;
-    } else {
-        // Regular files are read in one allocation; pipes and devices grow the buffer as they go.
-        if (S_ISREG(st.st_mode)) bytes.reserve(std::size_t(st.st_size));
-        std::uint8_t chunk[1 << 16];
-        for (;;) {
-            const ssize_t n = ::read(fd, chunk, sizeof chunk);
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) error = errno;
-            if (n <= 0) break;
-            bytes.insert(bytes.end(), chunk, chunk + n);
-        }
-    }
-    ::close(fd);
-    if (error) fail(path, "cannot read: " + errno_text(error));
-    return decode_image(bytes, path, options);
+    const std::string bytes = io::read_file(path);
+    return decode_image({reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()}, path, options);
 }
 
 std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image, const std::string& name,
