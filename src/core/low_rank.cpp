@@ -82,30 +82,21 @@ struct Terms {
 
 Terms mask_terms(const Mask& m) {
     const int W = m.width, H = m.height;
+    // One-sided Jacobi orthogonalises columns, so it takes the matrix with no more columns than rows:
+    // A (H x W, A[j][i] = m(i, j)) when H >= W, else A^T, and A^T = U S V^T gives A = V S U^T.
+    const bool tall = H >= W;
+    const int n = tall ? W : H, len = tall ? H : W;
+    std::vector<std::vector<double>> cols(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(len)));
+    for (int j = 0; j < H; ++j)
+        for (int i = 0; i < W; ++i) (tall ? cols[std::size_t(i)][std::size_t(j)] : cols[std::size_t(j)][std::size_t(i)]) = m.at(i, j);
+    Svd s = jacobi_svd(std::move(cols), len);
     Terms t;
-    if (H >= W) {  // columns of the H x W matrix A[j][i] = m(i, j)
-        std::vector<std::vector<double>> cols(static_cast<std::size_t>(W), std::vector<double>(static_cast<std::size_t>(H)));
-        for (int j = 0; j < H; ++j)
-            for (int i = 0; i < W; ++i) cols[std::size_t(i)][std::size_t(j)] = m.at(i, j);
-        Svd s = jacobi_svd(std::move(cols), H);
-        for (std::size_t k = 0; k < s.sigma.size(); ++k) {
-            SeparableMask term{s.right[k], s.left[k]};
-            for (double& x : term.column) x *= s.sigma[k];
-            t.terms.push_back(std::move(term));
-        }
-        t.sigma = std::move(s.sigma);
-    } else {  // columns of A^T (W x H): A^T = U S V^T, so A = V S U^T
-        std::vector<std::vector<double>> cols(static_cast<std::size_t>(H), std::vector<double>(static_cast<std::size_t>(W)));
-        for (int j = 0; j < H; ++j)
-            for (int i = 0; i < W; ++i) cols[std::size_t(j)][std::size_t(i)] = m.at(i, j);
-        Svd s = jacobi_svd(std::move(cols), W);
-        for (std::size_t k = 0; k < s.sigma.size(); ++k) {
-            SeparableMask term{s.left[k], s.right[k]};
-            for (double& x : term.column) x *= s.sigma[k];
-            t.terms.push_back(std::move(term));
-        }
-        t.sigma = std::move(s.sigma);
+    for (std::size_t k = 0; k < s.sigma.size(); ++k) {
+        SeparableMask term = tall ? SeparableMask{s.right[k], s.left[k]} : SeparableMask{s.left[k], s.right[k]};
+        for (double& x : term.column) x *= s.sigma[k];
+        t.terms.push_back(std::move(term));
     }
+    t.sigma = std::move(s.sigma);
     return t;
 }
 
