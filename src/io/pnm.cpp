@@ -178,18 +178,20 @@ Buffer encode_pnm(ConstImageView image, const std::string&, const WriteOptions& 
     if (!options.pnm_ascii) {
         // Rows go in whole (batches write thousands of large PGM files): a copy per row for 8 bits, a
         // byte swap the compiler vectorises for 16 (Netpbm stores wide samples big-endian).
-        const std::size_t header = out.size(), row_bytes = samples_per_row * (wide ? 2 : 1);
-        out.resize(header + std::size_t(image.height()) * row_bytes);
+        const std::size_t row_bytes = samples_per_row * (wide ? 2 : 1);
+        out.reserve(out.size() + std::size_t(image.height()) * row_bytes);
         for (int y = 0; y < image.height(); ++y) {
-            std::uint8_t* dst = out.data() + header + std::size_t(y) * row_bytes;
             if (!wide) {
-                std::memcpy(dst, image.row<std::uint8_t>(y), row_bytes);
+                const std::uint8_t* src = image.row<std::uint8_t>(y);
+                out.insert(out.end(), src, src + row_bytes);
                 continue;
             }
+            const std::size_t at = out.size();
+            out.resize(at + row_bytes);
             const std::uint16_t* src = image.row<std::uint16_t>(y);
             for (std::size_t i = 0; i < samples_per_row; ++i) {
-                dst[2 * i] = std::uint8_t(src[i] >> 8);
-                dst[2 * i + 1] = std::uint8_t(src[i]);
+                out[at + 2 * i] = std::uint8_t(src[i] >> 8);
+                out[at + 2 * i + 1] = std::uint8_t(src[i]);
             }
         }
         return out;
