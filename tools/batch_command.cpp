@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <sstream>
 #include <thread>
 
@@ -187,11 +188,7 @@ int run_batch_command(const BatchArgs& a, int argc, char** argv) {
                 const apron::Image first = apron::read_image(items[0].input, o.read);
                 std::cout << "plan for " << items[0].input << " (" << first.width() << "x" << first.height() << "):\n"
                           << o.pipeline.describe(first.shape(), o.run);
-                const int gpus = b::cuda_device_count();
-                std::cout << "compute: " << (o.run.backend == apron::Backend::cpu || o.run.backend == apron::Backend::reference || gpus == 0
-                                                 ? std::string("CPU backend")
-                                                 : std::to_string(o.devices.empty() ? gpus : int(o.devices.size())) + " GPU(s) x " +
-                                                       std::to_string(a.streams) + " streams")
+                std::cout << "compute: " << apron::describe_batch_compute(o)
                           << (world.active ? ", " + std::to_string(world.size) + " MPI ranks" : std::string()) << "\n";
             }
             apron::dist::finish_world(world);
@@ -222,8 +219,8 @@ int run_batch_command(const BatchArgs& a, int argc, char** argv) {
         if (world.rank == 0) print_report(report, items.size(), a.quiet, world.size);
         apron::dist::finish_world(world);
         return report.failed ? 5 : 0;
-    } catch (const apron::Error& e) {
-        std::fprintf(stderr, "apron: %s\n", e.what());
+    } catch (const std::exception& e) {  // apron::Error, or out of memory: one line, and no rank left waiting
+        std::fprintf(stderr, "apron: %s\n", dynamic_cast<const std::bad_alloc*>(&e) ? "out of host memory" : e.what());
         if (world.active && world.size > 1) apron::dist::abort_world(world, 1);
         apron::dist::finish_world(world);
         return 1;

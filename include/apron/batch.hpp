@@ -82,5 +82,8 @@ struct BatchReport {
 };
 
 BatchReport run_batch(const std::vector<BatchItem>& items, const BatchOptions& options);
+// Where run_batch would compute ("CPU backend", "2 GPUs x 4 streams"), with its checks of the backend,
+// devices and streams (apron::Error naming the option): what `--dry-run` prints.
+std::string describe_batch_compute(const BatchOptions& options);
 
 } // namespace apron

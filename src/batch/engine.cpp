@@ -55,6 +55,30 @@ std::string relative_output(const std::string& output, const std::string& dir) {
     return rel.empty() || rel.native().starts_with("..") ? output : rel.string();
 }
 
+// The GPUs a batch runs on (empty: the CPU backend), after checking --backend, --devices and --streams.
+std::vector<int> batch_devices(const BatchOptions& o) {
+    const Backend b = o.run.backend;
+    const int count = cuda_device_count();
+    if (b == Backend::cuda && count == 0) fail("--backend cuda", "no CUDA device found");
+    if (o.streams_per_device < 1 || o.streams_per_device > 16) fail("--streams", "must be 1..16");
+    if (!(b == Backend::cuda || (b == Backend::automatic && count > 0))) {
+        if (!o.devices.empty()) fail("--devices", "names GPUs, but the batch runs on the CPU backend");
+        return {};
+    }
+    std::vector<int> devices = o.devices;
+    if (devices.empty())
+        for (int d = 0; d < count; ++d) devices.push_back(d);
+    for (int d : devices)
+        if (d < 0 || d >= count)
+            fail("--devices", "device " + std::to_string(d) + " does not exist (this machine has " + std::to_string(count) + ")");
+    return devices;
+}
+
+std::string describe_compute(int devices, int streams) {
+    if (devices == 0) return "CPU backend";
+    return std::to_string(devices) + " GPU" + (devices > 1 ? "s" : "") + " x " + std::to_string(streams) + " streams";
+}
+
 class Engine {
 public:
     Engine(const std::vector<BatchItem>& items, const BatchOptions& o) : items_(items), o_(o) {}
@@ -107,25 +131,13 @@ public:
 
 private:
     void make_slots() {
-        const Backend b = o_.run.backend;
-        const bool want_gpu = b == Backend::cuda || (b == Backend::automatic && cuda_device_count() > 0);
-        if (b == Backend::cuda && cuda_device_count() == 0) fail("--backend cuda", "no CUDA device found");
-        if (o_.streams_per_device < 1 || o_.streams_per_device > 16) fail("--streams", "must be 1..16");
-        if (!want_gpu) {
-            if (!o_.devices.empty()) fail("--devices", "names GPUs, but the batch runs on the CPU backend");
+        const std::vector<int> devices = batch_devices(o_);
+        if (devices.empty()) {
             slots_.push_back(make_cpu_slot());
             cpu_ = true;
             clock_.set_workers(Stage::compute, 1);
             return;
         }
-        std::vector<int> devices = o_.devices;
-        const int count = cuda_device_count();
-        if (devices.empty())
-            for (int d = 0; d < count; ++d) devices.push_back(d);
-        for (int d : devices)
-            if (d < 0 || d >= count)
-                fail("--devices", "device " + std::to_string(d) + " does not exist (this machine has " +
-                                      std::to_string(count) + ")");
         for (int d : devices)
             for (int s = 0; s < o_.streams_per_device; ++s) slots_.push_back(make_cuda_slot(d));
         devices_ = int(devices.size());
@@ -136,9 +148,7 @@ private:
     }
 
     std::string describe_workers(int io) const {
-        std::string s = cpu_ ? "CPU backend" : std::to_string(devices_) + " GPU" + (devices_ > 1 ? "s" : "") + " x " +
-                                                   std::to_string(o_.streams_per_device) + " streams";
-        return s + ", " + std::to_string(io) + " I/O threads";
+        return describe_compute(devices_, o_.streams_per_device) + ", " + std::to_string(io) + " I/O threads";
     }
 
     // A thread's unexpected failure (not one image's) stops the batch: the channels close so every thread
@@ -327,6 +337,10 @@ private:
 };
 
 } // namespace
+
+std::string describe_batch_compute(const BatchOptions& options) {
+    return describe_compute(int(batch_devices(options).size()), options.streams_per_device);
+}
 
 BatchReport run_batch(const std::vector<BatchItem>& items, const BatchOptions& options) {
     return Engine(items, options).run();

@@ -592,7 +592,13 @@ def test_dry_run_writes_nothing(apron, tmp_path):
     r = batch(apron, "job.txt", "-o", "out", "--op", "gaussian:sigma=2", "--dry-run", cwd=tmp_path)
     assert r.stdout.startswith("3 images"), r.stdout
     assert "8-bit" in r.stdout and "40x30" in r.stdout and "3,2" in r.stdout, r.stdout
+    assert "compute: CPU backend" in r.stdout, r.stdout
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*")), "--dry-run wrote files"
+
+    # The dry run checks the compute options as the real run does.
+    r = batch(apron, "imgs", "-o", "out", "--op", "gaussian:sigma=2", "--dry-run", "--devices", "0", cwd=tmp_path,
+              expect=1)
+    assert "--devices" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 # ---------------------------------------------------------------------------------------------------------
