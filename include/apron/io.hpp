@@ -24,9 +24,17 @@
 
 namespace apron {
 
+// Byte order of binary samples wider than a byte in PNM files: Netpbm says big-endian; GenConv writes its
+// 16-bit PGM files little-endian.
+enum class ByteOrder : unsigned char { big, little };
+
 struct ReadOptions {
     std::uint64_t max_pixels = std::uint64_t(1) << 30;  // refuse larger images (1 Gpix by default)
     HostMemory memory = HostMemory::pageable;  // pinned: decode straight into page-locked memory (batches)
+    // Bytes reading may take: the file itself and the decoded image (checked from the header, before
+    // either is allocated). 0: no limit but max_pixels. The CLI passes its --memory budget here.
+    std::uint64_t memory_budget = 0;
+    ByteOrder pnm_byte_order = ByteOrder::big;  // 16-bit binary PNM samples (P5/P6/P7)
 };
 
 struct WriteOptions {

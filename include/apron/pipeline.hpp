@@ -58,6 +58,9 @@ struct RunOptions {
     // default stream (so a plain cudaMemcpy before run() is seen), and run() waits.
     void* cuda_stream = nullptr;
     Algorithm algorithm = Algorithm::automatic;  // --algo
+    // Host memory the run may take (input, intermediates, output, mask and element tables), checked before
+    // anything is allocated. 0: default_memory_budget() (apron/memory.hpp).
+    std::uint64_t memory_budget = 0;
 };
 
 class Pipeline {
