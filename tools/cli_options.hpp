@@ -1,10 +1,13 @@
 #pragma once
 // Parsing of the options several subcommands share; each error names its option.
+#include <cstdint>
 #include <optional>
 #include <string>
 
 #include "apron/errors.hpp"
 #include "apron/image.hpp"
+#include "apron/io.hpp"
+#include "apron/memory.hpp"
 #include "apron/pipeline.hpp"
 
 inline apron::Backend backend_option(const std::string& name) {
@@ -24,4 +27,16 @@ inline std::optional<apron::PixelType> type_option(const std::string& name, cons
     auto t = apron::parse_pixel_type(name);
     if (!t) throw apron::Error(std::string(option) + ": '" + name + "' is not u8, u16 or f32");
     return t;
+}
+
+// --memory: a size ("8G", "75%"); empty: the default budget.
+inline std::uint64_t memory_option(const std::string& text) {
+    return text.empty() ? apron::default_memory_budget() : apron::parse_memory_size(text, "--memory");
+}
+
+// --byte-order of 16-bit binary PNM samples: big (Netpbm) or little (GenConv's files).
+inline apron::ByteOrder byte_order_option(const std::string& name) {
+    if (name == "big") return apron::ByteOrder::big;
+    if (name == "little") return apron::ByteOrder::little;
+    throw apron::Error("--byte-order: '" + name + "' is not big or little");
 }

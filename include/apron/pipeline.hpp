@@ -15,6 +15,7 @@
 //
 // Types: the first operation reads the input's type; every operation writes the output type
 // (RunOptions::out_type, default the input's type), and later operations read that type.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,8 +68,9 @@ class Pipeline {
 public:
     Pipeline() = default;
     explicit Pipeline(const std::vector<std::string>& specs);
-    void add(std::string_view spec) { ops_.push_back(parse_operation(spec)); }
-    void add(OpProgram op) { ops_.push_back(std::move(op)); }
+    void add(std::string_view spec) { add(parse_operation(spec)); }
+    // Equal masks and elements of different steps share one table (ten `box:width=4097` hold one).
+    void add(OpProgram op);
     const std::vector<OpProgram>& operations() const { return ops_; }
     bool empty() const { return ops_.empty(); }
 
@@ -78,6 +80,11 @@ public:
     // they must not overlap.
     void run(ConstImageView input, ImageView output, const RunOptions& options = {}) const;
     ImageShape output_shape(const ImageShape& input, const RunOptions& options = {}) const;
+    // Host memory run() takes on an image of this shape, estimated from the plan before anything is
+    // allocated: intermediates alive at once, the result when run() makes it (`result_allocated`), mask and
+    // element tables, executor scratch. run() fails naming it when it exceeds RunOptions::memory_budget.
+    std::uint64_t memory_needed(const ImageShape& input, const RunOptions& options = {},
+                                bool result_allocated = true) const;
     // What run() would do on an image of this shape: one line per step with its algorithm; with
     // `candidates`, every path a linear step could take and its predicted time (`apron plan`).
     std::string describe(const ImageShape& input, const RunOptions& options = {}, bool candidates = false) const;

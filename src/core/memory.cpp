@@ -76,6 +76,13 @@ std::uint64_t parse_memory_size(std::string_view text, const std::string& what) 
     return std::uint64_t(bytes);
 }
 
+void require_memory(std::uint64_t need, std::uint64_t budget, const std::string& what, const std::string& breakdown) {
+    if (budget == 0) budget = default_memory_budget();
+    if (need <= budget) return;
+    fail(what, "needs " + format_bytes(need) + " of host memory (" + breakdown + "), over the memory budget of " +
+                   format_bytes(budget) + " (raise it with --memory)");
+}
+
 std::string format_bytes(std::uint64_t bytes) {
     if (bytes < 1024) return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
     const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "apron/errors.hpp"
+#include "apron/memory.hpp"
+#include "plan/memory_estimate.hpp"
 #include "plan/plan.hpp"
 
 namespace apron {
@@ -44,6 +46,28 @@ void timed(const RunOptions& o, Executor& e, const std::string& name, F&& work) 
 
 Pipeline::Pipeline(const std::vector<std::string>& specs) {
     for (const auto& s : specs) add(s);
+}
+
+void Pipeline::add(OpProgram op) {
+    // Every mask or element of the pipeline so far; an equal one takes its storage. Sizes are compared
+    // first, so only tables of one size are ever compared weight by weight.
+    std::vector<SharedValues<double>*> known;
+    auto tables_of = [](OpProgram& program, auto&& visit) {
+        for (Step& step : program.steps) {
+            if (auto* l = std::get_if<LinearStep>(&step.action)) visit(l->mask);
+            else if (auto* m = std::get_if<MorphStep>(&step.action)) visit(m->element);
+        }
+    };
+    for (OpProgram& earlier : ops_) tables_of(earlier, [&](Mask& m) { known.push_back(&m.weights); });
+    tables_of(op, [&](Mask& m) {
+        for (SharedValues<double>* k : known)
+            if (k->size() == m.weights.size() && *k == m.weights) {
+                m.weights.share_storage_of(*k);
+                return;
+            }
+        known.push_back(&m.weights);
+    });
+    ops_.push_back(std::move(op));
 }
 
 std::string Pipeline::describe(const ImageShape& input, const RunOptions& options, bool candidates) const {
@@ -89,6 +113,11 @@ ExecutionPlan plan_for(const std::vector<OpProgram>& ops, const ImageShape& inpu
 
 } // namespace
 
+std::uint64_t Pipeline::memory_needed(const ImageShape& input, const RunOptions& options, bool result_allocated) const {
+    validate_shape(input, "input image");
+    return estimate_memory(plan_for(ops_, input, options), options.threads, result_allocated).total();
+}
+
 ImageShape Pipeline::output_shape(const ImageShape& input, const RunOptions& options) const {
     ImageShape s = input;
     s.type = options.out_type.value_or(input.type);
@@ -96,6 +125,10 @@ ImageShape Pipeline::output_shape(const ImageShape& input, const RunOptions& opt
 }
 
 Image Pipeline::run(ConstImageView input, const RunOptions& options) const {
+    validate_shape(input.shape, "input image");
+    // The result's memory counts against the budget too: check before allocating it.
+    const MemoryEstimate need = estimate_memory(plan_for(ops_, input.shape, options), options.threads, true);
+    require_memory(need.total(), options.memory_budget, "pipeline", need.describe());
     Image result(output_shape(input.shape, options));
     run(input, result.view(), options);
     return result;
@@ -104,6 +137,8 @@ Image Pipeline::run(ConstImageView input, const RunOptions& options) const {
 void Pipeline::run(ConstImageView input, ImageView output, const RunOptions& options) const {
     validate_shape(input.shape, "input image");
     const ExecutionPlan plan = plan_for(ops_, input.shape, options);
+    const MemoryEstimate need = estimate_memory(plan, options.threads, false);
+    require_memory(need.total(), options.memory_budget, "pipeline", need.describe());
     const ImageShape& want = plan.output;
     if (output.shape.width != want.width || output.shape.height != want.height ||
         output.shape.channels != want.channels || output.shape.type != want.type)
@@ -141,6 +176,9 @@ void Pipeline::run(ConstImageView input, ImageView output, const RunOptions& opt
     const bool write_in_place = output.memory == ex.memory();
     for (std::size_t o = 0; o < plan.operations.size(); ++o) {
         const OperationPlan& op = plan.operations[o];
+        // Each intermediate is freed after its last reader (dilate:iterations=1000 holds two images, not
+        // a thousand), as estimate_memory assumes.
+        const std::vector<int> last_reader = last_readers(op);
         std::vector<Buffer> results;
         results.reserve(op.steps.size());
         auto view_of = [&](int index) -> ConstImageView {
@@ -160,6 +198,9 @@ void Pipeline::run(ConstImageView input, ImageView output, const RunOptions& opt
                     ex.combine(std::get<CombinePlan>(step.what), view_of(step.input), view_of(step.second), out.view);
             });
             results.push_back(std::move(out));
+            for (std::size_t j = 0; j < k; ++j)
+                if (last_reader[j] == int(k)) results[j] = Buffer{};
+            if (last_reader[op.steps.size()] == int(k) && !last) source = Buffer{};
         }
         source = std::move(results.back());
     }

@@ -1,0 +1,98 @@
+#include "plan/memory_estimate.hpp"
+
+#include <algorithm>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "apron/errors.hpp"
+#include "apron/memory.hpp"
+
+namespace apron {
+namespace {
+
+std::uint64_t image_bytes(const ImageShape& s) { return std::uint64_t(s.row_bytes()) * std::uint64_t(s.height); }
+
+// Each distinct storage once: copies of a mask share theirs.
+template <class T>
+void add_table(const SharedValues<T>& v, std::set<const void*>& seen, std::uint64_t& bytes) {
+    if (v.empty() || !seen.insert(v.data()).second) return;
+    bytes += v.size() * sizeof(T);
+}
+
+} // namespace
+
+std::string MemoryEstimate::describe() const {
+    std::string s = "images " + format_bytes(images) + ", tables " + format_bytes(tables);
+    if (scratch) s += ", scratch " + format_bytes(scratch);
+    return s;
+}
+
+std::vector<int> last_readers(const OperationPlan& op) {
+    const std::size_t n = op.steps.size();
+    std::vector<int> last(n + 1, -1);
+    auto slot = [&](int operand) { return operand == op_input ? n : std::size_t(operand); };
+    for (std::size_t k = 0; k < n; ++k)
+        for (const int operand : {op.steps[k].input, op.steps[k].second})
+            if (operand == op_input || operand >= 0) last[slot(operand)] = int(k);
+    return last;
+}
+
+MemoryEstimate estimate_memory(const ExecutionPlan& plan, int threads, bool output_allocated) {
+    MemoryEstimate e;
+    std::set<const void*> seen;
+    bool any_fft = false;
+    // Executors build their own tables from a step's weights while it runs (tap offsets and weights in
+    // the accumulator's type, about 32 bytes a tap on the CPU; element cell offsets): one step at a time.
+    std::uint64_t step_tables = 0;
+    for (const OperationPlan& op : plan.operations)
+        for (const StepPlan& s : op.steps) {
+            if (auto* l = std::get_if<LinearPlan>(&s.what)) {
+                add_table(l->step.mask.weights, seen, e.tables);
+                add_table(l->integer_mask.weights, seen, e.tables);
+                const bool taps = l->algorithm == LinearAlgorithm::direct || l->algorithm == LinearAlgorithm::tensor;
+                if (taps) step_tables = std::max<std::uint64_t>(step_tables, l->step.mask.weights.size() * 32);
+                any_fft = any_fft || l->algorithm == LinearAlgorithm::fft;
+            } else if (auto* m = std::get_if<MorphPlan>(&s.what)) {
+                add_table(m->step.element.weights, seen, e.tables);
+                step_tables = std::max<std::uint64_t>(step_tables, m->step.element.weights.size() * 16);
+            }
+        }
+    e.tables += step_tables;
+
+    // Images: the CUDA backend keeps intermediates on the device, the others in host memory. Within an
+    // operation, a result lives until its last reader; the operation's result becomes the next one's input.
+    const bool host_intermediates = plan.backend != Backend::cuda;
+    std::uint64_t peak = 0;
+    if (host_intermediates) {
+        std::uint64_t source = 0;  // the caller's input: not ours
+        for (std::size_t o = 0; o < plan.operations.size(); ++o) {
+            const OperationPlan& op = plan.operations[o];
+            const std::vector<int> last = last_readers(op);
+            std::vector<std::uint64_t> live(op.steps.size(), 0);
+            std::uint64_t held = source;
+            for (std::size_t k = 0; k < op.steps.size(); ++k) {
+                const bool final_step = o + 1 == plan.operations.size() && k + 1 == op.steps.size();
+                const std::uint64_t out = final_step && !output_allocated ? 0 : image_bytes(op.steps[k].out_shape);
+                held += out;
+                live[k] = out;
+                peak = std::max(peak, held);
+                // Free what step k was the last to read (its inputs), as the runner does.
+                for (std::size_t j = 0; j < k; ++j)
+                    if (last[j] == int(k)) held -= std::exchange(live[j], 0);
+                if (last[op.steps.size()] == int(k)) held -= std::exchange(source, 0);
+            }
+            source = live.empty() ? source : live.back();
+        }
+    } else if (output_allocated) {
+        peak = image_bytes(plan.output);
+    }
+    e.images = peak;
+    if (any_fft && host_intermediates) {
+        const unsigned cores = threads > 0 ? unsigned(threads) : std::max(1u, std::thread::hardware_concurrency());
+        e.scratch = std::uint64_t(cores) * (std::uint64_t(24) << 20);  // a 1024^2 complex tile and its gathers
+    }
+    return e;
+}
+
+} // namespace apron
