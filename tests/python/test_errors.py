@@ -264,9 +264,15 @@ def test_missing_se_file(apron, tmp_path):
         "2.5 1\n1 2\n",  # fractional size
         "2 1\n1 2\n3 4\n",  # an extra row
         "1 1\n1\0\n",  # binary
+        "2 1\n+1 2\n",  # numbers as in op parameters: no '+', hexadecimal or overflow
+        "2 1\n0x10 2\n",
+        "2 1\n1 1e999\n",
+        "3.0 1\n1 2 3\n",  # the size: digits only
+        "+2 1\n1 2\n",
     ],
     ids=["empty", "comment-only", "missing-row", "short-row", "long-row", "not-number", "nan", "inf",
-         "bad-header", "one-number-header", "zero-size", "fractional-size", "extra-row", "nul-byte"],
+         "bad-header", "one-number-header", "zero-size", "fractional-size", "extra-row", "nul-byte",
+         "plus-sign", "hex", "overflow", "decimal-size", "plus-size"],
 )
 def test_malformed_mask_file(apron, tmp_path, text):
     mask = tmp_path / "broken.kernel"
