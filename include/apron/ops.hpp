@@ -96,7 +96,7 @@ public:
     BorderMode border(const std::string& name) const;
     Normalise normalise(const std::string& name) const;
     Mask mask(const std::string& name) const;     // reads a mask file
-    Mask element(const std::string& name) const;  // rect:WxH, cross:WxH, ellipse:WxH or a mask file
+    Mask element(const std::string& name) const;  // rect:WxH, cross:WxH, ellipse:WxH, disk:R or a mask file
     std::vector<double> vector(const std::string& name) const;  // numbers separated by ':' or ';'
     // "--op <op>: <param>: <problem>"
     [[noreturn]] void fail(const std::string& name, const std::string& problem) const;
