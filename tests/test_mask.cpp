@@ -52,6 +52,20 @@ TEST(MaskFile, RefusesMalformedText) {
     expect_error(std::string("1 1\n1\0", 6), "NUL");
 }
 
+TEST(MaskFile, NumbersFollowTheStrictSyntaxOfOpParameters) {
+    // Weights: plain decimals, as in op parameters; a denormal is a number like any other.
+    const Mask m = parse_mask_text("5 1\n.5 2. -0 1e-320 -2.5E+2\n", "m");
+    EXPECT_EQ(m.weights, (std::vector<double>{0.5, 2, 0, 1e-320, -250}));
+    EXPECT_GT(m.weights[3], 0);
+    for (const char* bad : {"+1", "0x10", "0x1p3", "inf", "-inf", "infinity", "nan", "1e", "1.2.3", "1,5"})
+        expect_error(std::string("2 1\n1 ") + bad + "\n", std::string("'") + bad + "' is not a finite number");
+    expect_error("2 1\n1 1e999\n", "'1e999' is not a finite number (beyond the double range)");
+    // The size: unsigned integers only.
+    for (const char* bad : {"3.0 1", "+2 1", "2e0 1", "-2 1", "0x2 1", "2 1.", "2 one"}) expect_error(std::string(bad) + "\n1 2\n", "expected the mask size 'W H'");
+    expect_error("99999999999 1\n", "mask size 99999999999x1 outside 1..4097");
+    expect_error("1 4098\n", "mask size 1x4098 outside 1..4097");
+}
+
 TEST(MaskFile, MissingFileIsNamed) {
     try {
         read_mask_file("/nonexistent/dir/m.kernel");

@@ -53,7 +53,7 @@ TEST(Registry, StructuringElementsMatchOpenCVShapes) {
               (std::vector<double>{0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
                                    0, 0, 0, 1, 0, 0, 0}));
     EXPECT_EQ(structuring_element("cross:3x3").weights, (std::vector<double>{0, 1, 0, 1, 1, 1, 0, 1, 0}));
-    EXPECT_EQ(structuring_element("disk:1").width, 3);
+    EXPECT_EQ(structuring_element("disk:1").weights, (std::vector<double>{0, 1, 0, 1, 1, 1, 0, 1, 0}));
     EXPECT_EQ(structuring_element("rect:4x2").weights.size(), 8u);
 }
 
@@ -90,6 +90,9 @@ TEST(RegistryNegative, EveryKindOfBadSpecIsRefused) {
     expect_refused("correlate:mask=/nonexistent.kernel", {"mask", "/nonexistent.kernel", "cannot open"});
     expect_refused("correlate:mask=samples/masks/edge3x3.kernel,normalize=max", {"normalize", "unknown normalisation"});
     expect_refused("separable:row=1:x:1", {"row", "'x'"});
+    expect_refused("separable:row=1::2", {"--op separable:row=1::2: row: ", "empty"});
+    expect_refused("gaussian:sigma=683", {"--op gaussian:sigma=683: sigma: ", "out of range"});
+    expect_refused("dilate:se=disk:3x3", {"--op dilate:se=disk:3x3: se: ", "radius"});
     expect_refused("box:width=0", {"width", "out of range"});
     expect_refused("sobel:dx=0,dy=0", {"dx"});
     expect_refused("sobel:dx=3", {"dx", "out of range"});

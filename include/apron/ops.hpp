@@ -64,6 +64,13 @@ struct OpProgram {
 
 enum class ParamKind : unsigned char { number, integer, text, border, normalise, mask, element, vector, choice };
 
+// Numbers that become pixel values or factors of them (value, scale, delta, separable weights) are kept
+// within the float32 range: beyond it they turn infinite in float32 arithmetic.
+constexpr double max_float32_parameter = 3.4e38;
+
+// A numeric parameter (number, integer) is accepted exactly when min (<) <= value <= max; the builder
+// must succeed for every such value (tests/test_registry_limits.cpp walks them all). A vector applies the
+// limits to each of its numbers.
 struct ParamSpec {
     std::string name;
     ParamKind kind = ParamKind::number;
@@ -76,7 +83,8 @@ struct ParamSpec {
     bool min_exclusive = false;
 };
 
-// Arguments of one operation after validation against its ParamSpecs.
+// Arguments of one operation after validation against its ParamSpecs. It records which parameters the
+// builder read, so that an error from inside the building (a mask too large, a bad file) can name them.
 class OpArgs {
 public:
     OpArgs(std::string op, std::map<std::string, std::string> values, const std::vector<ParamSpec>* specs)
@@ -88,17 +96,21 @@ public:
     BorderMode border(const std::string& name) const;
     Normalise normalise(const std::string& name) const;
     Mask mask(const std::string& name) const;     // reads a mask file
-    Mask element(const std::string& name) const;  // rect:WxH, cross:WxH, ellipse:WxH or a mask file
-    std::vector<double> vector(const std::string& name) const;
-    // "<op>: <param>: <problem>"
+    Mask element(const std::string& name) const;  // rect:WxH, cross:WxH, ellipse:WxH, disk:R or a mask file
+    std::vector<double> vector(const std::string& name) const;  // numbers separated by ':' or ';'
+    // "--op <op>: <param>: <problem>"
     [[noreturn]] void fail(const std::string& name, const std::string& problem) const;
     const std::string& op() const { return op_; }
+    // The parameters read so far (by any accessor but has()), in the order first read.
+    const std::vector<std::string>& parameters_read() const { return read_; }
 
 private:
     const std::string& raw(const std::string& name) const;
+    const ParamSpec* spec(const std::string& name) const;
     std::string op_;
     std::map<std::string, std::string> values_;
     const std::vector<ParamSpec>* specs_;
+    mutable std::vector<std::string> read_;
 };
 
 struct OpInfo {
@@ -119,6 +131,10 @@ const OpInfo* find_operation(std::string_view name);
 // "NAME[:key=value,key=value...]" -> validated program; throws apron::Error naming the op and parameter.
 OpProgram parse_operation(std::string_view spec);
 
+// op.build(args), with any apron::Error from inside it (a Mask, a structuring element, a mask file) re-thrown
+// as "--op SPEC: <the parameters it had read>: <message>" unless the message already starts "--op SPEC: ".
+OpProgram build_operation(const OpInfo& op, const OpArgs& args);
+
 // An OP string cut as parse_operation cuts it, before any validation: the name, then each item between
 // commas in order (a trailing comma ends the list). An item that is not key=value keeps an empty key and
 // the whole item as its value, for parse_operation to refuse. Tools that rewrite or inspect OP strings
@@ -133,7 +149,9 @@ std::string join_operation(const OperationText& op);
 // Whether a parameter names a file: mask=FILE, and se=FILE unless the value is a shape (shapes have a ':').
 bool names_file(std::string_view key, std::string_view value);
 
-// Structuring elements: "rect:WxH", "cross:WxH", "ellipse:WxH" (alias disk) or a mask file path.
+// Structuring elements: "rect:WxH", "cross:WxH", "ellipse:WxH" (OpenCV's getStructuringElement; "N" is
+// NxN), "disk:R" (the Euclidean disk x^2 + y^2 <= R^2 on -R..R, scikit-image's morphology.disk) or a file
+// of 0/1 weights. Sides 1..max_mask_side, so R <= (max_mask_side - 1) / 2.
 Mask structuring_element(std::string_view spec);
 
 } // namespace apron

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "apron/errors.hpp"
+#include "core/number_text.hpp"
 #include "io/file_io.hpp"
 
 namespace apron {
@@ -59,14 +60,6 @@ std::vector<Line> content_lines(std::string_view text) {
     return out;
 }
 
-bool parse_number(const std::string& token, double& value) {
-    if (token.empty()) return false;
-    char* end = nullptr;
-    errno = 0;
-    value = std::strtod(token.c_str(), &end);
-    return end == token.c_str() + token.size() && errno != ERANGE && std::isfinite(value);
-}
-
 std::vector<std::string> tokens(const std::string& line) {
     std::istringstream in(line);
     std::vector<std::string> out;
@@ -80,12 +73,14 @@ Mask parse_mask_text(std::string_view text, const std::string& source) {
     if (text.find('\0') != std::string_view::npos) fail(source, "mask file contains a NUL byte (not a text file)");
     const auto lines = content_lines(text);
     if (lines.empty()) fail(source, "empty mask file (expected 'W H' then H rows of W weights)");
+    // The size: two unsigned integers ("3", not "3.0", "+3" or "3e0").
     const auto header = tokens(lines[0].text);
-    double wd = 0, hd = 0;
-    if (header.size() != 2 || !parse_number(header[0], wd) || !parse_number(header[1], hd) ||
-        wd != std::floor(wd) || hd != std::floor(hd))
+    if (header.size() != 2 || !all_digits(header[0]) || !all_digits(header[1]))
         fail(source, "line " + std::to_string(lines[0].number) + ": expected the mask size 'W H'");
-    if (wd < 1 || hd < 1 || wd > max_mask_side || hd > max_mask_side)
+    bool w_over = false, h_over = false;
+    const long long wd = *parse_integer(header[0], max_mask_side, &w_over);
+    const long long hd = *parse_integer(header[1], max_mask_side, &h_over);
+    if (w_over || h_over || wd < 1 || hd < 1)
         fail(source, "mask size " + header[0] + "x" + header[1] + " outside 1.." + std::to_string(max_mask_side));
     const int w = int(wd), h = int(hd);
     if (lines.size() - 1 != std::size_t(h))
@@ -99,10 +94,9 @@ Mask parse_mask_text(std::string_view text, const std::string& source) {
             fail(source, "line " + std::to_string(line.number) + ": expected " + std::to_string(w) + " weights, found " +
                              std::to_string(row.size()));
         for (const auto& t : row) {
-            double v = 0;
-            if (!parse_number(t, v))
-                fail(source, "line " + std::to_string(line.number) + ": '" + t + "' is not a finite number");
-            values.push_back(v);
+            const auto v = parse_decimal(t);
+            if (!v) fail(source, "line " + std::to_string(line.number) + ": " + decimal_problem(t));
+            values.push_back(*v);
         }
     }
     return Mask(w, h, std::move(values));

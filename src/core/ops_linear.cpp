@@ -7,11 +7,12 @@
 namespace apron {
 
 std::vector<ParamSpec> linear_params(bool with_normalise, const char* default_border) {
+    constexpr double f32 = max_float32_parameter;
     std::vector<ParamSpec> p = {
         {"border", ParamKind::border, default_border, "border mode: " + std::string(border_mode_names())},
-        {"value", ParamKind::number, "0", "pixel value outside the image for border=constant"},
-        {"scale", ParamKind::number, "1", "out = scale * normalise(sum) + delta"},
-        {"delta", ParamKind::number, "0", "added after scaling"},
+        {"value", ParamKind::number, "0", "pixel value outside the image for border=constant (within the float32 range)", -f32, f32},
+        {"scale", ParamKind::number, "1", "out = scale * normalise(sum) + delta (within the float32 range)", -f32, f32},
+        {"delta", ParamKind::number, "0", "added after scaling (within the float32 range)", -f32, f32},
     };
     if (with_normalise)
         p.insert(p.begin() + 2, ParamSpec{"normalize", ParamKind::normalise, "none",
@@ -43,11 +44,16 @@ Mask mask3x3(std::initializer_list<double> w) { return Mask(3, 3, std::vector<do
 namespace {
 
 // exp(-x^2 / (2 sigma^2)) on -radius..radius, normalised to sum 1 (SciPy's gaussian_filter kernel).
+// Written with t = x / sigma so that a tiny sigma (down to denormals, where sigma^2 is 0) gives the
+// Gaussian's limit, the unit impulse, and never 0/0: t is 0 at the centre and huge (or inf) elsewhere.
 std::vector<double> gaussian_kernel(double sigma, int radius) {
     std::vector<double> k(std::size_t(2 * radius + 1));
     double sum = 0;
-    for (int x = -radius; x <= radius; ++x) sum += k[std::size_t(x + radius)] = std::exp(-0.5 * x * x / (sigma * sigma));
-    for (double& v : k) v /= sum;
+    for (int x = -radius; x <= radius; ++x) {
+        const double t = x / sigma;
+        sum += k[std::size_t(x + radius)] = std::exp(-0.5 * t * t);
+    }
+    for (double& v : k) v /= sum;  // sum >= 1: the centre weight is exp(0)
     return k;
 }
 
@@ -64,12 +70,20 @@ Mask gaussian_mask(const OpArgs& a) {
     return outer_mask(gaussian_kernel(sy, ry), gaussian_kernel(sx, rx));
 }
 
+// The default radius ceil(3 sigma) must keep the mask within max_mask_side = 4097 = 2 * 2048 + 1 weights:
+// sigma <= 2048 / 3, rounded down to 682.
+constexpr double max_gaussian_sigma = 682;
+constexpr int max_gaussian_radius = (max_mask_side - 1) / 2;
+static_assert(3 * max_gaussian_sigma <= max_gaussian_radius);
+
 std::vector<ParamSpec> gaussian_params() {
+    const double r = max_gaussian_radius;
     std::vector<ParamSpec> p = {
-        {"sigma", ParamKind::number, "", "standard deviation in pixels (x, and y unless sigma_y)", 0, 1000, {}, false, true},
-        {"sigma_y", ParamKind::number, "", "standard deviation along y", 0, 1000, {}, true, true},
-        {"radius", ParamKind::integer, "", "half-width of the mask; default ceil(3 sigma)", 0, 2048, {}, true},
-        {"radius_y", ParamKind::integer, "", "half-height of the mask; default from sigma_y or radius", 0, 2048, {}, true},
+        {"sigma", ParamKind::number, "", "standard deviation in pixels (x, and y unless sigma_y); at most 682 so that the "
+                                         "default radius ceil(3 sigma) keeps the mask within 4097 pixels", 0, max_gaussian_sigma, {}, false, true},
+        {"sigma_y", ParamKind::number, "", "standard deviation along y (limit as sigma)", 0, max_gaussian_sigma, {}, true, true},
+        {"radius", ParamKind::integer, "", "half-width of the mask; default ceil(3 sigma); at most 2048 (a 4097-wide mask)", 0, r, {}, true},
+        {"radius_y", ParamKind::integer, "", "half-height of the mask; default from sigma_y or radius; at most 2048", 0, r, {}, true},
     };
     for (auto& q : linear_params(false)) p.push_back(q);
     return p;
@@ -94,9 +108,11 @@ void add_linear_operations(std::vector<OpInfo>& ops) {
                    [](const OpArgs& a) { return linear_program(flipped(a.mask("mask")), a); },
                    {"convolve:mask=samples/masks/even4x4.kernel", "convolve:mask=samples/masks/random7x5.kernel,border=nearest,scale=0.5,delta=3"}});
     ops.push_back({"separable", "linear", "correlation with column (x) row vectors: m(i,j) = column[j] * row[i]",
-                   "Vectors are numbers separated by ':' e.g. row=1:2:1,column=-1:0:1.",
-                   with({{"row", ParamKind::vector, "", "horizontal weights"},
-                         {"column", ParamKind::vector, "1", "vertical weights (default 1: a horizontal-only filter)"}},
+                   "Vectors are numbers separated by ':' (or ';'), e.g. row=1:2:1,column=-1:0:1; no field may be empty.",
+                   with({{"row", ParamKind::vector, "", "horizontal weights, 1 to 4097 numbers each within the float32 range",
+                          -max_float32_parameter, max_float32_parameter},
+                         {"column", ParamKind::vector, "1", "vertical weights (default 1: a horizontal-only filter), as row",
+                          -max_float32_parameter, max_float32_parameter}},
                         true),
                    [](const OpArgs& a) { return linear_program(outer_mask(a.vector("column"), a.vector("row")), a); },
                    {"separable:row=1:2:1,column=-1:0:1", "separable:row=0.25:0.5:0.25:0.125,border=wrap"}});

@@ -1,27 +1,51 @@
 // Morphology with flat structuring elements: erode, dilate and OpenCV's morphologyEx family.
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 
 #include "apron/errors.hpp"
+#include "core/number_text.hpp"
 #include "core/registry_parts.hpp"
 
 namespace apron {
 namespace {
 
-// "WxH" or "N" (square).
+[[noreturn]] void bad_element(std::string_view spec, const std::string& problem) {
+    throw Error("structuring element '" + std::string(spec) + "': " + problem);
+}
+
+// A side or radius: digits only (no sign, blank or exponent), within lo..hi.
+int parse_count(std::string_view text, std::string_view spec, int lo, int hi, const char* syntax, const char* what,
+                const char* why = "") {
+    bool over = false;
+    const auto v = all_digits(text) ? parse_integer(text, hi, &over) : std::nullopt;
+    if (!v) bad_element(spec, std::string("expected ") + syntax);
+    if (over || *v < lo) bad_element(spec, std::string(what) + " must be " + std::to_string(lo) + ".." + std::to_string(hi) + why);
+    return int(*v);
+}
+
+// "WxH" or "N" (square): one 'x' at most, a number on each side of it.
 std::pair<int, int> parse_size(std::string_view s, std::string_view spec) {
-    const std::string text(s);
-    const auto x = text.find('x');
-    auto num = [&](const std::string& t) {
-        if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos || t.size() > 5)
-            throw Error("structuring element '" + std::string(spec) + "': size must be WxH or N");
-        const int v = std::stoi(t);
-        if (v < 1 || v > max_mask_side)
-            throw Error("structuring element '" + std::string(spec) + "': sides must be 1.." + std::to_string(max_mask_side));
-        return v;
-    };
-    if (x == std::string::npos) return {num(text), num(text)};
-    return {num(text.substr(0, x)), num(text.substr(x + 1))};
+    const char* syntax = "WxH or N (e.g. rect:5x3, rect:5)";
+    const auto x = s.find('x');
+    if (x == std::string_view::npos) {
+        const int n = parse_count(s, spec, 1, max_mask_side, syntax, "sides");
+        return {n, n};
+    }
+    return {parse_count(s.substr(0, x), spec, 1, max_mask_side, syntax, "sides"),
+            parse_count(s.substr(x + 1), spec, 1, max_mask_side, syntax, "sides")};
+}
+
+// The Euclidean disk x^2 + y^2 <= R^2 on -R..R (scikit-image's morphology.disk), in exact integers.
+Mask disk(int r) {
+    const int side = 2 * r + 1;
+    Mask m(side, side, std::vector<double>(std::size_t(side) * side, 0.0));
+    for (int j = 0; j < side; ++j)
+        for (int i = 0; i < side; ++i) {
+            const std::int64_t dx = i - r, dy = j - r;
+            if (dx * dx + dy * dy <= std::int64_t(r) * r) m.at(i, j) = 1;
+        }
+    return m;
 }
 
 // OpenCV's getStructuringElement(MORPH_ELLIPSE) rule: row i spans c +- round(c * sqrt(1 - dy^2/r^2)).
@@ -45,45 +69,47 @@ std::optional<BorderMode> morph_border(const OpArgs& a) {
     return a.border("border");
 }
 
-// n times `kind` on the result of the previous step (or the input).
-void repeat(std::vector<Step>& steps, MorphKind kind, const OpArgs& a, int input) {
-    MorphStep m{a.element("se"), kind, morph_border(a), a.number("value")};
-    for (int n = 0; n < a.integer("iterations"); ++n) {
-        steps.push_back(Step{m, n == 0 ? input : int(steps.size()) - 1});
-    }
+// n times `m` (with the given kind) on the result of the previous step (or `input`).
+void repeat(std::vector<Step>& steps, MorphStep m, MorphKind kind, int n, int input) {
+    m.kind = kind;
+    for (int k = 0; k < n; ++k) steps.push_back(Step{m, k == 0 ? input : int(steps.size()) - 1});
 }
 
-using Builder = OpProgram (*)(const OpArgs&);
+// Every erosion or dilation step holds its own copy of the element, so the op's total is bounded like
+// one largest mask: without it, iterations=1000 of a 4097x4097 element would ask for 134 GB.
+constexpr std::int64_t max_element_weights = std::int64_t(max_mask_side) * max_mask_side;
 
-OpProgram build_erode(const OpArgs& a) { OpProgram p; repeat(p.steps, MorphKind::erode, a, op_input); return p; }
-OpProgram build_dilate(const OpArgs& a) { OpProgram p; repeat(p.steps, MorphKind::dilate, a, op_input); return p; }
-OpProgram build_open(const OpArgs& a) {
+using Builder = OpProgram (*)(const MorphStep&, int iterations);
+
+OpProgram build_erode(const MorphStep& m, int n) { OpProgram p; repeat(p.steps, m, MorphKind::erode, n, op_input); return p; }
+OpProgram build_dilate(const MorphStep& m, int n) { OpProgram p; repeat(p.steps, m, MorphKind::dilate, n, op_input); return p; }
+OpProgram build_open(const MorphStep& m, int n) {
     OpProgram p;
-    repeat(p.steps, MorphKind::erode, a, op_input);
-    repeat(p.steps, MorphKind::dilate, a, int(p.steps.size()) - 1);
+    repeat(p.steps, m, MorphKind::erode, n, op_input);
+    repeat(p.steps, m, MorphKind::dilate, n, int(p.steps.size()) - 1);
     return p;
 }
-OpProgram build_close(const OpArgs& a) {
+OpProgram build_close(const MorphStep& m, int n) {
     OpProgram p;
-    repeat(p.steps, MorphKind::dilate, a, op_input);
-    repeat(p.steps, MorphKind::erode, a, int(p.steps.size()) - 1);
+    repeat(p.steps, m, MorphKind::dilate, n, op_input);
+    repeat(p.steps, m, MorphKind::erode, n, int(p.steps.size()) - 1);
     return p;
 }
-OpProgram build_gradient(const OpArgs& a) {
+OpProgram build_gradient(const MorphStep& m, int n) {
     OpProgram p;
-    repeat(p.steps, MorphKind::dilate, a, op_input);
+    repeat(p.steps, m, MorphKind::dilate, n, op_input);
     const int dilated = int(p.steps.size()) - 1;
-    repeat(p.steps, MorphKind::erode, a, op_input);
+    repeat(p.steps, m, MorphKind::erode, n, op_input);
     p.steps.push_back(Step{CombineStep{1, -1, 0}, dilated, int(p.steps.size()) - 1});
     return p;
 }
-OpProgram build_tophat(const OpArgs& a) {
-    OpProgram p = build_open(a);
+OpProgram build_tophat(const MorphStep& m, int n) {
+    OpProgram p = build_open(m, n);
     p.steps.push_back(Step{CombineStep{1, -1, 0}, op_input, int(p.steps.size()) - 1});
     return p;
 }
-OpProgram build_blackhat(const OpArgs& a) {
-    OpProgram p = build_close(a);
+OpProgram build_blackhat(const MorphStep& m, int n) {
+    OpProgram p = build_close(m, n);
     p.steps.push_back(Step{CombineStep{1, -1, 0}, int(p.steps.size()) - 1, op_input});
     return p;
 }
@@ -94,9 +120,8 @@ Mask structuring_element(std::string_view spec) {
     const std::string s(spec);
     const auto colon = s.find(':');
     const std::string shape = s.substr(0, colon);
-    if (colon != std::string::npos && (shape == "rect" || shape == "cross" || shape == "ellipse" || shape == "disk")) {
-        auto [w, h] = parse_size(std::string_view(s).substr(colon + 1), spec);
-        if (shape == "disk" && s.find('x', colon) == std::string::npos) w = h = 2 * w + 1;  // disk:R
+    if (colon != std::string::npos && (shape == "rect" || shape == "cross" || shape == "ellipse")) {
+        const auto [w, h] = parse_size(std::string_view(s).substr(colon + 1), spec);
         if (shape == "rect") return Mask(w, h, std::vector<double>(std::size_t(w) * h, 1.0));
         if (shape == "cross") {
             Mask m(w, h, std::vector<double>(std::size_t(w) * h, 0.0));
@@ -106,6 +131,10 @@ Mask structuring_element(std::string_view spec) {
         }
         return ellipse(w, h);
     }
+    if (colon != std::string::npos && shape == "disk")
+        return disk(parse_count(std::string_view(s).substr(colon + 1), spec, 0, (max_mask_side - 1) / 2,
+                                "a radius R (disk:R; ellipse:WxH for other sizes)", "the radius",
+                                " (the disk is (2R+1)x(2R+1), at most 4097x4097)"));
     if (colon != std::string::npos && !std::ifstream(s))
         throw Error("structuring element '" + s + "': unknown shape '" + shape +
                     "' (use rect:WxH, cross:WxH, ellipse:WxH, disk:R or a mask file)");
@@ -121,12 +150,16 @@ Mask structuring_element(std::string_view spec) {
 
 void add_morphology_operations(std::vector<OpInfo>& ops) {
     const std::vector<ParamSpec> params = {
-        {"se", ParamKind::element, "rect:3x3", "structuring element: rect:WxH, cross:WxH, ellipse:WxH, disk:R, or a 0/1 mask file"},
-        {"iterations", ParamKind::integer, "1", "times each erosion/dilation is applied", 1, 1000},
+        {"se", ParamKind::element, "rect:3x3",
+         "structuring element: rect:WxH, cross:WxH, ellipse:WxH (sides 1..4097), disk:R (0..2048), or a 0/1 mask file"},
+        {"iterations", ParamKind::integer, "1",
+         "times each erosion/dilation is applied; the passes together hold at most 4097x4097 element cells", 1, 1000},
         {"border", ParamKind::text, "ignore", "ignore (pixels outside the image do not count) or a border mode"},
-        {"value", ParamKind::number, "0", "pixel value outside the image for border=constant"},
+        {"value", ParamKind::number, "0", "pixel value outside the image for border=constant (within the float32 range)",
+         -max_float32_parameter, max_float32_parameter},
     };
-    struct Entry { const char* name; const char* summary; const char* details; Builder build; };
+    // passes: erosions and dilations per iteration.
+    struct Entry { const char* name; const char* summary; const char* details; Builder build; int passes; };
     // Examples per shape class: full rectangle (separable), cross, ellipse, file, border modes, iterations.
     const auto examples = [](const std::string& n) {
         return std::vector<std::string>{n, n + ":se=rect:5x3", n + ":se=cross:5x5,border=nearest", n + ":se=ellipse:7x5",
@@ -134,20 +167,31 @@ void add_morphology_operations(std::vector<OpInfo>& ops) {
                                         n + ":se=rect:4x2,iterations=2,border=reflect", n + ":se=disk:2,border=wrap"};
     };
     const Entry entries[] = {
-        {"dilate", "maximum over the structuring element", "out(x,y) = max in(x+i-cx, y+j-cy) over set cells (cv::dilate)", build_dilate},
-        {"erode", "minimum over the structuring element", "out(x,y) = min in(x+i-cx, y+j-cy) over set cells (cv::erode)", build_erode},
-        {"open", "erode then dilate", "cv::morphologyEx MORPH_OPEN", build_open},
-        {"close", "dilate then erode", "cv::morphologyEx MORPH_CLOSE", build_close},
-        {"gradient", "dilate minus erode", "cv::morphologyEx MORPH_GRADIENT (saturating on integer types)", build_gradient},
-        {"tophat", "input minus its opening", "cv::morphologyEx MORPH_TOPHAT", build_tophat},
-        {"blackhat", "closing minus the input", "cv::morphologyEx MORPH_BLACKHAT", build_blackhat},
+        {"dilate", "maximum over the structuring element", "out(x,y) = max in(x+i-cx, y+j-cy) over set cells (cv::dilate)", build_dilate, 1},
+        {"erode", "minimum over the structuring element", "out(x,y) = min in(x+i-cx, y+j-cy) over set cells (cv::erode)", build_erode, 1},
+        {"open", "erode then dilate", "cv::morphologyEx MORPH_OPEN", build_open, 2},
+        {"close", "dilate then erode", "cv::morphologyEx MORPH_CLOSE", build_close, 2},
+        {"gradient", "dilate minus erode", "cv::morphologyEx MORPH_GRADIENT (saturating on integer types)", build_gradient, 2},
+        {"tophat", "input minus its opening", "cv::morphologyEx MORPH_TOPHAT", build_tophat, 2},
+        {"blackhat", "closing minus the input", "cv::morphologyEx MORPH_BLACKHAT", build_blackhat, 2},
     };
     for (const auto& e : entries) {
         const Builder build = e.build;
-        ops.push_back({e.name, "morphology", e.summary, e.details, params, [build](const OpArgs& a) {
-                           // Validate the border once, up front, for a clear message.
-                           morph_border(a);
-                           return build(a);
+        const int passes = e.passes;
+        ops.push_back({e.name, "morphology", e.summary, e.details, params, [build, passes](const OpArgs& a) {
+                           MorphStep m;
+                           m.border = morph_border(a);  // first, for a clear message
+                           m.border_value = a.number("value");
+                           m.element = a.element("se");
+                           const int n = a.integer("iterations");
+                           const std::int64_t cells = std::int64_t(m.element.width) * m.element.height;
+                           if (std::int64_t(passes) * n * cells > max_element_weights)
+                               a.fail("iterations", std::to_string(passes * n) + " passes of a " + std::to_string(m.element.width) +
+                                                        "x" + std::to_string(m.element.height) + " element would hold " +
+                                                        std::to_string(std::int64_t(passes) * n * cells) + " cells; the most is " +
+                                                        std::to_string(max_element_weights) + " (one " + std::to_string(max_mask_side) +
+                                                        "x" + std::to_string(max_mask_side) + " element)");
+                           return build(m, n);
                        },
                        examples(e.name)});
     }

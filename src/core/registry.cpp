@@ -2,12 +2,12 @@
 // operation's declared parameters, so every front end (CLI, tests, benchmarks, bindings) gets the same
 // names, defaults, limits and error messages.
 #include <algorithm>
-#include <cerrno>
+#include <charconv>
 #include <cmath>
-#include <cstdlib>
 
 #include "apron/errors.hpp"
 #include "apron/ops.hpp"
+#include "core/number_text.hpp"
 #include "core/registry_parts.hpp"
 
 namespace apron {
@@ -55,6 +55,7 @@ void OpArgs::fail(const std::string& name, const std::string& problem) const {
 bool OpArgs::has(const std::string& name) const { return values_.count(name) != 0; }
 
 const std::string& OpArgs::raw(const std::string& name) const {
+    if (std::find(read_.begin(), read_.end(), name) == read_.end()) read_.push_back(name);
     auto it = values_.find(name);
     if (it == values_.end()) fail(name, "missing (required)");
     return it->second;
@@ -62,32 +63,55 @@ const std::string& OpArgs::raw(const std::string& name) const {
 
 namespace {
 
-bool to_double(const std::string& s, double& v) {
-    if (s.empty()) return false;
-    char* end = nullptr;
-    errno = 0;
-    v = std::strtod(s.c_str(), &end);
-    return end == s.c_str() + s.size() && errno != ERANGE && std::isfinite(v);
-}
-
 const ParamSpec* spec_of(const std::vector<ParamSpec>& specs, const std::string& name) {
     for (const auto& s : specs)
         if (s.name == name) return &s;
     return nullptr;
 }
 
+// The shortest text that reads back as x ("682", "1e-30", "3.4e+38").
+std::string shortest(double x) {
+    char b[32];
+    const auto r = std::to_chars(b, b + sizeof b, x);
+    return std::string(b, r.ptr);
+}
+
+// "0..4097", "> 0 and <= 682", ">= 1"; empty when unbounded.
+std::string range_text(const ParamSpec& p) {
+    const bool has_min = std::isfinite(p.min), has_max = std::isfinite(p.max);
+    const std::string lower = (p.min_exclusive ? "> " : ">= ") + shortest(p.min);
+    if (has_min && has_max) return p.min_exclusive ? lower + " and <= " + shortest(p.max) : shortest(p.min) + ".." + shortest(p.max);
+    if (has_min) return lower;
+    if (has_max) return "<= " + shortest(p.max);
+    return "";
+}
+
+bool in_range(const ParamSpec& p, double v) { return (p.min_exclusive ? v > p.min : v >= p.min) && v <= p.max; }
+
+// Integers read as "-?digits"; a magnitude beyond this is out of every declared range.
+constexpr long long integer_limit = 1'000'000'000;
+
 } // namespace
 
+const ParamSpec* OpArgs::spec(const std::string& name) const { return specs_ ? spec_of(*specs_, name) : nullptr; }
+
 double OpArgs::number(const std::string& name) const {
-    double v = 0;
-    if (!to_double(raw(name), v)) fail(name, "'" + raw(name) + "' is not a finite number");
-    return v;
+    const auto v = parse_decimal(raw(name));
+    if (!v) fail(name, decimal_problem(raw(name)));
+    return *v;
 }
 
 int OpArgs::integer(const std::string& name) const {
-    const double v = number(name);
-    if (v != std::floor(v) || std::fabs(v) > 1e9) fail(name, "'" + raw(name) + "' is not an integer");
-    return int(v);
+    const std::string& s = raw(name);
+    bool over = false;
+    const auto v = parse_integer(s, integer_limit, &over);
+    if (!v) fail(name, s.empty() ? "empty value (expected an integer)" : "'" + s + "' is not an integer");
+    if (over) {
+        const ParamSpec* p = spec(name);
+        const std::string range = p ? range_text(*p) : "";
+        fail(name, s + " is out of range (must be " + (range.empty() ? "-1e9..1e9" : range) + ")");
+    }
+    return int(*v);
 }
 
 std::string OpArgs::text(const std::string& name) const { return raw(name); }
@@ -120,24 +144,27 @@ Mask OpArgs::element(const std::string& name) const {
     }
 }
 
+// Numbers separated by ':' (or ';'), every field a number: "1::2", ":1" and "1:" are refused, not read
+// as shorter vectors.
 std::vector<double> OpArgs::vector(const std::string& name) const {
-    std::vector<double> out;
-    std::string token;
     const std::string& s = raw(name);
-    auto flush = [&] {
-        if (token.empty()) return;
-        double v = 0;
-        if (!to_double(token, v)) fail(name, "'" + token + "' is not a finite number");
-        out.push_back(v);
-        token.clear();
-    };
-    for (char ch : s) {
-        if (ch == ':' || ch == ';' || ch == ' ' || ch == '\t') flush();
-        else token += ch;
+    const std::string expected = " (expected numbers separated by ':', e.g. 1:2:1)";
+    if (s.empty()) fail(name, "empty value" + expected);
+    const ParamSpec* p = spec(name);
+    std::vector<double> out;
+    for (std::size_t start = 0;;) {
+        const std::size_t end = s.find_first_of(":;", start);
+        const std::string field = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        if (field.empty())
+            fail(name, "number " + std::to_string(out.size() + 1) + " of '" + s + "' is empty" + expected);
+        const auto v = parse_decimal(field);
+        if (!v) fail(name, decimal_problem(field));
+        if (p && !in_range(*p, *v)) fail(name, field + " is out of range (each number must be " + range_text(*p) + ")");
+        out.push_back(*v);
+        if (out.size() > std::size_t(max_mask_side)) fail(name, "more than " + std::to_string(max_mask_side) + " numbers");
+        if (end == std::string::npos) break;
+        start = end + 1;
     }
-    flush();
-    if (out.empty()) fail(name, "expected numbers separated by ':' (e.g. 1:2:1)");
-    if (out.size() > std::size_t(max_mask_side)) fail(name, "more than " + std::to_string(max_mask_side) + " weights");
     return out;
 }
 
@@ -204,47 +231,52 @@ OpProgram parse_operation(std::string_view spec) {
     for (const auto& p : info->params)
         if (!values.count(p.name) && !p.default_value.empty()) values[p.name] = p.default_value;
 
-    OpArgs args(text, values, &info->params);
     // Generic validation from the declarations: required, numeric ranges, choices.
+    const OpArgs checked(text, values, &info->params);
     for (const auto& p : info->params) {
-        if (!args.has(p.name)) {
-            if (!p.optional) args.fail(p.name, "missing (required)");
+        if (!checked.has(p.name)) {
+            if (!p.optional) checked.fail(p.name, "missing (required)");
             continue;
         }
         switch (p.kind) {
         case ParamKind::number:
         case ParamKind::integer: {
-            const double v = p.kind == ParamKind::integer ? args.integer(p.name) : args.number(p.name);
-            const bool below = p.min_exclusive ? v <= p.min : v < p.min;
-            if (below || v > p.max) {
-                auto fmt = [](double x) {
-                    std::string s = std::to_string(x);
-                    s.erase(s.find_last_not_of('0') + 1);
-                    if (!s.empty() && s.back() == '.') s.pop_back();
-                    return s;
-                };
-                std::string range = std::isinf(p.max)  ? (p.min_exclusive ? "> " : ">= ") + fmt(p.min)
-                                    : p.min_exclusive ? "> " + fmt(p.min) + " and <= " + fmt(p.max)
-                                                      : fmt(p.min) + ".." + fmt(p.max);
-                args.fail(p.name, args.text(p.name) + " is out of range (must be " + range + ")");
-            }
+            const double v = p.kind == ParamKind::integer ? checked.integer(p.name) : checked.number(p.name);
+            if (!in_range(p, v)) checked.fail(p.name, checked.text(p.name) + " is out of range (must be " + range_text(p) + ")");
             break;
         }
-        case ParamKind::border: args.border(p.name); break;
-        case ParamKind::normalise: args.normalise(p.name); break;
+        case ParamKind::border: checked.border(p.name); break;
+        case ParamKind::normalise: checked.normalise(p.name); break;
         case ParamKind::choice:
-            if (std::find(p.choices.begin(), p.choices.end(), args.text(p.name)) == p.choices.end()) {
+            if (std::find(p.choices.begin(), p.choices.end(), checked.text(p.name)) == p.choices.end()) {
                 std::string known;
                 for (const auto& c : p.choices) known += (known.empty() ? "" : ", ") + c;
-                args.fail(p.name, "'" + args.text(p.name) + "' is not one of " + known);
+                checked.fail(p.name, "'" + checked.text(p.name) + "' is not one of " + known);
             }
             break;
         default: break;  // masks, elements and vectors are checked when the builder reads them
         }
     }
-    OpProgram program = info->build(args);
+    OpProgram program = build_operation(*info, OpArgs(text, values, &info->params));
     program.spec = text;
     return program;
+}
+
+OpProgram build_operation(const OpInfo& op, const OpArgs& args) {
+    try {
+        return op.build(args);
+    } catch (const Error& e) {
+        const std::string prefix = "--op " + args.op() + ": ";
+        const std::string message = e.what();
+        if (message.rfind(prefix, 0) == 0) throw;
+        // Name the parameters the builder had read, unless the message starts with one of them.
+        std::string read;
+        for (const auto& name : args.parameters_read()) {
+            if (message.rfind(name + ": ", 0) == 0) throw Error(prefix + message);
+            read += (read.empty() ? "" : ", ") + name;
+        }
+        throw Error(prefix + (read.empty() ? "" : read + ": ") + message);
+    }
 }
 
 } // namespace apron

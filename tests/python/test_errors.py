@@ -164,6 +164,79 @@ def test_bad_op_parameter(apron, tmp_path, op, param):
     check_failure(r, out, param)
 
 
+# Every parameter is checked against the range `apron ops` shows, in one strict syntax; the message is
+# exactly one line naming the op spec and the parameter.
+OP_MESSAGES = [
+    # limits narrowed to what the builders can make
+    ("gaussian:sigma=683", "sigma: 683 is out of range (must be > 0 and <= 682)"),
+    ("unsharp:sigma=1000", "sigma: 1000 is out of range (must be > 0 and <= 682)"),
+    ("gaussian:sigma=1,radius=2049", "radius: 2049 is out of range (must be 0..2048)"),
+    ("xf-lowpass:alpha=1e-320", "alpha: 1e-320 is out of range (must be 1e-30..1e+12)"),
+    ("box:scale=1e39", "scale: 1e39 is out of range (must be -3.4e+38..3.4e+38)"),
+    ("dilate:border=constant,value=-1e39", "value: -1e39 is out of range (must be -3.4e+38..3.4e+38)"),
+    ("separable:row=1e200,column=1e200", "row: 1e200 is out of range (each number must be -3.4e+38..3.4e+38)"),
+    ("dilate:se=rect:4097x4097,iterations=2",
+     "iterations: 2 passes of a 4097x4097 element would hold 33570818 cells; the most is 16785409 (one 4097x4097 element)"),
+    # empty fields in vectors
+    ("separable:row=1::2", "row: number 2 of '1::2' is empty (expected numbers separated by ':', e.g. 1:2:1)"),
+    ("separable:row=:1", "row: number 1 of ':1' is empty (expected numbers separated by ':', e.g. 1:2:1)"),
+    ("separable:row=1:", "row: number 2 of '1:' is empty (expected numbers separated by ':', e.g. 1:2:1)"),
+    ("separable:row=1;;2", "row: number 2 of '1;;2' is empty (expected numbers separated by ':', e.g. 1:2:1)"),
+    ("separable:row=", "row: empty value (expected numbers separated by ':', e.g. 1:2:1)"),
+    # numbers: plain decimals only
+    ("separable:row=1 2 1", "row: '1 2 1' is not a finite number (write a decimal such as 3, -0.5 or 1e-3)"),
+    ("separable:row=+1:2", "row: '+1' is not a finite number (write a decimal such as 3, -0.5 or 1e-3)"),
+    ("gaussian:sigma=0x1p1", "sigma: '0x1p1' is not a finite number (write a decimal such as 3, -0.5 or 1e-3)"),
+    ("gaussian:sigma=inf", "sigma: 'inf' is not a finite number (write a decimal such as 3, -0.5 or 1e-3)"),
+    ("gaussian:sigma=nan", "sigma: 'nan' is not a finite number (write a decimal such as 3, -0.5 or 1e-3)"),
+    ("gaussian:sigma=1e999", "sigma: '1e999' is not a finite number (beyond the double range)"),
+    ("gaussian:sigma= 1", "sigma: ' 1' is not a finite number (write a decimal such as 3, -0.5 or 1e-3)"),
+    ("gaussian:sigma=", "sigma: empty value (expected a number)"),
+    # integers: digits only
+    ("box:width=3.0", "width: '3.0' is not an integer"),
+    ("box:width=+3", "width: '+3' is not an integer"),
+    ("dilate:iterations=1e1", "iterations: '1e1' is not an integer"),
+    ("box:width=99999999999", "width: 99999999999 is out of range (must be 1..4097)"),
+    # structuring elements
+    ("dilate:se=rect:3x", "se: structuring element 'rect:3x': expected WxH or N (e.g. rect:5x3, rect:5)"),
+    ("dilate:se=rect:x3", "se: structuring element 'rect:x3': expected WxH or N (e.g. rect:5x3, rect:5)"),
+    ("dilate:se=ellipse:3x3x3", "se: structuring element 'ellipse:3x3x3': expected WxH or N (e.g. rect:5x3, rect:5)"),
+    ("dilate:se=cross:3x 3", "se: structuring element 'cross:3x 3': expected WxH or N (e.g. rect:5x3, rect:5)"),
+    ("dilate:se=rect:+3x3", "se: structuring element 'rect:+3x3': expected WxH or N (e.g. rect:5x3, rect:5)"),
+    ("dilate:se=rect:4098x1", "se: structuring element 'rect:4098x1': sides must be 1..4097"),
+    ("dilate:se=disk:3x5", "se: structuring element 'disk:3x5': expected a radius R (disk:R; ellipse:WxH for other sizes)"),
+    ("dilate:se=disk:-1", "se: structuring element 'disk:-1': expected a radius R (disk:R; ellipse:WxH for other sizes)"),
+    ("dilate:se=disk:2049",
+     "se: structuring element 'disk:2049': the radius must be 0..2048 (the disk is (2R+1)x(2R+1), at most 4097x4097)"),
+]
+
+
+@pytest.mark.parametrize("op,message", OP_MESSAGES, ids=[op for op, _ in OP_MESSAGES])
+def test_op_parameter_message(apron, tmp_path, op, message):
+    r, out = run_bad(apron, tmp_path, good_pgm(tmp_path), op)
+    check_failure(r, out, op)
+    assert r.returncode == 1, r.returncode
+    assert r.stderr.strip() == f"apron: --op {op}: {message}"
+
+
+@pytest.mark.parametrize("sigma", ["1e-300", "1e-320", "5e-324"])
+def test_tiny_sigma_is_the_identity(apron, tmp_path, sigma):
+    """The Gaussian's limit as sigma -> 0 is the unit impulse: the image comes back unchanged (it used to
+    fail with 'mask: weight is not a finite number')."""
+    img = random_image((23, 37), np.uint8, seed=114)
+    got = apron.filter(tmp_path, img, f"gaussian:sigma={sigma}")
+    np.testing.assert_array_equal(got, img)
+    got = apron.filter(tmp_path, img, f"unsharp:sigma={sigma},amount=3")
+    np.testing.assert_array_equal(got, img)
+
+
+@pytest.mark.parametrize("op", ["gaussian:sigma=682", "unsharp:sigma=682", "gaussian:sigma=1,radius=2048",
+                                "separable:row=1;2;1", "dilate:se=disk:0", "xf-lowpass:alpha=1e-30"])
+def test_largest_and_smallest_advertised_values_run(apron, tmp_path, op):
+    r, out = run_bad(apron, tmp_path, good_pgm(tmp_path, shape=(5, 7)), op)
+    assert r.returncode == 0 and out.exists(), r.stderr
+
+
 def test_missing_mask_file(apron, tmp_path):
     r, out = run_bad(apron, tmp_path, good_pgm(tmp_path), f"correlate:mask={tmp_path / 'no-such.kernel'}")
     check_failure(r, out, "no-such.kernel")
@@ -191,9 +264,15 @@ def test_missing_se_file(apron, tmp_path):
         "2.5 1\n1 2\n",  # fractional size
         "2 1\n1 2\n3 4\n",  # an extra row
         "1 1\n1\0\n",  # binary
+        "2 1\n+1 2\n",  # numbers as in op parameters: no '+', hexadecimal or overflow
+        "2 1\n0x10 2\n",
+        "2 1\n1 1e999\n",
+        "3.0 1\n1 2 3\n",  # the size: digits only
+        "+2 1\n1 2\n",
     ],
     ids=["empty", "comment-only", "missing-row", "short-row", "long-row", "not-number", "nan", "inf",
-         "bad-header", "one-number-header", "zero-size", "fractional-size", "extra-row", "nul-byte"],
+         "bad-header", "one-number-header", "zero-size", "fractional-size", "extra-row", "nul-byte",
+         "plus-sign", "hex", "overflow", "decimal-size", "plus-size"],
 )
 def test_malformed_mask_file(apron, tmp_path, text):
     mask = tmp_path / "broken.kernel"

@@ -12,12 +12,21 @@ SES = ["rect:3x3", "rect:5x3", "rect:4x2", "rect:1x1", "rect:2x2", "rect:1x6", "
        "cross:4x6", "ellipse:5x5", "ellipse:7x5", "ellipse:6x4", "ellipse:9x9", "ellipse:2x3"]
 
 
+def euclidean_disk(r: int) -> np.ndarray:
+    """SPEC.md's disk:R, x^2 + y^2 <= R^2 on -R..R: scikit-image's morphology.disk(R) when installed."""
+    try:
+        from skimage.morphology import disk
+    except ImportError:
+        y, x = np.mgrid[-r : r + 1, -r : r + 1]
+        return (x * x + y * y <= r * r).astype(np.uint8)
+    return disk(r).astype(np.uint8)
+
+
 def se_kernel(spec: str) -> np.ndarray:
-    """cv2.getStructuringElement for 'shape:WxH' (OpenCV sizes are (width, height))."""
+    """cv2.getStructuringElement for 'shape:WxH' (OpenCV sizes are (width, height)); disk:R is Euclidean."""
     shape, size = spec.split(":")
     if shape == "disk":
-        r = int(size)
-        return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))
+        return euclidean_disk(int(size))
     w, h = (int(v) for v in size.split("x"))
     return cv2.getStructuringElement(CV_SHAPE[shape], (w, h))
 
@@ -83,11 +92,21 @@ def test_default_se_is_rect3x3(apron, tmp_path):
     assert_equal_images(apron.filter(tmp_path, img, "dilate"), cv2.dilate(img, np.ones((3, 3), np.uint8)), "dilate")
 
 
-@pytest.mark.parametrize("r", [1, 2, 3])
-def test_disk_is_ellipse(apron, tmp_path, r):
+def test_euclidean_disk_reference():
+    """The formula itself (independent of apron): disk(2) as scikit-image draws it, and it differs from
+    OpenCV's 5x5 ellipse, which apron's disk:2 used to be."""
+    np.testing.assert_array_equal(euclidean_disk(2), [[0, 0, 1, 0, 0], [0, 1, 1, 1, 0], [1, 1, 1, 1, 1],
+                                                      [0, 1, 1, 1, 0], [0, 0, 1, 0, 0]])
+    assert not np.array_equal(euclidean_disk(2), cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5)))
+
+
+@pytest.mark.parametrize("r", [0, 1, 2, 3, 5, 8])
+def test_disk_is_euclidean(apron, tmp_path, r):
     img = random_image((23, 37), np.uint8, seed=64)
     got = apron.filter(tmp_path, img, f"erode:se=disk:{r}")
-    assert_equal_images(got, cv2.erode(img, se_kernel(f"disk:{r}")), f"disk:{r}")
+    k = euclidean_disk(r)
+    assert_equal_images(got, cv2.erode(img, k), f"disk:{r}")
+    assert_equal_images(got, morph_ref(img, k, "erode"), f"disk:{r} (numpy)")
 
 
 MORPH_EX = {
