@@ -28,7 +28,8 @@ std::optional<ImageShape> shape(std::uint64_t w, std::uint64_t h, int channels, 
 // P1-P7 and Pf/PF: the text header, read by the decoders' own tokenizer.
 std::optional<ImageShape> netpbm(std::string_view head) {
     const io::Bytes bytes(reinterpret_cast<const std::uint8_t*>(head.data()), head.size());
-    io::TextHeader h(bytes, "header", "PNM");
+    const std::string name = "header";  // TextHeader keeps a reference to it
+    io::TextHeader h(bytes, name, "PNM");
     const char kind = head[1];
     h.skip(2);
     if (kind == 'f' || kind == 'F') {

@@ -6,12 +6,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <system_error>
 
 #include "apron/errors.hpp"
 #include "batch/text.hpp"
+#include "io/temporary_name.hpp"
 
 namespace apron::batch {
 
@@ -103,6 +105,13 @@ void prepare_output_directory(const std::string& output_dir) {
     if (fs::exists(st) && !fs::is_directory(st)) fail(out, "the output folder is not a directory");
     fs::create_directories(out, ec);
     if (ec) fail(out, "cannot create the output directory: " + ec.message());
+    // Every output is written here: a folder that takes no file fails now, not once per image. The probe
+    // is named as the atomic writer names its temporaries, so a resumed run removes one a crash left.
+    std::string probe = out + "/" + io::temporary_name("write-check");
+    const int fd = ::mkstemp(probe.data());
+    if (fd < 0) fail(out, "cannot write in the output folder: " + errno_text(errno));
+    ::close(fd);
+    ::unlink(probe.c_str());
     const std::string dir = batch_directory(output_dir);
     const fs::file_status bst = fs::status(dir, ec);
     if (fs::exists(bst) && !fs::is_directory(bst))
