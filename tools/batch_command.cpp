@@ -128,6 +128,10 @@ int dry_run(const BatchArgs& a, const std::vector<apron::BatchItem>& items, cons
     std::cout << "compute: " << apron::describe_batch_compute(o)
               << (world.active ? ", " + std::to_string(world.size) + " MPI ranks" : std::string()) << "\n";
     std::cout << "memory budget: " << apron::format_bytes(o.memory_budget) << "\n";
+    if (const auto problem = apron::batch::output_directory_problem(a.output_dir)) {
+        std::cout << "output folder unusable: " << *problem << "; a real run would stop at once\n";
+        return 1;
+    }
     if (const auto holder = apron::batch::output_lock_holder(a.output_dir))
         std::cout << "output folder locked: " << apron::batch::lock_file_path(a.output_dir) << " is held by "
                   << *holder << "; a real run now would stop at once\n";

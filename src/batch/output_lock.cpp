@@ -90,6 +90,18 @@ void check_regular(int fd, const std::string& path) {
     }
 }
 
+// Every output is written in the output folder: one that takes no file fails the run at once, not once per
+// image. The probe is named as the atomic writer names its temporaries, so a resumed run removes one that a
+// crash left.
+void check_writable(const std::string& output_dir) {
+    const std::string out = output_dir.empty() ? std::string(".") : output_dir;
+    std::string probe = out + "/" + io::temporary_name("write-check");
+    const int fd = ::mkstemp(probe.data());
+    if (fd < 0) fail(out, "cannot write in the output folder: " + errno_text(errno));
+    ::close(fd);
+    ::unlink(probe.c_str());
+}
+
 } // namespace
 
 std::string batch_directory(const std::string& output_dir) {
@@ -98,24 +110,25 @@ std::string batch_directory(const std::string& output_dir) {
 
 std::string lock_file_path(const std::string& output_dir) { return batch_directory(output_dir) + "/lock"; }
 
-void prepare_output_directory(const std::string& output_dir) {
+std::optional<std::string> output_directory_problem(const std::string& output_dir) {
     const std::string out = output_dir.empty() ? std::string(".") : output_dir;
     std::error_code ec;
     const fs::file_status st = fs::status(out, ec);
-    if (fs::exists(st) && !fs::is_directory(st)) fail(out, "the output folder is not a directory");
-    fs::create_directories(out, ec);
-    if (ec) fail(out, "cannot create the output directory: " + ec.message());
-    // Every output is written here: a folder that takes no file fails now, not once per image. The probe
-    // is named as the atomic writer names its temporaries, so a resumed run removes one a crash left.
-    std::string probe = out + "/" + io::temporary_name("write-check");
-    const int fd = ::mkstemp(probe.data());
-    if (fd < 0) fail(out, "cannot write in the output folder: " + errno_text(errno));
-    ::close(fd);
-    ::unlink(probe.c_str());
+    if (fs::exists(st) && !fs::is_directory(st)) return out + ": the output folder is not a directory";
     const std::string dir = batch_directory(output_dir);
     const fs::file_status bst = fs::status(dir, ec);
     if (fs::exists(bst) && !fs::is_directory(bst))
-        fail(dir, "is not a directory (apron batch keeps its manifests and lock there; move it away)");
+        return dir + ": is not a directory (apron batch keeps its manifests and lock there; move it away)";
+    return std::nullopt;
+}
+
+void prepare_output_directory(const std::string& output_dir) {
+    if (const auto problem = output_directory_problem(output_dir)) throw Error(*problem);
+    const std::string out = output_dir.empty() ? std::string(".") : output_dir;
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec) fail(out, "cannot create the output directory: " + ec.message());
+    const std::string dir = batch_directory(output_dir);
     fs::create_directory(dir, ec);
     if (ec) fail(dir, "cannot create the batch directory: " + ec.message());
 }
@@ -137,6 +150,12 @@ OutputLock::OutputLock(const std::string& output_dir) : path_(lock_file_path(out
         ::close(fd_);
         fd_ = -1;
         fail(path_, message);
+    }
+    try {
+        check_writable(output_dir);
+    } catch (...) {
+        ::close(fd_);
+        throw;
     }
     const std::string who = "pid " + std::to_string(::getpid()) + "\nhost " + host_name() + "\nstarted " + utc_now() + "\n";
     // Best effort: the lock is what excludes other runs; the text only names the holder in their message.

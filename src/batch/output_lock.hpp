@@ -19,9 +19,14 @@ std::string lock_file_path(const std::string& output_dir);
 // way (a file where a directory must be) or cannot be created (no permission, read-only file system).
 void prepare_output_directory(const std::string& output_dir);
 
+// What prepare_output_directory would refuse without trying to create anything: the output folder or the
+// batch directory exists and is not a directory (the message it would throw), else nullopt (--dry-run).
+std::optional<std::string> output_directory_problem(const std::string& output_dir);
+
 class OutputLock {
 public:
-    // prepare_output_directory, then takes the lock at once (never waits). apron::Error
+    // prepare_output_directory, then takes the lock at once (never waits), then checks that the output folder
+    // takes a file ("DIR: cannot write in the output folder: why"). apron::Error
     //   "DIR/.apron-batch/lock: another apron batch is writing to this output folder (pid P on HOST, started
     //    TIME); wait for it to end or choose another output folder"
     // when another process holds it, or naming the lock file when it cannot be created or locked.
