@@ -76,9 +76,9 @@ TEST(BatchJobFile, CrlfBlanksAndNoFinalNewline) {
 }
 
 TEST(BatchJobFile, EmptyJobAndLimits) {
-    const JobFile empty = parse_job_file("0\n32\n1 1\n0 0\n", "empty.job");
+    const JobFile empty = parse_job_file("0\n16\n1 1\n0 0\n", "empty.job");
     EXPECT_EQ(empty.count, 0);
-    EXPECT_EQ(empty.bits, 32);
+    EXPECT_EQ(empty.bits, 16);
     EXPECT_TRUE(empty.paths.empty());
     const JobFile widest = parse_job_file("1\n8\n1048576 3\n524287 1\n/abs/p.png\n", "wide.job");
     EXPECT_EQ(widest.max_width, 1 << 20);
@@ -107,6 +107,7 @@ TEST(BatchJobFile, MalformedFilesNameFileAndLine) {
         {"100000001\n" + header, 1, "image count 100000001 is over the limit of 100000000"},
         {"99999999999999999999999\n" + header, 1, "over the limit"},
         {"1\n12\n10 10\n0 0\na\n", 2, "bits per sample 12: must be 8, 16 or 32"},
+        {"1\n32\n10 10\n0 0\na\n", 2, "bits per sample 32: a GenConv job's 32-bit samples are int32"},
         {"1\n8 8\n10 10\n0 0\na\n", 2, "bits per sample: expected one integer"},
         {"1\n8\n100\n0 0\na\n", 3, "largest width and height: expected two integers, found '100'"},
         {"1\n8\n0 5\n0 0\na\n", 3, "largest width and height 0 5: each must be 1 to 1048576"},
@@ -128,6 +129,40 @@ TEST(BatchJobFile, MalformedFilesNameFileAndLine) {
         EXPECT_TRUE(fails_naming([&] { parse_job_file(c.text, "dir/job.txt"); },
                                  "dir/job.txt:" + std::to_string(c.line) + ": ", c.fragment));
     }
+}
+
+TEST(BatchJobFile, CommentLinesAnywhere) {
+    const JobFile job = parse_job_file("# made by GenConv\n2\n  # bits per sample\n16\n# largest\n64 32\n1 1\n"
+                                       "# the images\na.pgm\n#b.pgm is out\nc.pgm\n# end\n",
+                                       "job.txt");
+    EXPECT_EQ(job.count, 2);
+    EXPECT_EQ(job.bits, 16);
+    EXPECT_EQ(job.bits_line, 4);
+    EXPECT_EQ(job.max_width, 64);
+    EXPECT_EQ(job.max_height, 32);
+    EXPECT_EQ(job.paths, (std::vector<std::string>{"a.pgm", "c.pgm"}));
+    EXPECT_EQ(job.path_lines, (std::vector<int>{9, 11}));
+    // Errors still name the line the problem is on, comments counted.
+    EXPECT_TRUE(fails_naming([] { parse_job_file("# c\n1\n# c\n7\n1 1\n0 0\na\n", "j"); }, "j:4: ",
+                             "bits per sample 7"));
+    EXPECT_TRUE(fails_naming([] { parse_job_file("# only comments\n# here\n", "j"); }, "j:2: ",
+                             "ends before the image count line"));
+}
+
+TEST(BatchJobFile, Bits32IsGenConvsInt32AndRefusedUnlessSaidToBeFloat) {
+    const std::string text = "1\n32\n8 8\n0 0\na.pfm\n";
+    EXPECT_TRUE(fails_naming([&] { parse_job_file(text, "job.txt"); }, "job.txt:2: ",
+                             "bits per sample 32: a GenConv job's 32-bit samples are int32, which apron does not "
+                             "read (it reads 8- and 16-bit integer and 32-bit float images); convert the images to "
+                             "16-bit, or to 32-bit float (PFM, TIFF) and pass --job-bits32 float"));
+    JobOptions as_float;
+    as_float.bits32 = JobBits32::float32;
+    const JobFile job = parse_job_file(text, "job.txt", as_float);
+    EXPECT_EQ(job.bits, 32);
+    EXPECT_EQ(job.paths, std::vector<std::string>{"a.pfm"});
+    // 8 and 16 are read whatever the option.
+    EXPECT_EQ(parse_job_file("1\n16\n8 8\n0 0\na.pgm\n", "j").bits, 16);
+    EXPECT_EQ(parse_job_file("1\n8\n8 8\n0 0\na.pgm\n", "j", as_float).bits, 8);
 }
 
 TEST(BatchJobFile, ControlBytesInMessagesAreEscaped) {
@@ -160,7 +195,11 @@ TEST(BatchJobFile, LooksLikeJobFile) {
     EXPECT_FALSE(looks_like_job_file("3\n"));
     EXPECT_FALSE(looks_like_job_file("3\na.png\n"));
     EXPECT_FALSE(looks_like_job_file("3 4\n8\n4096 4096\n2 2\n"));
-    EXPECT_FALSE(looks_like_job_file("# images\n3\n8\n1 1\n0 0\n"));
+    EXPECT_FALSE(looks_like_job_file("# images\na.png\nb.png\n"));
+    // Comment lines are skipped wherever they are, the first line included (a GenConv job may begin so).
+    EXPECT_TRUE(looks_like_job_file("# images\n3\n8\n1 1\n0 0\n"));
+    EXPECT_TRUE(looks_like_job_file("  # a job\n\n3\n# bits:\n8\n"));
+    EXPECT_FALSE(looks_like_job_file("# 3\n# 8\n"));
     EXPECT_FALSE(looks_like_job_file(std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16)));
 }
 
@@ -227,6 +266,22 @@ TEST_F(BatchInputs, JobFileWithPadding) {
     ASSERT_TRUE(set.job.has_value());
     EXPECT_EQ(set.job->bits, 16);
     EXPECT_EQ(set.job->max_width, 64);
+}
+
+// A GenConv job file may begin with a comment: it is still a job file, not a list of images named '1'...
+TEST_F(BatchInputs, JobFileStartingWithACommentIsAJobFile) {
+    write_text(file("job.txt"), "# GenConv job\n1\n8\n64 64\n2 1\n" + file("b.png") + "\n");
+    const InputSet set = resolve_inputs({file("job.txt")});
+    ASSERT_TRUE(set.job.has_value());
+    EXPECT_EQ(paths_of(set), std::vector<std::string>{file("b.png")});
+    EXPECT_EQ(set.items[0].pad_x, 2);
+    EXPECT_EQ(set.items[0].pad_y, 1);
+    // ... and a job saying 32 bits is refused up front, or read as float when told so.
+    write_text(file("job32.txt"), "# GenConv job\n1\n32\n64 64\n0 0\n" + file("b.png") + "\n");
+    EXPECT_TRUE(fails_naming([&] { resolve_inputs({file("job32.txt")}); }, file("job32.txt") + ":3: ", "int32"));
+    JobOptions as_float;
+    as_float.bits32 = JobBits32::float32;
+    EXPECT_EQ(resolve_inputs({file("job32.txt")}, InputKind::automatic, as_float).job->bits, 32);
 }
 
 TEST_F(BatchInputs, JobFileErrorsNameFileAndLine) {

@@ -1,8 +1,11 @@
-// `apron batch` bookkeeping: the resume manifest (CRC-32, verified entries, torn and garbage lines, several
-// ranks, keep, errors) and the progress bar / stage summary. Self-contained: only files in a scratch directory.
+// `apron batch` bookkeeping: the resume manifest (CRC-32, entries checked against the output and the input
+// it was made from, one job per line, torn and garbage lines, several ranks, keep, errors, other versions)
+// and the progress bar / stage summary. Self-contained: only files in a scratch directory.
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
@@ -39,7 +42,7 @@ std::string read_text(const std::string& path) {
     return ss.str();
 }
 
-std::string header(const std::string& fingerprint) { return "# apron batch manifest 1\n# job " + fingerprint + "\n"; }
+std::string header(const std::string& fingerprint) { return "# apron batch manifest 2\n# job " + fingerprint + "\n"; }
 
 std::string hex8(std::uint32_t v) {
     char s[9];
@@ -47,7 +50,18 @@ std::string hex8(std::uint32_t v) {
     return s;
 }
 
-// A scratch output directory per test, removed afterwards.
+std::int64_t mtime_ns(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+    return std::int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+void set_mtime_ns(const std::string& path, std::int64_t ns) {
+    const struct timespec times[2] = {{ns / 1000000000, long(ns % 1000000000)}, {ns / 1000000000, long(ns % 1000000000)}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0) << path;
+}
+
+// A scratch output directory per test, removed afterwards. Each output NAME is made from the input in/NAME.
 class BatchManifest : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -61,17 +75,27 @@ protected:
     }
 
     std::string path(const std::string& relative) const { return dir_ + "/" + relative; }
+    std::string input_of(const std::string& output) const { return path("in/" + output); }
     std::string manifest_path(int rank) const { return path(".apron-batch/manifest-" + std::to_string(rank) + ".tsv"); }
 
-    // Writes an output file and returns the entry describing it.
-    ManifestEntry make_output(const std::string& name, const std::string& content, const std::string& input = "") {
+    // Writes an output file and the input it is made from; returns the entry describing both.
+    ManifestEntry make_output(const std::string& name, const std::string& content, const std::string& input_content = "") {
         write_text(path(name), content);
-        return {name, content.size(), crc32_of(bytes_of(content)), input.empty() ? "in/" + name : input};
+        const std::string input = input_of(name);
+        const std::string in = input_content.empty() ? "pixels of " + name : input_content;
+        write_text(input, in);
+        return {name, content.size(), crc32_of(bytes_of(content)), input, in.size(), mtime_ns(input),
+                crc32_of(bytes_of(in))};
     }
 
-    std::string entry_line(const ManifestEntry& e) const {
-        return e.output + "\t" + std::to_string(e.bytes) + "\t" + hex8(e.crc32) + "\t" + e.input + "\n";
+    std::string entry_line(const ManifestEntry& e, const std::string& fingerprint = "") const {
+        return e.output + "\t" + std::to_string(e.bytes) + "\t" + hex8(e.crc32) + "\t" + e.input + "\t" +
+               std::to_string(e.input_bytes) + "\t" + std::to_string(e.input_mtime_ns) + "\t" + hex8(e.input_crc32) +
+               "\t" + job_id(fingerprint.empty() ? job_ : fingerprint) + "\n";
     }
+
+    // Whether `m` takes output NAME as finished, made from in/NAME.
+    bool done(const Manifest& m, const std::string& name) const { return m.finished(name, input_of(name)).has_value(); }
 
     std::string dir_;
     const std::string job_ = "pipeline=gauss:3 format=png version=1";
@@ -80,7 +104,8 @@ protected:
 TEST_F(BatchManifest, Crc32KnownVectors) {
     EXPECT_EQ(crc32_of(bytes_of("123456789")), 0xCBF43926u);
     EXPECT_EQ(crc32_of(bytes_of("The quick brown fox jumps over the lazy dog")), 0x414FA339u);
-    EXPECT_EQ(crc32_of({}), 0u);
+    EXPECT_EQ(crc32_of(std::string_view("123456789")), 0xCBF43926u);
+    EXPECT_EQ(crc32_of(std::span<const std::uint8_t>{}), 0u);
 }
 
 TEST_F(BatchManifest, Crc32OfFileEqualsInMemoryCrc) {
@@ -113,28 +138,42 @@ TEST_F(BatchManifest, Crc32OfUnreadableFileNamesIt) {
     }
 }
 
+TEST_F(BatchManifest, JobIdIsAStableHashOfTheFingerprint) {
+    EXPECT_EQ(job_id(""), "cbf29ce484222325");  // FNV-1a's offset basis: nothing hashed
+    EXPECT_EQ(job_id("a"), "af63dc4c8601ec8c");
+    EXPECT_EQ(job_id(job_).size(), 16u);
+    EXPECT_NE(job_id(job_), job_id(job_ + " "));
+    EXPECT_EQ(job_id("line one\nline\ttwo"), job_id("line one line two"));  // as the header shows it
+}
+
 TEST_F(BatchManifest, RecordWritesHeaderAndOneLinePerEntry) {
+    ManifestEntry e;
     {
         Manifest m(dir_, job_, 0, false);
-        m.record(make_output("a.png", "hello", "in/a.png"));
+        e = make_output("a.png", "hello", "input");
+        e.input_mtime_ns = 1234567890123456789;
+        m.record(e);
     }
-    EXPECT_EQ(read_text(manifest_path(0)), header(job_) + "a.png\t5\t3610a686\tin/a.png\n");
+    EXPECT_EQ(read_text(manifest_path(0)), header(job_) + "a.png\t5\t3610a686\t" + input_of("a.png") +
+                                               "\t5\t1234567890123456789\t" + hex8(crc32_of(bytes_of("input"))) +
+                                               "\t" + job_id(job_) + "\n");
 }
 
 TEST_F(BatchManifest, RoundTripMarksRecordedOutputsDone) {
     {
         Manifest m(dir_, job_, 0, false);
-        EXPECT_EQ(m.done_count(), 0u);
+        EXPECT_EQ(m.candidate_count(), 0u);
         m.record(make_output("a.png", "first image"));
         m.record(make_output("sub/b.png", "second image, in a subdirectory"));
         make_output("c.png", "written but never recorded: the process died before");
     }
     Manifest m(dir_, job_, 0, true);
-    EXPECT_TRUE(m.done("a.png"));
-    EXPECT_TRUE(m.done("sub/b.png"));
-    EXPECT_FALSE(m.done("c.png"));
-    EXPECT_FALSE(m.done("missing.png"));
-    EXPECT_EQ(m.done_count(), 2u);
+    EXPECT_TRUE(done(m, "a.png"));
+    EXPECT_TRUE(done(m, "sub/b.png"));
+    EXPECT_FALSE(done(m, "c.png"));
+    EXPECT_FALSE(done(m, "missing.png"));
+    EXPECT_EQ(m.candidate_count(), 2u);
+    EXPECT_TRUE(m.notes().empty());
 }
 
 TEST_F(BatchManifest, ModifiedOutputOfSameSizeIsNotDone) {
@@ -145,8 +184,8 @@ TEST_F(BatchManifest, ModifiedOutputOfSameSizeIsNotDone) {
     }
     write_text(path("a.png"), "abcdefgX");
     Manifest m(dir_, job_, 0, true);
-    EXPECT_FALSE(m.done("a.png"));
-    EXPECT_TRUE(m.done("b.png"));
+    EXPECT_FALSE(done(m, "a.png"));
+    EXPECT_TRUE(done(m, "b.png"));
 }
 
 TEST_F(BatchManifest, ResizedOrDeletedOutputIsNotDone) {
@@ -159,9 +198,9 @@ TEST_F(BatchManifest, ResizedOrDeletedOutputIsNotDone) {
     fs::remove(path("a.png"));
     write_text(path("b.png"), "will be");
     Manifest m(dir_, job_, 0, true);
-    EXPECT_FALSE(m.done("a.png"));
-    EXPECT_FALSE(m.done("b.png"));
-    EXPECT_TRUE(m.done("c.png"));
+    EXPECT_FALSE(done(m, "a.png"));
+    EXPECT_FALSE(done(m, "b.png"));
+    EXPECT_TRUE(done(m, "c.png"));
 }
 
 TEST_F(BatchManifest, OutputReplacedByDirectoryIsNotDone) {
@@ -172,7 +211,66 @@ TEST_F(BatchManifest, OutputReplacedByDirectoryIsNotDone) {
     fs::remove(path("a.png"));
     fs::create_directory(path("a.png"));
     Manifest m(dir_, job_, 0, true);
-    EXPECT_FALSE(m.done("a.png"));
+    EXPECT_FALSE(done(m, "a.png"));
+}
+
+// The input's pixels changed but its size did not, and its modification time is older than before (or the
+// same): the output made from the old pixels is not finished.
+TEST_F(BatchManifest, ChangedInputOfSameSizeAndOlderOrSameTimeIsNotDone) {
+    ManifestEntry a, b;
+    {
+        Manifest m(dir_, job_, 0, false);
+        a = make_output("a.png", "output of a", "input pixels A");
+        b = make_output("b.png", "output of b", "input pixels B");
+        m.record(a);
+        m.record(b);
+    }
+    write_text(input_of("a.png"), "input pixels X");  // same size
+    set_mtime_ns(input_of("a.png"), a.input_mtime_ns - 3600'000000000LL);
+    write_text(input_of("b.png"), "input pixels Y");
+    set_mtime_ns(input_of("b.png"), b.input_mtime_ns);  // exactly the recorded time
+    {
+        Manifest m(dir_, job_, 1, true);  // rank 1: manifest-0.tsv stays as it is
+        EXPECT_FALSE(done(m, "a.png"));
+        EXPECT_FALSE(done(m, "b.png"));
+    }
+    // Back to the recorded bytes, with a new time: finished again (the time is not what is compared).
+    write_text(input_of("a.png"), "input pixels A");
+    Manifest m(dir_, job_, 2, true);
+    EXPECT_TRUE(done(m, "a.png"));
+    const auto entry = m.finished("a.png", input_of("a.png"));
+    ASSERT_TRUE(entry.has_value());
+    EXPECT_EQ(entry->input_mtime_ns, mtime_ns(input_of("a.png")));  // the entry describes the input now
+}
+
+TEST_F(BatchManifest, InputResizedDeletedOrNotARegularFileIsNotDone) {
+    {
+        Manifest m(dir_, job_, 0, false);
+        m.record(make_output("a.png", "out a"));
+        m.record(make_output("b.png", "out b"));
+        m.record(make_output("c.png", "out c"));
+    }
+    write_text(input_of("a.png"), "pixels of a.png, and more");
+    fs::remove(input_of("b.png"));
+    fs::remove(input_of("c.png"));
+    ASSERT_EQ(::mkfifo(input_of("c.png").c_str(), 0644), 0);  // must not block the check
+    Manifest m(dir_, job_, 0, true);
+    EXPECT_FALSE(done(m, "a.png"));
+    EXPECT_FALSE(done(m, "b.png"));
+    EXPECT_FALSE(done(m, "c.png"));
+}
+
+// Which input an output is checked against is the caller's: the batch lists it now.
+TEST_F(BatchManifest, OutputIsCheckedAgainstTheInputListedNow) {
+    {
+        Manifest m(dir_, job_, 0, false);
+        m.record(make_output("a.png", "out a", "pixels"));
+    }
+    write_text(path("elsewhere/same.pgm"), "pixels");  // the same bytes under another path: the same output
+    write_text(path("elsewhere/other.pgm"), "pixelz");
+    Manifest m(dir_, job_, 0, true);
+    EXPECT_TRUE(m.finished("a.png", path("elsewhere/same.pgm")).has_value());
+    EXPECT_FALSE(m.finished("a.png", path("elsewhere/other.pgm")).has_value());
 }
 
 TEST_F(BatchManifest, OtherFingerprintCountsForNothing) {
@@ -181,8 +279,40 @@ TEST_F(BatchManifest, OtherFingerprintCountsForNothing) {
         m.record(make_output("a.png", "content"));
     }
     Manifest other(dir_, job_ + " sigma=2", 0, true);
-    EXPECT_FALSE(other.done("a.png"));
-    EXPECT_EQ(other.done_count(), 0u);
+    EXPECT_FALSE(done(other, "a.png"));
+    EXPECT_EQ(other.candidate_count(), 0u);
+}
+
+// Two jobs wrote one manifest file (each truncated it and appended at its own offset): the header above
+// names one job, the lines below belong to both. Each line counts for its own job only.
+TEST_F(BatchManifest, LinesCountOnlyForTheJobThatWroteThemWhateverTheHeader) {
+    const std::string other = job_ + " dilate";
+    const ManifestEntry mine = make_output("a.png", "made by this job");
+    const ManifestEntry theirs = make_output("b.png", "made by the other job");
+    write_text(manifest_path(0), header(other) + entry_line(theirs, other) + entry_line(mine));
+    write_text(manifest_path(1), header(job_) + entry_line(theirs, other));
+    Manifest m(dir_, job_, 2, true);
+    EXPECT_TRUE(done(m, "a.png"));
+    EXPECT_FALSE(done(m, "b.png"));
+    EXPECT_EQ(m.candidate_count(), 1u);
+    Manifest o(dir_, other, 3, true);
+    EXPECT_FALSE(done(o, "a.png"));
+    EXPECT_TRUE(done(o, "b.png"));
+}
+
+// A line forged for another job (its job field, or one without any) is never taken.
+TEST_F(BatchManifest, ForgedOrJoblessLinesAreNotTaken) {
+    const ManifestEntry a = make_output("a.png", "a");
+    std::string jobless = entry_line(a);
+    jobless.erase(jobless.rfind('\t'));  // seven fields
+    std::string forged = entry_line(a);
+    forged.replace(forged.rfind('\t') + 1, 16, job_id("another job"));
+    std::string upper = entry_line(a);
+    for (auto i = upper.rfind('\t') + 1; i < upper.size(); ++i) upper[i] = char(std::toupper(upper[i]));
+    write_text(manifest_path(0), header(job_) + jobless + "\n" + forged + upper + "\n");
+    Manifest m(dir_, job_, 1, true);
+    EXPECT_FALSE(done(m, "a.png"));
+    EXPECT_EQ(m.candidate_count(), 0u);
 }
 
 TEST_F(BatchManifest, TornLastLineIsSkippedAndEarlierEntriesKept) {
@@ -192,8 +322,8 @@ TEST_F(BatchManifest, TornLastLineIsSkippedAndEarlierEntriesKept) {
     torn.pop_back();  // a crash before the '\n' reached the file: even a fully parsable line must not count
     write_text(manifest_path(0), header(job_) + entry_line(a) + torn);
     Manifest m(dir_, job_, 0, true);
-    EXPECT_TRUE(m.done("a.png"));
-    EXPECT_FALSE(m.done("b.png"));
+    EXPECT_TRUE(done(m, "a.png"));
+    EXPECT_FALSE(done(m, "b.png"));
 }
 
 TEST_F(BatchManifest, GarbageLinesAreSkipped) {
@@ -202,35 +332,51 @@ TEST_F(BatchManifest, GarbageLinesAreSkipped) {
     const std::string crc = hex8(e.crc32);
     std::string upper = crc;
     for (char& c : upper) c = char(std::toupper(c));
+    // The input fields and job of e.png's real entry, after OUTPUT BYTES CRC.
+    std::string rest = entry_line(e);
+    for (int i = 0; i < 3; ++i) rest.erase(0, rest.find('\t') + 1);
+    rest.pop_back();
+    const std::string in_rest = "\t" + rest + "\n";  // \t INPUT ... JOB \n
     const std::string lines = "\n"
                               "# a comment\n"
-                              "e.png\t1\n"                                      // too few fields
-                              "e.png\t1\t" + crc + "\tin\textra\n"              // too many
-                              "e.png\t1x\t" + crc + "\tin\n"                    // bad size
-                              "e.png\t-1\t" + crc + "\tin\n"                    // negative size
-                              "e.png\t99999999999999999999999\t" + crc + "\tin\n"  // overflows
-                              "e.png\t1\t" + upper + "\tin\n"                   // not lowercase (when it has letters)
-                              "e.png\t1\t" + crc.substr(1) + "\tin\n"           // 7 digits
-                              "e.png\t1\t" + crc + "0\tin\n"                    // 9 digits
-                              "e.p\\qng\t1\t" + crc + "\tin\n"                  // invalid escape
-                              "\t1\t" + crc + "\tin\n"                          // empty name
+                              "e.png\t1\n"                                          // too few fields
+                              "e.png\t1\t" + crc + "\t" + rest + "\textra\n"       // too many
+                              "e.png\t1x\t" + crc + in_rest +                       // bad size
+                              "e.png\t-1\t" + crc + in_rest +                       // negative size
+                              "e.png\t99999999999999999999999\t" + crc + in_rest +  // overflows
+                              "e.png\t1\t" + upper + in_rest +                      // not lowercase (when it has letters)
+                              "e.png\t1\t" + crc.substr(1) + in_rest +              // 7 digits
+                              "e.png\t1\t" + crc + "0" + in_rest +                  // 9 digits
+                              "e.p\\qng\t1\t" + crc + in_rest +                     // invalid escape
+                              "\t1\t" + crc + in_rest +                             // empty name
+                              "e.png\t1\t" + crc + "\tin\tx\t0\t00000000\t" + job_id(job_) + "\n"  // bad input size
+                              "e.png\t1\t" + crc + "\tin\t1\t1.5\t00000000\t" + job_id(job_) + "\n"  // bad time
                               "\t\t\t\n"
+                              "\t\t\t\t\t\t\t\n"
                               "\x01\x02\xff\xfe\n" +
-                              entry_line(good) + "e.png\t2\t" + crc + "\tin\n";  // wrong size for e.png
+                              entry_line(good) + "e.png\t2\t" + crc + in_rest;  // wrong size for e.png
     write_text(manifest_path(0), header(job_) + lines);
     Manifest m(dir_, job_, 0, true);
-    EXPECT_TRUE(m.done("good.png"));
-    EXPECT_FALSE(m.done("e.png"));
-    EXPECT_EQ(m.done_count(), 1u);
+    EXPECT_TRUE(done(m, "good.png"));
+    EXPECT_FALSE(done(m, "e.png"));
 }
 
-TEST_F(BatchManifest, WrongVersionOrMissingHeaderIsIgnored) {
+// A manifest of another version is not trusted at all, and a note says so; a file that is not a manifest
+// (or an empty one, torn before its header) is ignored.
+TEST_F(BatchManifest, OtherVersionsAreNotTrustedAndSaySo) {
     const ManifestEntry a = make_output("a.png", "a");
-    write_text(manifest_path(0), "# apron batch manifest 2\n# job " + job_ + "\n" + entry_line(a));
-    write_text(manifest_path(1), entry_line(a));
-    write_text(manifest_path(2), "# apron batch manifest 1");  // torn header
-    Manifest m(dir_, job_, 3, true);
-    EXPECT_EQ(m.done_count(), 0u);
+    write_text(manifest_path(0), "# apron batch manifest 1\n# job " + job_ + "\na.png\t1\t" + hex8(a.crc32) + "\tin/a.png\n");
+    write_text(manifest_path(1), entry_line(a));  // no header at all
+    write_text(manifest_path(2), "");
+    write_text(manifest_path(3), "# apron batch manifest 3\n# job " + job_ + "\n" + entry_line(a));
+    Manifest m(dir_, job_, 4, true);
+    EXPECT_FALSE(done(m, "a.png"));
+    EXPECT_EQ(m.candidate_count(), 0u);
+    ASSERT_EQ(m.notes().size(), 3u);
+    EXPECT_EQ(m.notes()[0], manifest_path(0) + ": written in manifest version '1' (an older apron's), not trusted: "
+                                               "its outputs are made again");
+    EXPECT_NE(m.notes()[1].find(manifest_path(1) + ": not an apron batch manifest"), std::string::npos);
+    EXPECT_NE(m.notes()[2].find("version '3'"), std::string::npos);
 }
 
 TEST_F(BatchManifest, FuzzedManifestsDoNotCrash) {
@@ -241,14 +387,14 @@ TEST_F(BatchManifest, FuzzedManifestsDoNotCrash) {
         std::string text = header(job_) + entry_line(good);
         const int n = int(rng() % 400);
         for (int i = 0; i < n; ++i) text += alphabet[rng() % alphabet.size()];
-        // Sometimes corrupt the header as well.
+        // Sometimes corrupt the header or the good line as well.
         if (round % 5 == 0) text[rng() % text.size()] = char(rng());
         write_text(manifest_path(0), text);
         write_text(manifest_path(1), text.substr(0, rng() % (text.size() + 1)));
         ASSERT_NO_THROW({
             Manifest m(dir_, job_, 2, true);
             if (round % 5 != 0) {
-                EXPECT_TRUE(m.done("good.png")) << "round " << round;
+                EXPECT_TRUE(done(m, "good.png")) << "round " << round;
             }
         });
     }
@@ -273,7 +419,16 @@ TEST_F(BatchManifest, ConcurrentRecordsStayWholeLines) {
     const std::string text = read_text(manifest_path(0));
     EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2 + threads * per_thread);
     Manifest m(dir_, job_, 0, true);
-    EXPECT_EQ(m.done_count(), entries.size());
+    EXPECT_EQ(m.candidate_count(), entries.size());
+    // Checked from several threads at once, as the batch's I/O threads do.
+    std::vector<std::thread> pool;
+    std::vector<int> found(threads, 0);
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            for (int i = 0; i < per_thread; ++i) found[std::size_t(t)] += done(m, entries[std::size_t(t * per_thread + i)].output);
+        });
+    for (auto& th : pool) th.join();
+    for (int t = 0; t < threads; ++t) EXPECT_EQ(found[std::size_t(t)], per_thread);
 }
 
 TEST_F(BatchManifest, ManifestsOfEveryRankAreRead) {
@@ -285,19 +440,21 @@ TEST_F(BatchManifest, ManifestsOfEveryRankAreRead) {
     }
     // A later run with a single process still sees what rank 1 finished.
     Manifest m(dir_, job_, 0, true);
-    EXPECT_TRUE(m.done("a.png"));
-    EXPECT_TRUE(m.done("b.png"));
-    EXPECT_EQ(m.done_count(), 2u);
+    EXPECT_TRUE(done(m, "a.png"));
+    EXPECT_TRUE(done(m, "b.png"));
+    EXPECT_EQ(m.candidate_count(), 2u);
 }
 
 TEST_F(BatchManifest, StaleEntryDoesNotHideTheCurrentOne) {
     const ManifestEntry now = make_output("a.png", "current content");
     ManifestEntry stale = now;
     stale.crc32 ^= 1;
+    ManifestEntry stale_input = now;
+    stale_input.input_crc32 ^= 1;
     write_text(manifest_path(5), header(job_) + entry_line(now));
-    write_text(manifest_path(0), header(job_) + entry_line(stale));  // read first: names sort before
+    write_text(manifest_path(0), header(job_) + entry_line(stale) + entry_line(stale_input));  // read first
     Manifest m(dir_, job_, 1, true);
-    EXPECT_TRUE(m.done("a.png"));
+    EXPECT_TRUE(done(m, "a.png"));
 }
 
 TEST_F(BatchManifest, KeepAppendsCarriedOverEntriesToThisRanksFile) {
@@ -311,17 +468,17 @@ TEST_F(BatchManifest, KeepAppendsCarriedOverEntriesToThisRanksFile) {
     }
     {
         Manifest m(dir_, job_, 0, true);
-        ASSERT_TRUE(m.done("a.png"));
-        ASSERT_TRUE(m.done("b.png"));
         EXPECT_EQ(read_text(manifest_path(0)), header(job_));  // truncated: its entries live in memory now
-        m.keep("a.png");
-        m.keep("never-made.png");  // not carried over: nothing to write
+        const auto kept = m.finished("a.png", input_of("a.png"));
+        ASSERT_TRUE(kept.has_value());
+        ASSERT_TRUE(done(m, "b.png"));
+        m.keep(*kept);
         EXPECT_EQ(read_text(manifest_path(0)), header(job_) + entry_line(a));
     }
     // What was kept survives the next resume; what was not kept is made again.
     Manifest m(dir_, job_, 0, true);
-    EXPECT_TRUE(m.done("a.png"));
-    EXPECT_FALSE(m.done("b.png"));
+    EXPECT_TRUE(done(m, "a.png"));
+    EXPECT_FALSE(done(m, "b.png"));
 }
 
 TEST_F(BatchManifest, WithoutResumeOldManifestsAreIgnoredAndThisRanksIsTruncated) {
@@ -330,8 +487,8 @@ TEST_F(BatchManifest, WithoutResumeOldManifestsAreIgnoredAndThisRanksIsTruncated
         m.record(make_output("a.png", "content"));
     }
     Manifest m(dir_, job_, 0, false);
-    EXPECT_FALSE(m.done("a.png"));
-    EXPECT_EQ(m.done_count(), 0u);
+    EXPECT_FALSE(done(m, "a.png"));
+    EXPECT_EQ(m.candidate_count(), 0u);
     EXPECT_EQ(read_text(manifest_path(0)), header(job_));
 }
 
@@ -339,13 +496,14 @@ TEST_F(BatchManifest, NamesWithTabsNewlinesAndBackslashesRoundTrip) {
     const std::string name = "odd\tna\nme\\x.png";
     {
         Manifest m(dir_, job_, 0, false);
-        m.record(make_output(name, "content", "in\\dir/with\ttab.png"));
+        m.record(make_output(name, "content"));
     }
     const std::string text = read_text(manifest_path(0));
     EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);  // header, job, one entry
     EXPECT_NE(text.find("odd\\tna\\nme\\\\x.png\t7\t"), std::string::npos) << text;
+    EXPECT_NE(text.find("/in/odd\\tna\\nme\\\\x.png\t"), std::string::npos) << text;
     Manifest m(dir_, job_, 0, true);
-    EXPECT_TRUE(m.done(name));
+    EXPECT_TRUE(done(m, name));
 }
 
 TEST_F(BatchManifest, FingerprintWithControlCharactersStaysOneLine) {
@@ -356,7 +514,7 @@ TEST_F(BatchManifest, FingerprintWithControlCharactersStaysOneLine) {
     }
     EXPECT_EQ(read_text(manifest_path(0)).substr(0, header("line one line two").size()), header("line one line two"));
     Manifest m(dir_, job, 0, true);
-    EXPECT_TRUE(m.done("a.png"));
+    EXPECT_TRUE(done(m, "a.png"));
 }
 
 TEST_F(BatchManifest, UncreatableDirectoryIsAnErrorNamingIt) {

@@ -7,16 +7,19 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <new>
 #include <sstream>
 #include <thread>
 
 #include "apron/batch.hpp"
 #include "apron/errors.hpp"
+#include "apron/memory.hpp"
 #include "batch/compute_slot.hpp"
 #include "batch/inputs.hpp"
 #include "batch/manifest.hpp"
 #include "batch/naming.hpp"
+#include "batch/output_lock.hpp"
 #include "batch/pipeline_file.hpp"
 #include "batch/progress.hpp"
 #include "core/usable_cores.hpp"
@@ -32,6 +35,18 @@ apron::batch::InputKind kind_option(const std::string& name) {
     if (name == "dir") return K::directory;
     if (name == "glob") return K::glob;
     throw apron::Error("--inputs-as: '" + name + "' is not auto, job, list, dir or glob");
+}
+
+apron::ByteOrder byte_order_option(const std::string& name) {
+    if (name == "big") return apron::ByteOrder::big;
+    if (name == "little") return apron::ByteOrder::little;
+    throw apron::Error("--byte-order: '" + name + "' is not big or little");
+}
+
+apron::batch::JobBits32 job_bits32_option(const std::string& name) {
+    if (name == "int") return apron::batch::JobBits32::int32;
+    if (name == "float") return apron::batch::JobBits32::float32;
+    throw apron::Error("--job-bits32: '" + name + "' is not int or float");
 }
 
 std::vector<int> device_list(const std::string& text) {
@@ -71,7 +86,7 @@ std::string files_of(const std::string& op) {
 
 // What the outputs depend on: a resumed run skips only outputs made with the same fingerprint.
 std::string fingerprint_of(const BatchArgs& a, const std::vector<std::string>& ops, const apron::RunOptions& run,
-                           const apron::batch::InputSet& inputs) {
+                           const apron::ReadOptions& read, const apron::batch::InputSet& inputs) {
     std::string f = std::string("apron ") + APRON_VERSION + "; ops";
     for (const auto& op : ops) f += " " + op;
     for (const auto& op : ops) f += files_of(op);
@@ -79,9 +94,48 @@ std::string fingerprint_of(const BatchArgs& a, const std::vector<std::string>& o
     // Float results differ in their last bits between backends and paths (within SPEC's tolerance).
     f += "; backend " + std::string(apron::to_string(run.backend)) + "; algo " + apron::to_string(run.algorithm);
     if (inputs.job) f += "; padding " + std::to_string(inputs.job->pad_x) + "," + std::to_string(inputs.job->pad_y);
+    // The same 16-bit PNM bytes are other pixels in the other byte order.
+    f += std::string("; pnm byte order ") + (read.pnm_byte_order == apron::ByteOrder::little ? "little" : "big");
     f += "; name " + a.pattern + "; format " + (a.format.empty() ? "auto" : a.format);
     f += "; quality " + std::to_string(a.quality);
     return f;
+}
+
+// --dry-run: what a real run would read and do, and the status it would end with (0, or 5 when some
+// input is unreadable). Rank 0 prints.
+int dry_run(const BatchArgs& a, const std::vector<apron::BatchItem>& items, const apron::BatchOptions& o,
+            const apron::batch::InputSet& inputs, const apron::dist::World& world) {
+    std::cout << items.size() << " images";
+    if (inputs.job)
+        std::cout << " (job file: " << inputs.job->bits << "-bit, at most " << inputs.job->max_width << "x"
+                  << inputs.job->max_height << ", padding " << inputs.job->pad_x << "," << inputs.job->pad_y << ")";
+    std::cout << " -> " << a.output_dir << "\n";
+    for (std::size_t i = 0; i < items.size() && i < 10; ++i)
+        std::cout << "  " << items[i].input << " -> " << items[i].output << "\n";
+    if (items.size() > 10) std::cout << "  ... " << items.size() - 10 << " more\n";
+    const apron::BatchCheck check = apron::check_batch_inputs(items, o);
+    if (check.first)
+        std::cout << "plan for " << items[*check.first].input << " (" << check.first_shape.width << "x"
+                  << check.first_shape.height << "):\n"
+                  << o.pipeline.describe(check.first_shape, o.run);
+    else
+        std::cout << "no plan: no input is readable\n";
+    if (!check.failures.empty()) {
+        std::cout << check.failures.size() << " of " << items.size()
+                  << " inputs unreadable (a real run reports each and exits 5):\n";
+        for (const auto& f : check.failures) std::cout << "  " << f.message << "\n";
+    }
+    std::cout << "compute: " << apron::describe_batch_compute(o)
+              << (world.active ? ", " + std::to_string(world.size) + " MPI ranks" : std::string()) << "\n";
+    std::cout << "memory budget: " << apron::format_bytes(o.memory_budget) << "\n";
+    if (const auto problem = apron::batch::output_directory_problem(a.output_dir)) {
+        std::cout << "output folder unusable: " << *problem << "; a real run would stop at once\n";
+        return 1;
+    }
+    if (const auto holder = apron::batch::output_lock_holder(a.output_dir))
+        std::cout << "output folder locked: " << apron::batch::lock_file_path(a.output_dir) << " is held by "
+                  << *holder << "; a real run now would stop at once\n";
+    return check.failures.empty() ? 0 : 5;
 }
 
 void print_report(const apron::BatchReport& r, std::size_t total, bool quiet, int ranks) {
@@ -118,7 +172,14 @@ void add_batch_command(CLI::App& app, BatchArgs& a) {
     c->add_option("--threads", a.threads, "CPU backend threads, 0 = all cores")->capture_default_str();
     c->add_option("--max-pixels", a.max_pixels, "refuse input images larger than this")->capture_default_str();
     c->add_option("--quality", a.quality, "JPEG quality 1..100")->capture_default_str();
-    c->add_flag("--resume", a.resume, "skip outputs a previous run finished (checked against the manifest's CRC-32)");
+    c->add_option("--memory", a.memory, "host memory for the images in flight, e.g. 8G, 512M, 50% (default: 3/4 of RAM)");
+    c->add_option("--byte-order", a.byte_order, "16-bit binary PNM inputs: big (Netpbm) or little (GenConv's files)")
+        ->capture_default_str();
+    c->add_option("--job-bits32", a.job_bits32,
+                  "a job file's 'bits 32': int (GenConv's int32 samples: refused) or float (f32 images)")
+        ->capture_default_str();
+    c->add_flag("--resume", a.resume,
+                "skip outputs a previous run of the same job finished, when the output and its input are unchanged (CRC-32)");
     c->add_flag("-q,--quiet", a.quiet, "no progress bar and no summary (failures are still reported)");
     c->add_flag("--dry-run", a.dry_run, "print what would be done and exit");
 }
@@ -151,9 +212,15 @@ int run_batch_command(const BatchArgs& a, int argc, char** argv) {
         o.streams_per_device = a.streams;
         o.io_threads = a.io_threads;
         o.read.max_pixels = std::uint64_t(a.max_pixels);
+        o.read.pnm_byte_order = byte_order_option(a.byte_order);
         o.write.jpeg_quality = a.quality;
+        o.memory_budget = a.memory.empty() ? apron::default_memory_budget() : apron::parse_memory_size(a.memory, "--memory");
+        o.read.memory_budget = o.memory_budget;
+        o.run.memory_budget = o.memory_budget;
+        b::JobOptions job_options;
+        job_options.bits32 = job_bits32_option(a.job_bits32);
 
-        const b::InputSet inputs = b::resolve_inputs(a.inputs, kind_option(a.inputs_as));
+        const b::InputSet inputs = b::resolve_inputs(a.inputs, kind_option(a.inputs_as), job_options);
         b::OutputNaming naming;
         naming.directory = a.output_dir;
         naming.pattern = a.pattern;
@@ -175,28 +242,37 @@ int run_batch_command(const BatchArgs& a, int argc, char** argv) {
             o.run.backend != apron::Backend::reference && b::cuda_device_count() > 0)
             o.devices = {world.local_rank % b::cuda_device_count()};
 
+        // Checked before anything is created: an option error leaves no output directory behind.
+        (void)apron::describe_batch_compute(o);
+
         if (a.dry_run) {
-            if (world.rank == 0) {
-                std::cout << items.size() << " images";
-                if (inputs.job)
-                    std::cout << " (job file: " << inputs.job->bits << "-bit, at most " << inputs.job->max_width << "x"
-                              << inputs.job->max_height << ", padding " << inputs.job->pad_x << "," << inputs.job->pad_y << ")";
-                std::cout << " -> " << a.output_dir << "\n";
-                for (std::size_t i = 0; i < items.size() && i < 10; ++i)
-                    std::cout << "  " << items[i].input << " -> " << items[i].output << "\n";
-                if (items.size() > 10) std::cout << "  ... " << items.size() - 10 << " more\n";
-                const apron::Image first = apron::read_image(items[0].input, o.read);
-                std::cout << "plan for " << items[0].input << " (" << first.width() << "x" << first.height() << "):\n"
-                          << o.pipeline.describe(first.shape(), o.run);
-                std::cout << "compute: " << apron::describe_batch_compute(o)
-                          << (world.active ? ", " + std::to_string(world.size) + " MPI ranks" : std::string()) << "\n";
-            }
+            int status = world.rank == 0 ? dry_run(a, items, o, inputs, world) : 0;
+            status = apron::dist::broadcast_from_root(world, status);
             apron::dist::finish_world(world);
-            return 0;
+            return status;
         }
 
+        // One run per output folder: rank 0 locks it before any rank reads a manifest, and every rank
+        // learns whether it did (a refusal ends them all with exit 1, rank 0 saying why).
+        std::unique_ptr<b::OutputLock> lock;
+        std::string lock_error;
+        if (world.rank == 0) {
+            try {
+                lock = std::make_unique<b::OutputLock>(a.output_dir);
+            } catch (const apron::Error& e) {
+                lock_error = e.what();
+            }
+        }
+        if (apron::dist::broadcast_from_root(world, lock_error.empty() ? 0 : 1) != 0) {
+            if (world.rank == 0) std::fprintf(stderr, "apron: %s\n", lock_error.c_str());
+            apron::dist::finish_world(world);
+            return 1;
+        }
+        o.lock_output = false;
+
         o.output_dir = a.output_dir;
-        o.fingerprint = fingerprint_of(a, ops, o.run, inputs);
+        o.fingerprint = fingerprint_of(a, ops, o.run, o.read, inputs);
+        if (world.rank == 0) o.notice = [](const std::string& note) { std::fprintf(stderr, "apron: note: %s\n", note.c_str()); };
         o.resume = a.resume;
         o.rank = world.rank;
         o.manifest_loaded = [&world] { apron::dist::barrier(world); };

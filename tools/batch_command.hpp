@@ -12,6 +12,7 @@ struct BatchArgs {
     std::vector<std::string> inputs, ops;
     std::string output_dir, pipeline_file, inputs_as = "auto", pattern = "{stem}.{ext}", format;
     std::string out_type, backend = "auto", algo = "auto", devices;
+    std::string memory, byte_order = "big", job_bits32 = "int";
     int streams = 4, io_threads = 0, threads = 0, quality = 95;
     long long max_pixels = 1LL << 30;
     bool resume = false, quiet = false, dry_run = false;

@@ -7,8 +7,9 @@
 //   compute slots  per GPU, several slots, each with its own CUDA stream: upload, pipeline, download;
 //                  without a GPU, one slot on the CPU backend (all cores)
 //
-// Buffers are sized from each image (no compile-time maximum); the number of images in flight is bounded.
-// A corrupt or unreadable input, or a failing image, is reported and skipped; the rest finishes.
+// Buffers are sized from each image (no compile-time maximum); the images in flight are bounded in number
+// and by the memory budget. A corrupt or unreadable input, or a failing image, is reported and skipped; the
+// rest finishes. One run at a time writes an output directory (its lock, OUTPUT_DIR/.apron-batch/lock).
 //
 //   apron::BatchOptions o;
 //   o.pipeline = apron::Pipeline({"dilate:se=box:5x5"});
@@ -44,13 +45,27 @@ struct BatchOptions {
     // Checks of the job file: the largest size, and the bits per sample (0: any).
     int max_width = 0, max_height = 0, bits = 0;
 
+    // Host memory for the images in flight: each image's file, decoded pixels, result and the result's
+    // encoding are counted before they are allocated (sizes from the file's header), and an image waits
+    // until it fits beside the others; one that alone does not fit fails alone, like a corrupt file.
+    // 0: default_memory_budget() (apron/memory.hpp). It is also read.memory_budget and run.memory_budget
+    // where those are 0.
+    std::uint64_t memory_budget = 0;
+
     // Resume: with a manifest directory, finished outputs are recorded there (OUTPUT_DIR/.apron-batch/);
-    // with `resume`, outputs recorded by an earlier run (and still intact) are skipped.
-    std::string output_dir;     // empty: no manifest
+    // with `resume`, outputs recorded by an earlier run of the same job, with the output and the input it
+    // was made from both unchanged, are skipped (batch/manifest.hpp says exactly what is checked).
+    std::string output_dir;     // empty: no manifest (and no lock)
     std::string fingerprint;    // what the outputs depend on (the CLI's pipeline and options)
     bool resume = false;
     int rank = 0;               // this process's MPI rank (its manifest file)
     std::function<void()> manifest_loaded;  // MPI: a barrier between reading the manifests and rewriting
+    // Take OUTPUT_DIR/.apron-batch/lock for the whole run, so that a second run on the directory fails at
+    // once (apron::Error naming the lock file and the process holding it). Under MPI the caller takes it once,
+    // on rank 0, before any rank reads a manifest (as `apron batch` does), and sets this false.
+    bool lock_output = true;
+    // Told what reading the manifests found worth saying (manifests of another version: not trusted).
+    std::function<void(const std::string&)> notice;
 
     bool progress = false;      // draw the progress bar on stderr
 
@@ -75,13 +90,22 @@ struct BatchReport {
     std::uint64_t pixels = 0;    // input pixels of the images done
     std::uint64_t bytes_in = 0, bytes_out = 0;  // decoded bytes through the pipeline
     double seconds = 0;          // the whole run, set-up included
-    double setup_seconds = 0;    // devices, streams, manifest verification: before the first image
+    double setup_seconds = 0;    // devices, streams, the lock, reading the manifests: before the first image
     std::vector<std::pair<std::string, double>> stage_seconds;  // busy time per stage, summed over threads
     std::string summary;         // the per-stage table naming the bottleneck
     std::string workers;         // what ran: "2 GPUs x 3 streams, 16 I/O threads"
 };
 
 BatchReport run_batch(const std::vector<BatchItem>& items, const BatchOptions& options);
+
+// What `--dry-run` reports: every input read as a real run reads it (the file, the job file's limits, the
+// memory budget), on all cores, writing nothing. A real run fails exactly these inputs at reading.
+struct BatchCheck {
+    std::optional<std::size_t> first;    // the first input that reads, if any
+    ImageShape first_shape;              // and its shape
+    std::vector<BatchFailure> failures;  // in input order
+};
+BatchCheck check_batch_inputs(const std::vector<BatchItem>& items, const BatchOptions& options);
 // Where run_batch would compute ("CPU backend", "2 GPUs x 4 streams"), with its checks of the backend,
 // devices and streams (apron::Error naming the option): what `--dry-run` prints.
 std::string describe_batch_compute(const BatchOptions& options);

@@ -12,9 +12,14 @@
 
 #include "apron/batch.hpp"
 #include "apron/errors.hpp"
+#include "apron/memory.hpp"
 #include "batch/channel.hpp"
 #include "batch/compute_slot.hpp"
+#include "batch/image_header.hpp"
+#include "batch/input_file.hpp"
 #include "batch/manifest.hpp"
+#include "batch/memory_gate.hpp"
+#include "batch/output_lock.hpp"
 #include "batch/progress.hpp"
 #include "core/usable_cores.hpp"
 #include "io/file_io.hpp"
@@ -25,11 +30,68 @@ namespace {
 using namespace batch;
 using Clock = std::chrono::steady_clock;
 
+// What the manifest records of the input an output was made from.
+struct InputFacts {
+    std::uint64_t bytes = 0;
+    std::int64_t mtime_ns = 0;
+    std::uint32_t crc32 = 0;
+};
+
 struct Work {
     std::size_t index = 0;
     Image image;          // decoded here, or filtered here
     ConstImageView view;  // the decoded pixels: image's, or the caller's (BatchOptions::source)
+    InputFacts input;
+    // Bytes of the memory budget this image holds: its decoded pixels (until filtered), its result and
+    // the result's encoding (until written).
+    std::uint64_t held_decoded = 0, held_result = 0;
 };
+
+// Bytes of an image as Image allocates it (rows padded to 64 bytes).
+std::uint64_t image_bytes(const ImageShape& s) {
+    return (std::uint64_t(s.row_bytes()) + 63) / 64 * 64 * std::uint64_t(s.height);
+}
+
+// What one image takes in memory on its way through the batch. The encoding of the result is counted as
+// twice the result (a PNG or TIFF of noise is a little larger than its pixels, and the encoder's buffer
+// grows by doubling).
+struct Charge {
+    std::uint64_t file = 0, decoded = 0, result = 0;
+    std::uint64_t total() const { return file + decoded + result; }
+};
+
+Charge charge_of(std::uint64_t file_bytes, const ImageShape& in, const BatchOptions& o, const RunOptions& run) {
+    const ImageShape out = o.pipeline.output_shape(in, run);
+    return {file_bytes, image_bytes(in), 3 * image_bytes(out) + 4096};
+}
+
+// An image that alone does not fit fails alone.
+void check_fits(const std::string& path, const Charge& c, std::uint64_t budget) {
+    if (c.total() <= budget) return;
+    fail(path, "needs " + format_bytes(c.total()) + " of memory (file " + format_bytes(c.file) + ", image " +
+                   format_bytes(c.decoded) + ", result and its encoding " + format_bytes(c.result) +
+                   "), more than the memory budget of " + format_bytes(budget) + " (raise it with --memory)");
+}
+
+std::uint64_t budget_of(const BatchOptions& o) { return o.memory_budget ? o.memory_budget : default_memory_budget(); }
+
+ReadOptions read_options(const BatchOptions& o) {
+    ReadOptions ro = o.read;
+    if (!ro.memory_budget) ro.memory_budget = budget_of(o);
+    return ro;
+}
+
+RunOptions run_options(const BatchOptions& o) {
+    RunOptions ro = o.run;
+    if (!ro.memory_budget) ro.memory_budget = budget_of(o);
+    ro.cuda_stream = nullptr;
+    ro.timings = nullptr;
+    return ro;
+}
+
+// The shape of an input as a dry run sees it. apron::probe_image (header only) replaces read_image here
+// when it is available: a file cut short after its header then passes the dry run and fails the real one.
+ImageShape probe_input(const std::string& path, const ReadOptions& ro) { return read_image(path, ro).shape(); }
 
 // The job file's promises about every image, checked as each is read.
 void check_against_job(const BatchItem& item, const BatchOptions& o, const ImageShape& s) {
@@ -81,7 +143,8 @@ std::string describe_compute(int devices, int streams) {
 
 class Engine {
 public:
-    Engine(const std::vector<BatchItem>& items, const BatchOptions& o) : items_(items), o_(o) {}
+    Engine(const std::vector<BatchItem>& items, const BatchOptions& o)
+        : items_(items), o_(o), read_(read_options(o)), run_(run_options(o)), gate_(budget_of(o)) {}
 
     BatchReport run() {
         const auto start = Clock::now();
@@ -91,20 +154,25 @@ public:
         for (Stage s : {Stage::read, Stage::write}) clock_.set_workers(s, io);
         clock_.set_workers(Stage::idle, int(slots_.size()));
         if (!o_.output_dir.empty() && !o_.sink) {
-            std::error_code ec;
-            std::filesystem::create_directories(o_.output_dir, ec);
-            if (ec) fail(o_.output_dir, "cannot create the output directory (" + ec.message() + ")");
+            if (o_.lock_output) lock_ = std::make_unique<OutputLock>(o_.output_dir);  // creates the directories
+            else prepare_output_directory(o_.output_dir);
             // A process killed mid-write leaves its temporary file; a resumed run removes them: rank 0 alone,
             // before the manifest barrier, so no rank of this run is writing yet.
             if (o_.resume && o_.rank == 0) io::remove_atomic_write_leftovers(o_.output_dir);
-            manifest_ = std::make_unique<Manifest>(o_.output_dir, o_.fingerprint, o_.rank, o_.resume, o_.manifest_loaded);
+            // The manifest records inputs by their bytes: with the caller's pixels (source) there are none.
+            if (!o_.source) {
+                manifest_ = std::make_unique<Manifest>(o_.output_dir, o_.fingerprint, o_.rank, o_.resume,
+                                                       o_.manifest_loaded);
+                if (o_.notice)
+                    for (const std::string& note : manifest_->notes()) o_.notice(note);
+            }
         }
         // Images in flight (memory): decoded ones waiting for a slot, at most enough to keep every slot fed
         // and every I/O thread decoding; filtered ones waiting for a writer, at most one per I/O thread.
         read_room_ = std::max<int>(2 * int(slots_.size()), io);
         filtered_.set_capacity(std::size_t(io));
         progress_ = std::make_unique<Progress>(items_.size(), o_.progress);
-        // Set-up (device contexts, streams, the manifest's verification) is reported apart from the stages:
+        // Set-up (device contexts, streams, the lock, reading the manifests) is reported apart from the stages:
         // the utilisation that names the bottleneck is over the time images were moving.
         const auto started = Clock::now();
         report_.setup_seconds = std::chrono::duration<double>(started - start).count();
@@ -230,31 +298,18 @@ private:
             return end_read(false);
         }
         const BatchItem& item = items_.at(*index);
-        if (manifest_ && o_.resume) {
-            const std::string name = relative_output(item.output, o_.output_dir);
-            if (manifest_->done(name)) {
-                manifest_->keep(name);
-                {
-                    std::lock_guard<std::mutex> lock(mutex_);
-                    ++report_.skipped;
-                }
-                progress_->advance(0);
-                return end_read(false);
-            }
-        }
-        Work w{*index, {}, {}};
+        Work w{*index, {}, {}, {}, 0, 0};
         try {
-            StageTimer t(clock_, Stage::read);
+            if (manifest_ && o_.resume && skip_finished(item)) return end_read(false);
             if (o_.source) {
+                StageTimer t(clock_, Stage::read);
                 w.view = o_.source(*index);
-            } else {
-                ReadOptions ro = o_.read;
-                if (!cpu_) ro.memory = HostMemory::pinned;
-                w.image = read_image(item.input, ro);
-                w.view = w.image.view();
+            } else if (!read_file(item, w)) {
+                return end_read(false);  // the batch is stopping
             }
             check_against_job(item, o_, w.view.shape);
         } catch (const std::exception& e) {  // apron::Error or bad_alloc: this image only
+            gate_.give(w.held_decoded + w.held_result);
             failed(*index, e.what());
             return end_read(false);
         }
@@ -262,10 +317,80 @@ private:
         end_read(true);
     }
 
+    // Resume: an output an earlier run of this job finished, from this very input, is kept. Checking reads
+    // the output and the input whole (their CRC-32), here, in the I/O threads, in parallel.
+    bool skip_finished(const BatchItem& item) {
+        std::optional<ManifestEntry> entry;
+        {
+            StageTimer t(clock_, Stage::read);
+            entry = manifest_->finished(relative_output(item.output, o_.output_dir), item.input);
+        }
+        if (!entry) return false;
+        manifest_->keep(*entry);
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            ++report_.skipped;
+        }
+        progress_->advance(0);
+        return true;
+    }
+
+    // Reads and decodes item's file into w, within the memory budget: the file, its decoded pixels and the
+    // result are taken from the budget (sizes from the header) before anything is allocated. false when the
+    // batch stopped while this image waited for memory.
+    bool read_file(const BatchItem& item, Work& w) {
+        const InputFile file(item.input);
+        const std::uint64_t budget = gate_.budget();
+        const std::optional<ImageShape> header = shape_from_header(file);
+        std::uint64_t held = 0;
+        if (header) {
+            const Charge c = charge_of(file.size(), *header, o_, run_);
+            check_fits(item.input, c, budget);
+            held = c.total();
+        } else {
+            // Nothing to go by before decoding: the image takes the whole budget, alone, until it is decoded.
+            check_fits(item.input, Charge{file.size(), 0, 0}, budget);
+            held = budget;
+        }
+        if (!wait_for_memory(held)) return false;
+        try {
+            StageTimer t(clock_, Stage::read);
+            ReadOptions ro = read_;
+            if (!cpu_) ro.memory = HostMemory::pinned;
+            {
+                const std::string bytes = file.read_all();
+                // The bytes decoded are the bytes the manifest describes: no second read of the file.
+                w.input = {bytes.size(), file.mtime_ns(), crc32_of(std::string_view(bytes))};
+                w.image = decode_image({reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()},
+                                       item.input, ro);
+            }  // the file's bytes are freed
+            w.view = w.image.view();
+            const Charge real = charge_of(0, w.view.shape, o_, run_);
+            check_fits(item.input, Charge{w.input.bytes, real.decoded, real.result}, budget);
+            // Keep what the image holds now; a header that under-stated it is counted as it is.
+            if (real.total() <= held) gate_.give(held - real.total());
+            else gate_.force(real.total() - held);
+            w.held_decoded = real.decoded;
+            w.held_result = real.result;
+        } catch (...) {
+            if (!w.held_decoded && !w.held_result) gate_.give(held);
+            throw;
+        }
+        return true;
+    }
+
+    // Waits until `bytes` fit in the budget, writing finished images meanwhile (they free memory, and this
+    // thread may be the writer they wait for). false when the batch stops.
+    bool wait_for_memory(std::uint64_t bytes) {
+        while (!gate_.try_take(bytes)) {
+            if (stop_) return false;
+            if (std::optional<Work> done = filtered_.pop_for(std::chrono::milliseconds(2))) write_one(*done);
+        }
+        return true;
+    }
+
     void compute_loop(ComputeSlot& slot) {
-        RunOptions ro = o_.run;
-        ro.cuda_stream = nullptr;
-        ro.timings = nullptr;
+        const RunOptions& ro = run_;
         while (true) {
             std::optional<Work> w;
             {
@@ -274,7 +399,7 @@ private:
             }
             if (!w) return;
             give_read_room();
-            Work out{w->index, {}, {}};
+            Work out{w->index, {}, {}, w->input, 0, w->held_result};
             try {
                 const ImageShape shape = o_.pipeline.output_shape(w->view.shape, ro);
                 out.image = Image(shape, cpu_ ? HostMemory::pageable : HostMemory::pinned);
@@ -282,17 +407,30 @@ private:
                 std::lock_guard<std::mutex> lock(mutex_);
                 report_.bytes_in += w->view.shape.row_bytes() * std::size_t(w->view.height());
             } catch (const std::exception& e) {
+                gate_.give(w->held_decoded + w->held_result);
                 failed(w->index, e.what());
                 continue;
             }
+            const std::uint64_t decoded = w->held_decoded;
             w.reset();  // the decoded image's memory goes back before this slot may wait on a full queue
+            gate_.give(decoded);
             if (!filtered_.push(std::move(out))) return;
         }
     }
 
     void write_one(Work& w) {
         const BatchItem& item = items_[w.index];
+        struct GiveBack {  // the result and its encoding leave the budget however the write ends
+            MemoryGate& gate;
+            Work& w;
+            ~GiveBack() {
+                w.image = Image();
+                gate.give(w.held_result);
+            }
+        };
+        const std::uint64_t pixels = std::uint64_t(w.image.width()) * std::uint64_t(w.image.height());
         try {
+            GiveBack give_back{gate_, w};
             StageTimer t(clock_, Stage::write);
             const ImageView full = w.image.view();
             const ImageView kept = full.roi(item.pad_x, item.pad_y, full.width() - 2 * item.pad_x,
@@ -304,7 +442,8 @@ private:
                 const std::vector<std::uint8_t> file = encode_image(format_for_path(item.output), kept, item.output, o_.write);
                 write_file_atomically(item.output, file);
                 if (manifest_)
-                    manifest_->record({relative_output(item.output, o_.output_dir), file.size(), crc32_of(file), item.input});
+                    manifest_->record({relative_output(item.output, o_.output_dir), file.size(), crc32_of(file),
+                                       item.input, w.input.bytes, w.input.mtime_ns, w.input.crc32});
             }
             std::lock_guard<std::mutex> lock(mutex_);
             ++report_.done;
@@ -314,11 +453,15 @@ private:
             failed(w.index, e.what());
             return;
         }
-        progress_->advance(std::uint64_t(w.image.width()) * std::uint64_t(w.image.height()));
+        progress_->advance(pixels);
     }
 
     const std::vector<BatchItem>& items_;
     const BatchOptions& o_;
+    const ReadOptions read_;
+    const RunOptions run_;
+    MemoryGate gate_;
+    std::unique_ptr<OutputLock> lock_;  // held until the run ends (declared before the manifest: outlives it)
     std::vector<std::unique_ptr<ComputeSlot>> slots_;
     bool cpu_ = false;
     int devices_ = 0;
@@ -344,6 +487,44 @@ std::string describe_batch_compute(const BatchOptions& options) {
 
 BatchReport run_batch(const std::vector<BatchItem>& items, const BatchOptions& options) {
     return Engine(items, options).run();
+}
+
+BatchCheck check_batch_inputs(const std::vector<BatchItem>& items, const BatchOptions& options) {
+    const ReadOptions ro = read_options(options);
+    const RunOptions run = run_options(options);
+    const std::uint64_t budget = budget_of(options);
+    std::vector<std::optional<std::string>> why(items.size());
+    std::vector<ImageShape> shapes(items.size());
+    std::atomic<std::size_t> next = 0;
+    auto check = [&] {
+        for (std::size_t i; (i = next++) < items.size();) {
+            try {
+                const std::uint64_t file = InputFile(items[i].input).size();  // what a real run refuses to open
+                const ImageShape shape = probe_input(items[i].input, ro);
+                check_against_job(items[i], options, shape);
+                check_fits(items[i].input, charge_of(file, shape, options, run), budget);
+                shapes[i] = shape;
+            } catch (const std::exception& e) {
+                why[i] = e.what();
+            }
+        }
+    };
+    const int threads = std::clamp<int>(options.io_threads > 0 ? options.io_threads : usable_cores(), 1, 64);
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads && std::size_t(t) < items.size(); ++t) pool.emplace_back(check);
+    check();
+    for (auto& t : pool) t.join();
+
+    BatchCheck result;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (why[i]) {
+            result.failures.push_back({items[i].input, *why[i]});
+        } else if (!result.first) {
+            result.first = i;
+            result.first_shape = shapes[i];
+        }
+    }
+    return result;
 }
 
 } // namespace apron

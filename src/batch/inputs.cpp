@@ -112,7 +112,7 @@ void add_list_text(InputSet& set, std::string_view content, const std::string& p
     if (added == 0) fail(path, "list file names no images");
 }
 
-void add_spec(InputSet& set, const std::string& spec, InputKind kind) {
+void add_spec(InputSet& set, const std::string& spec, InputKind kind, const JobOptions& job_options) {
     if (spec.empty()) throw Error("an empty input specification (give a job file, list file, directory or pattern)");
     std::error_code ec;
     const fs::file_status st = fs::status(spec, ec);
@@ -144,16 +144,16 @@ void add_spec(InputSet& set, const std::string& spec, InputKind kind) {
     const std::string content = io::read_file(spec, what, max_input_file_bytes);
     // Content decides only for automatic: a forced list stays a list even when it starts like a job file.
     if (kind == InputKind::job || (kind == InputKind::automatic && looks_like_job_file(content)))
-        add_job(set, parse_job_file(content, spec), spec);
+        add_job(set, parse_job_file(content, spec, job_options), spec);
     else
         add_list_text(set, content, spec);
 }
 
 } // namespace
 
-InputSet resolve_inputs(const std::vector<std::string>& specs, InputKind kind) {
+InputSet resolve_inputs(const std::vector<std::string>& specs, InputKind kind, const JobOptions& job_options) {
     InputSet set;
-    for (const auto& spec : specs) add_spec(set, spec, kind);
+    for (const auto& spec : specs) add_spec(set, spec, kind, job_options);
     if (set.items.empty()) throw Error("no input images (give a job file, list file, directory or pattern)");
     return set;
 }

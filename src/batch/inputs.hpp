@@ -28,7 +28,8 @@ struct InputSet {
 //                 matching none is an error;
 //   an image      (automatic only) a regular file with one of those extensions, so that `apron batch *.png`
 //                 expanded by the shell works;
-//   a job file    (looks_like_job_file) its paths and padding; at most one job file per batch;
+//   a job file    (looks_like_job_file) its paths and padding, read with job_options; at most one job file
+//                 per batch;
 //   a list file   one path per line; blank lines and lines starting with '#' ignored; surrounding blanks
 //                 and a trailing '\r' are not part of the path.
 // A forced kind is honoured whatever the spec looks like (kind=list reads a job-looking file as a list).
@@ -36,6 +37,7 @@ struct InputSet {
 // Several specs are concatenated in order. Throws apron::Error naming the spec for: nothing found, an
 // unreadable file, a missing listed image ("FILE:LINE: image 'PATH' not found"; checked up front, so a typo
 // fails before any work is done), and "no input images" when the specs give none at all.
-InputSet resolve_inputs(const std::vector<std::string>& specs, InputKind kind = InputKind::automatic);
+InputSet resolve_inputs(const std::vector<std::string>& specs, InputKind kind = InputKind::automatic,
+                        const JobOptions& job_options = {});
 
 } // namespace apron::batch

@@ -60,9 +60,16 @@ std::optional<std::vector<long long>> integers(std::string_view line, std::size_
     return values;
 }
 
+// Lines that hold nothing for the parser: blank, or a '#' comment.
+bool is_skipped(std::string_view line) {
+    line = text::trim(line);
+    return line.empty() || line.front() == '#';
+}
+
 class JobParser {
 public:
-    JobParser(std::string_view content, const std::string& name) : lines_(text::split_lines(content)), name_(name) {}
+    JobParser(std::string_view content, const std::string& name, const JobOptions& options)
+        : lines_(text::split_lines(content)), name_(name), options_(options) {}
 
     JobFile parse() {
         JobFile job;
@@ -81,7 +88,7 @@ private:
         std::vector<long long> fields[4];
         int numbers[4] = {};
         for (int h = 0; h < 4; ++h) {
-            while (next_ < lines_.size() && text::trim(lines_[next_]).empty()) ++next_;
+            while (next_ < lines_.size() && is_skipped(lines_[next_])) ++next_;
             if (next_ == lines_.size())
                 error(std::max<int>(1, int(lines_.size())),
                       std::string("the file ends before the ") + header_names[h] +
@@ -98,6 +105,7 @@ private:
         check_header(fields, numbers);
         job.count = int(fields[0][0]);
         job.bits = int(fields[1][0]);
+        job.bits_line = numbers[1];
         job.max_width = int(fields[2][0]);
         job.max_height = int(fields[2][1]);
         job.pad_x = int(fields[3][0]);
@@ -113,6 +121,10 @@ private:
                   "image count " + std::to_string(count) + " is over the limit of " + std::to_string(max_count));
         if (bits != 8 && bits != 16 && bits != 32)
             error(line[1], "bits per sample " + std::to_string(bits) + ": must be 8, 16 or 32");
+        if (bits == 32 && options_.bits32 == JobBits32::int32)
+            error(line[1], "bits per sample 32: a GenConv job's 32-bit samples are int32, which apron does not read "
+                           "(it reads 8- and 16-bit integer and 32-bit float images); convert the images to 16-bit, "
+                           "or to 32-bit float (PFM, TIFF) and pass --job-bits32 float");
         const std::string size = std::to_string(w) + " " + std::to_string(h);
         if (w < 1 || h < 1 || w > max_side || h > max_side)
             error(line[2], "largest width and height " + size + ": each must be 1 to " + std::to_string(max_side));
@@ -131,6 +143,7 @@ private:
         for (; next_ < lines_.size(); ++next_) {
             const int number = int(next_) + 1;
             const std::string_view path = text::trim(lines_[next_]);
+            if (!path.empty() && path.front() == '#') continue;  // a comment, wherever it is
             if (path.empty()) {
                 if (!job.paths.empty() && !blank_after_path) blank_after_path = number;
                 continue;
@@ -151,24 +164,27 @@ private:
 
     std::vector<std::string_view> lines_;
     const std::string& name_;
+    const JobOptions& options_;
     std::size_t next_ = 0;
 };
 
 } // namespace
 
-JobFile parse_job_file(std::string_view content, const std::string& name) { return JobParser(content, name).parse(); }
+JobFile parse_job_file(std::string_view content, const std::string& name, const JobOptions& options) {
+    return JobParser(content, name, options).parse();
+}
 
-JobFile read_job_file(const std::string& path) {
-    return parse_job_file(io::read_file(path, "job file", max_job_file_bytes), path);
+JobFile read_job_file(const std::string& path, const JobOptions& options) {
+    return parse_job_file(io::read_file(path, "job file", max_job_file_bytes), path, options);
 }
 
 bool looks_like_job_file(std::string_view content) {
-    // Two lines of one integer each (the count and the bits) start no list of image paths; whatever follows
-    // is then the job file's to judge, so a malformed header gets parse_job_file's message naming its line.
+    // Two lines of one integer each (the count and the bits), after any blank and comment lines, start no
+    // list of image paths (a list's comments are '#' lines too); whatever follows is then the job file's to judge, so a malformed header gets parse_job_file's message naming its line.
     std::size_t header = 0;
     for (std::string_view line : text::split_lines(content)) {
+        if (is_skipped(line)) continue;
         line = text::trim(line);
-        if (line.empty()) continue;
         if (!integers(line, header_arity[header])) return false;
         if (++header == 2) return true;
     }

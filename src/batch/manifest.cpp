@@ -1,9 +1,10 @@
 // The resume manifest (see manifest.hpp for the file format and its guarantees).
 //
 // Concurrency: within a process, record() and keep() serialise on a mutex and write each line with one
-// write() call. Across processes nothing is locked because nothing is shared: every MPI rank of a job
-// appends to its own manifest-RANK.tsv and only reads the others (on resume, before any of them writes).
-// Two unrelated jobs writing into one output directory with the same rank is not supported.
+// write() call. Across processes: every MPI rank of a job appends to its own manifest-RANK.tsv and only
+// reads the others (on resume, before any of them writes); two runs on one output directory are kept apart
+// by the output folder's lock (output_lock.hpp), and should one get past it (an older apron), each line
+// still names its job, so no line is taken for another job's.
 //
 // Reading is deliberately forgiving: a manifest is only a cache of "this output is already complete", so
 // anything that does not parse, or no longer matches the file on disk, just means the image is made again.
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -27,13 +29,14 @@
 #include <vector>
 
 #include "apron/errors.hpp"
+#include "batch/text.hpp"
 #include "io/file_io.hpp"
 
 namespace apron::batch {
 
 namespace {
 
-constexpr const char* kMagicLine = "# apron batch manifest 1";
+constexpr const char* kMagicLine = "# apron batch manifest 2";  // manifest_version
 constexpr const char* kJobPrefix = "# job ";
 constexpr const char* kDirName = ".apron-batch";
 constexpr std::size_t kChunk = std::size_t(1) << 20;  // file CRC: read 1 MB at a time
@@ -140,81 +143,115 @@ std::optional<std::uint32_t> parse_crc(std::string_view s) {
     return v;
 }
 
-// One entry line (without its '\n'): OUTPUT \t BYTES \t CRC \t INPUT.
-std::optional<ManifestEntry> parse_entry(std::string_view line) {
-    std::string_view fields[4];
+std::optional<std::int64_t> parse_mtime(std::string_view s) {
+    const bool negative = !s.empty() && s.front() == '-';  // before 1970: legal, if odd
+    const auto magnitude = parse_bytes(negative ? s.substr(1) : s);
+    if (!magnitude || *magnitude > std::uint64_t(INT64_MAX)) return std::nullopt;
+    return negative ? -std::int64_t(*magnitude) : std::int64_t(*magnitude);
+}
+
+constexpr std::size_t kFields = 8;
+
+// One entry line (without its '\n') and the job it names:
+// OUTPUT \t BYTES \t CRC \t INPUT \t INPUT_BYTES \t INPUT_MTIME_NS \t INPUT_CRC \t JOB.
+std::optional<std::pair<ManifestEntry, std::string_view>> parse_entry(std::string_view line) {
+    std::string_view fields[kFields];
     std::size_t count = 0;
     std::size_t start = 0;
     for (;;) {
         const std::size_t tab = line.find('\t', start);
-        if (count == 4) return std::nullopt;  // a fifth field
+        if (count == kFields) return std::nullopt;  // one field too many
         fields[count++] = line.substr(start, tab == std::string_view::npos ? std::string_view::npos : tab - start);
         if (tab == std::string_view::npos) break;
         start = tab + 1;
     }
-    if (count != 4) return std::nullopt;
+    if (count != kFields) return std::nullopt;
     auto output = unescape_field(fields[0]);
     auto bytes = parse_bytes(fields[1]);
     auto crc = parse_crc(fields[2]);
     auto input = unescape_field(fields[3]);
-    if (!output || output->empty() || !bytes || !crc || !input) return std::nullopt;
-    return ManifestEntry{std::move(*output), *bytes, *crc, std::move(*input)};
+    auto input_bytes = parse_bytes(fields[4]);
+    auto input_mtime = parse_mtime(fields[5]);
+    auto input_crc = parse_crc(fields[6]);
+    if (!output || output->empty() || !bytes || !crc || !input || !input_bytes || !input_mtime || !input_crc)
+        return std::nullopt;
+    return std::make_pair(ManifestEntry{std::move(*output), *bytes, *crc, std::move(*input), *input_bytes,
+                                        *input_mtime, *input_crc},
+                          fields[7]);
 }
 
-std::string format_entry(const ManifestEntry& e) {
-    char crc[9];
-    std::snprintf(crc, sizeof crc, "%08x", unsigned(e.crc32));
-    return escape_field(e.output) + '\t' + std::to_string(e.bytes) + '\t' + crc + '\t' + escape_field(e.input) + '\n';
+std::string hex8(std::uint32_t v) {
+    char text[9];
+    std::snprintf(text, sizeof text, "%08x", unsigned(v));
+    return text;
+}
+
+std::string format_entry(const ManifestEntry& e, const std::string& job) {
+    return escape_field(e.output) + '\t' + std::to_string(e.bytes) + '\t' + hex8(e.crc32) + '\t' +
+           escape_field(e.input) + '\t' + std::to_string(e.input_bytes) + '\t' + std::to_string(e.input_mtime_ns) +
+           '\t' + hex8(e.input_crc32) + '\t' + job + '\n';
 }
 
 // Candidate entries per output, from every manifest of this job. An output may be listed more than once
-// (kept by a later run, or stale entries of a rank that no longer exists); the file on disk decides.
+// (kept by a later run, stale entries of a rank that no longer exists, or an input that changed); the files
+// on disk decide.
 using Candidates = std::unordered_map<std::string, std::vector<ManifestEntry>>;
 
 void add_candidate(Candidates& candidates, ManifestEntry entry) {
     auto& list = candidates[entry.output];
     for (const ManifestEntry& e : list)
-        if (e.bytes == entry.bytes && e.crc32 == entry.crc32) return;
+        if (e.bytes == entry.bytes && e.crc32 == entry.crc32 && e.input_bytes == entry.input_bytes &&
+            e.input_crc32 == entry.input_crc32)
+            return;
     list.push_back(std::move(entry));
 }
 
-// Reads one manifest file; silently ignores it when unreadable, of another version or of another job.
-void read_manifest(const std::string& path, const std::string& fingerprint, Candidates& candidates) {
+// Reads one manifest file: the entries of `job`, wherever they sit. A file of another version is not read,
+// and a note says so; an empty or unreadable one is silently skipped (a crash before its header was written).
+void read_manifest(const std::string& path, const std::string& job, Candidates& candidates,
+                   std::vector<std::string>& notes) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return;
     std::string line;
-    if (!std::getline(in, line) || in.eof() || line != kMagicLine) return;
-    if (!std::getline(in, line) || in.eof() || line != kJobPrefix + fingerprint) return;
+    if (!std::getline(in, line)) return;
+    if (line != kMagicLine) {
+        const std::string prefix = "# apron batch manifest ";
+        const std::string version = line.starts_with(prefix) ? text::quoted(line.substr(prefix.size()), 20) : "";
+        notes.push_back(path + ": " +
+                        (version.empty() ? std::string("not an apron batch manifest")
+                                         : "written in manifest version " + version + " (an older apron's)") +
+                        ", not trusted: its outputs are made again");
+        return;
+    }
     while (std::getline(in, line)) {
         if (in.eof()) break;  // no '\n': torn by a crash in the middle of a write
         if (line.empty() || line[0] == '#') continue;
-        if (auto entry = parse_entry(line)) add_candidate(candidates, std::move(*entry));
+        if (auto parsed = parse_entry(line); parsed && parsed->second == job)
+            add_candidate(candidates, std::move(parsed->first));
     }
 }
 
-// The candidate matching the file OUTPUT_DIR/OUTPUT as it is now, if any. Non-regular files (and FIFOs,
-// which would block a plain open) never match; unreadable files do not either: they are simply made again.
-std::optional<ManifestEntry> verify(const std::string& output_dir, std::vector<ManifestEntry>& list) {
-    const std::string path = output_dir + "/" + list.front().output;
+// Size and CRC-32 of the regular file at `path` as it reads now; nullopt when it cannot be opened or read,
+// or is not a regular file (FIFOs would block a plain open; O_NONBLOCK keeps them from it). When `sizes`
+// lists none of its size, the file is not read at all.
+std::optional<std::pair<std::uint64_t, std::uint32_t>> file_crc(const std::string& path,
+                                                                 const std::vector<std::uint64_t>& sizes) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return std::nullopt;
     struct stat st {};
-    std::optional<ManifestEntry> match;
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        const auto size = std::uint64_t(st.st_size);
-        const bool size_matches =
-            std::any_of(list.begin(), list.end(), [&](const ManifestEntry& e) { return e.bytes == size; });
-        // Compare against what was actually read, not the stat size: the file may change meanwhile.
-        if (size_matches)
-            if (int error = 0; const auto got = crc_of_fd(fd, error))
-                for (ManifestEntry& e : list)
-                    if (e.crc32 == got->first && e.bytes == got->second) {
-                        match = std::move(e);
-                        break;
-                    }
-    }
+    std::optional<std::pair<std::uint64_t, std::uint32_t>> result;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        std::find(sizes.begin(), sizes.end(), std::uint64_t(st.st_size)) != sizes.end())
+        // What was actually read counts, not the stat size: the file may change meanwhile.
+        if (int error = 0; const auto got = crc_of_fd(fd, error)) result = std::make_pair(got->second, got->first);
     ::close(fd);
-    return match;
+    return result;
+}
+
+std::int64_t mtime_ns_of(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return 0;
+    return std::int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
 bool is_manifest_name(const std::string& name) {
@@ -245,6 +282,21 @@ std::uint32_t crc32_of(std::span<const std::uint8_t> bytes) {
     return crc_update(std::uint32_t(::crc32(0L, Z_NULL, 0)), bytes.data(), bytes.size());
 }
 
+std::uint32_t crc32_of(std::string_view bytes) {
+    return crc32_of(std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+}
+
+std::string job_id(const std::string& fingerprint) {
+    std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64 bits
+    for (const char c : sanitize_fingerprint(fingerprint)) {
+        h ^= static_cast<unsigned char>(c);
+        h *= 0x100000001b3ull;
+    }
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+    return text;
+}
+
 std::uint32_t crc32_of_file(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) fail(path, "cannot open: " + errno_text(errno));
@@ -256,32 +308,27 @@ std::uint32_t crc32_of_file(const std::string& path) {
 }
 
 Manifest::Manifest(const std::string& output_dir, const std::string& fingerprint, int rank, bool resume,
-                   const std::function<void()>& loaded) {
-    const std::string dir = (output_dir.empty() ? std::string(".") : output_dir) + "/" + kDirName;
+                   const std::function<void()>& loaded)
+    : output_dir_(output_dir.empty() ? std::string(".") : output_dir), job_(job_id(fingerprint)) {
+    const std::string dir = output_dir_ + "/" + kDirName;
     if (rank < 0) fail(dir, "invalid rank " + std::to_string(rank));
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) fail(dir, "cannot create the batch directory: " + ec.message());
     if (!std::filesystem::is_directory(dir, ec)) fail(dir, "cannot create the batch directory: not a directory");
 
-    const std::string job = sanitize_fingerprint(fingerprint);
-    if (resume) {
-        Candidates candidates;
-        for (const std::string& file : manifest_files(dir)) read_manifest(file, job, candidates);
-        const std::string base = output_dir.empty() ? std::string(".") : output_dir;
-        for (auto& [output, list] : candidates)
-            if (auto entry = verify(base, list)) done_.emplace(output, std::move(*entry));
-    }
+    if (resume)
+        for (const std::string& file : manifest_files(dir)) read_manifest(file, job_, candidates_, notes_);
 
     if (loaded) loaded();  // MPI: every rank has read every manifest before any truncates its own
 
-    // Truncating this rank's old manifest loses nothing: its verified entries are in done_ and come back
-    // through keep() as the run skips them.
+    // Truncating this rank's old manifest loses nothing: its entries are in candidates_ and come back
+    // through keep() as the run finds them still valid.
     path_ = dir + "/manifest-" + std::to_string(rank) + ".tsv";
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd_ < 0) fail(path_, "cannot create the batch manifest: " + errno_text(errno));
     errno = 0;
-    if (!write_all(fd_, std::string(kMagicLine) + "\n" + kJobPrefix + job + "\n")) {
+    if (!write_all(fd_, std::string(kMagicLine) + "\n" + kJobPrefix + sanitize_fingerprint(fingerprint) + "\n")) {
         const int error = errno ? errno : EIO;
         ::close(fd_);
         fd_ = -1;
@@ -296,27 +343,51 @@ Manifest::~Manifest() {
     ::close(fd_);
 }
 
-bool Manifest::done(const std::string& output) const { return done_.find(output) != done_.end(); }
+std::optional<ManifestEntry> Manifest::finished(const std::string& output, const std::string& input) const {
+    const auto it = candidates_.find(output);
+    if (it == candidates_.end()) return std::nullopt;
+    const std::vector<ManifestEntry>& list = it->second;
+    auto sizes = [&](auto field) {
+        std::vector<std::uint64_t> out;
+        for (const ManifestEntry& e : list) out.push_back(e.*field);
+        return out;
+    };
+    const auto out = file_crc(output_dir_ + "/" + output, sizes(&ManifestEntry::bytes));
+    if (!out) return std::nullopt;
+    std::vector<const ManifestEntry*> matching;
+    for (const ManifestEntry& e : list)
+        if (e.bytes == out->first && e.crc32 == out->second) matching.push_back(&e);
+    if (matching.empty()) return std::nullopt;
+    // The input is read in full every time: its size and time may both be as recorded while its pixels
+    // are not (a replacement of the same size, with an older or the same modification time).
+    std::vector<std::uint64_t> input_sizes;
+    for (const ManifestEntry* e : matching) input_sizes.push_back(e->input_bytes);
+    const auto in = file_crc(input, input_sizes);
+    if (!in) return std::nullopt;
+    for (const ManifestEntry* e : matching)
+        if (e->input_bytes == in->first && e->input_crc32 == in->second) {
+            ManifestEntry now = *e;
+            now.input = input;
+            now.input_mtime_ns = mtime_ns_of(input);
+            return now;
+        }
+    return std::nullopt;
+}
 
-void Manifest::record(const ManifestEntry& entry) {
-    const std::string line = format_entry(entry);
+void Manifest::append(const ManifestEntry& entry, bool sync) {
+    const std::string line = format_entry(entry, job_);
     std::lock_guard lock(mutex_);
     errno = 0;
     if (!write_all(fd_, line)) fail(path_, "cannot write the batch manifest: " + errno_text(errno ? errno : EIO));
     // Only a line on the disk protects the output from being made again after a power loss.
-    if (::fdatasync(fd_) != 0) fail(path_, "cannot write the batch manifest (fdatasync): " + errno_text(errno));
+    if (sync && ::fdatasync(fd_) != 0) fail(path_, "cannot write the batch manifest (fdatasync): " + errno_text(errno));
 }
 
-void Manifest::keep(const std::string& output) {
-    const auto it = done_.find(output);
-    if (it == done_.end()) return;
-    const std::string line = format_entry(it->second);
-    std::lock_guard lock(mutex_);
-    // No fdatasync per kept line: a resume may carry over many thousands of outputs, and the page cache
-    // already survives the process being killed. The next record() or the destructor syncs them; a line lost
-    // to a power cut only means that this output is made again by the next resume.
-    errno = 0;
-    if (!write_all(fd_, line)) fail(path_, "cannot write the batch manifest: " + errno_text(errno ? errno : EIO));
-}
+void Manifest::record(const ManifestEntry& entry) { append(entry, true); }
+
+// No fdatasync per kept line: a resume may carry over many thousands of outputs, and the page cache already
+// survives the process being killed. The next record() or the destructor syncs them; a line lost to a power
+// cut only means that this output is made again by the next resume.
+void Manifest::keep(const ManifestEntry& entry) { append(entry, false); }
 
 }  // namespace apron::batch

@@ -84,6 +84,13 @@ void barrier(const World& world) {
     check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 }
 
+int broadcast_from_root(const World& world, int value) {
+    if (!world.active) return value;
+    std::lock_guard<std::mutex> lock(mpi_mutex());
+    check(MPI_Bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    return value;
+}
+
 struct Feed::State {
     World world;
     std::size_t n = 0;
@@ -214,6 +221,7 @@ World start_world(int*, char***) { return {}; }
 void finish_world(const World&) {}
 void abort_world(const World&, int code) { std::exit(code); }
 void barrier(const World&) {}
+int broadcast_from_root(const World&, int value) { return value; }
 
 struct Feed::State {
     std::atomic<std::size_t> counter = 0;

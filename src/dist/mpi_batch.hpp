@@ -26,6 +26,8 @@ World start_world(int* argc, char*** argv);
 void finish_world(const World& world);
 // Waits for every rank (nothing without MPI).
 void barrier(const World& world);
+// Rank 0's `value`, on every rank (a collective call: every rank makes it); `value` itself without MPI.
+int broadcast_from_root(const World& world, int value);
 // Ends every rank at once after a fatal error on one of them (MPI_Abort), so none waits for it forever.
 [[noreturn]] void abort_world(const World& world, int code);
 

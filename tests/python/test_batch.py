@@ -81,8 +81,9 @@ def visible_files(directory: Path) -> list[str]:
 
 
 def manifest_entries(out_dir: Path) -> list[tuple[str, int, str, str]]:
-    """Every complete entry line (OUTPUT, BYTES, CRC, INPUT) of every manifest-RANK.tsv of `out_dir`; a
-    last line without its newline (torn by a kill) is not an entry."""
+    """Every complete entry line of every manifest-RANK.tsv of `out_dir`, as (OUTPUT, BYTES, CRC, INPUT); a
+    last line without its newline (torn by a kill) is not an entry. Lines have eight fields: OUTPUT BYTES
+    CRC INPUT INPUT_BYTES INPUT_MTIME_NS INPUT_CRC JOB."""
     entries = []
     for f in sorted((Path(out_dir) / MANIFEST_DIR).glob("manifest-*.tsv")):
         text = f.read_bytes().decode("utf-8", "replace")
@@ -91,7 +92,7 @@ def manifest_entries(out_dir: Path) -> list[tuple[str, int, str, str]]:
             if not line or line.startswith("#"):
                 continue
             fields = line.split("\t")
-            assert len(fields) == 4, f"{f}: malformed manifest line {line!r}"
+            assert len(fields) == 8, f"{f}: malformed manifest line {line!r}"
             entries.append((fields[0], int(fields[1]), fields[2], fields[3]))
     return entries
 
