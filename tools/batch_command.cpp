@@ -37,12 +37,6 @@ apron::batch::InputKind kind_option(const std::string& name) {
     throw apron::Error("--inputs-as: '" + name + "' is not auto, job, list, dir or glob");
 }
 
-apron::ByteOrder byte_order_option(const std::string& name) {
-    if (name == "big") return apron::ByteOrder::big;
-    if (name == "little") return apron::ByteOrder::little;
-    throw apron::Error("--byte-order: '" + name + "' is not big or little");
-}
-
 apron::batch::JobBits32 job_bits32_option(const std::string& name) {
     if (name == "int") return apron::batch::JobBits32::int32;
     if (name == "float") return apron::batch::JobBits32::float32;
@@ -214,7 +208,7 @@ int run_batch_command(const BatchArgs& a, int argc, char** argv) {
         o.read.max_pixels = std::uint64_t(a.max_pixels);
         o.read.pnm_byte_order = byte_order_option(a.byte_order);
         o.write.jpeg_quality = a.quality;
-        o.memory_budget = a.memory.empty() ? apron::default_memory_budget() : apron::parse_memory_size(a.memory, "--memory");
+        o.memory_budget = memory_option(a.memory);
         o.read.memory_budget = o.memory_budget;
         o.run.memory_budget = o.memory_budget;
         b::JobOptions job_options;
