@@ -21,8 +21,8 @@ constexpr bool little_endian_host = std::endian::native == std::endian::little;
 
 // Shared by the read and write paths; plain data, so it survives the longjmp unharmed.
 struct PngContext {
-    Bytes in{};  // reading: the file
-    std::size_t pos = 0;
+    const ByteSource* in = nullptr;  // reading: the file
+    std::uint64_t pos = 0;
     Buffer* out = nullptr;  // writing: the growing file
     char message[256] = "";
 };
@@ -35,10 +35,9 @@ void on_error(png_structp png, png_const_charp message) {
 // Warnings (a damaged ancillary chunk, an unknown chunk) do not make the pixels wrong; stay quiet.
 void on_warning(png_structp, png_const_charp) {}
 
-void read_from_memory(png_structp png, png_bytep dst, std::size_t n) {
+void read_from_source(png_structp png, png_bytep dst, std::size_t n) {
     auto* ctx = static_cast<PngContext*>(png_get_io_ptr(png));
-    if (ctx->in.size() - ctx->pos < n) png_error(png, "truncated data");
-    std::memcpy(dst, ctx->in.data() + ctx->pos, n);
+    if (ctx->in->read(ctx->pos, dst, n) != n) png_error(png, "truncated data");
     ctx->pos += n;
 }
 
@@ -105,35 +104,67 @@ struct WriteStructs {
     ~WriteStructs() { png_destroy_write_struct(&png, info ? &info : nullptr); }
 };
 
+// The header (up to the first image data), then on request the pixels. libpng reads from the source as it
+// goes, so a probe reads no more of a file than its chunks before IDAT.
+class PngReader {
+public:
+    PngReader(const ByteSource& source, const std::string& name) : name_(name) {
+        ctx_.in = &source;
+        s_.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx_, on_error, on_warning);
+        if (s_.png) s_.info = png_create_info_struct(s_.png);
+        if (!s_.png || !s_.info) fail(name, "out of memory starting the PNG decoder");
+        png_set_read_fn(s_.png, &ctx_, read_from_source);
+        // Our own max_pixels check is the limit; libpng's default (1e6 a side) would refuse wide strips.
+        png_set_user_limits(s_.png, 0x7fffffff, 0x7fffffff);
+    }
+
+    // The image the pixels will fill: the size, and channels and depth after the expanding transforms.
+    // libpng decodes straight into the image's rows (Adam7 passes included), so it holds no image-sized
+    // buffer of its own.
+    ImageShape read_header(const ReadOptions& options, std::uint64_t file_bytes) {
+        if (!step_read_info(s_.png, s_.info)) failed();
+        const std::uint64_t width = png_get_image_width(s_.png, s_.info);
+        const std::uint64_t height = png_get_image_height(s_.png, s_.info);
+        check_size(name_, width, height, options);
+        if (!step_set_transforms(s_.png, s_.info)) failed();
+        const int channels = png_get_channels(s_.png, s_.info);
+        const int depth = png_get_bit_depth(s_.png, s_.info);
+        if (channels < 1 || channels > 4 || (depth != 8 && depth != 16))
+            fail(name_, "unsupported PNG layout (" + std::to_string(channels) + " channels of " +
+                            std::to_string(depth) + " bits)");
+        return check_image(name_, width, height, channels, depth == 16 ? PixelType::u16 : PixelType::u8, options,
+                           {file_bytes, 0});
+    }
+
+    void read_pixels(Image& img) {
+        std::vector<png_bytep> rows(std::size_t(img.height()));
+        for (int y = 0; y < img.height(); ++y) rows[y] = reinterpret_cast<png_bytep>(img.view().row_bytes(y));
+        if (!step_read_rows(s_.png, s_.info, rows.data())) failed();
+    }
+
+private:
+    [[noreturn]] void failed() const { fail(name_, std::string("bad PNG file: ") + ctx_.message); }
+
+    const std::string& name_;
+    PngContext ctx_;
+    ReadStructs s_;
+};
+
 }  // namespace
 
 Image decode_png(Bytes bytes, const std::string& name, const ReadOptions& options) {
-    PngContext ctx;
-    ctx.in = bytes;
-    ReadStructs s;
-    s.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx, on_error, on_warning);
-    if (s.png) s.info = png_create_info_struct(s.png);
-    if (!s.png || !s.info) fail(name, "out of memory starting the PNG decoder");
-    png_set_read_fn(s.png, &ctx, read_from_memory);
-    // Our own max_pixels check is the limit; libpng's default (1e6 a side) would refuse wide strips.
-    png_set_user_limits(s.png, 0x7fffffff, 0x7fffffff);
-
-    auto png_failed = [&]() { fail(name, std::string("bad PNG file: ") + ctx.message); };
-    if (!step_read_info(s.png, s.info)) png_failed();
-    check_size(name, png_get_image_width(s.png, s.info), png_get_image_height(s.png, s.info), options);
-    if (!step_set_transforms(s.png, s.info)) png_failed();
-
-    const int channels = png_get_channels(s.png, s.info);
-    const int depth = png_get_bit_depth(s.png, s.info);
-    if (channels < 1 || channels > 4 || (depth != 8 && depth != 16))
-        fail(name, "unsupported PNG layout (" + std::to_string(channels) + " channels of " + std::to_string(depth) +
-                       " bits)");
-    Image img = allocate_image(name, png_get_image_width(s.png, s.info), png_get_image_height(s.png, s.info), channels,
-                               depth == 16 ? PixelType::u16 : PixelType::u8, options);
-    std::vector<png_bytep> rows(std::size_t(img.height()));
-    for (int y = 0; y < img.height(); ++y) rows[y] = reinterpret_cast<png_bytep>(img.view().row_bytes(y));
-    if (!step_read_rows(s.png, s.info, rows.data())) png_failed();
+    const MemorySource source(bytes);
+    PngReader reader(source, name);
+    const ImageShape shape = reader.read_header(options, bytes.size());
+    Image img = allocate_image(name, std::uint64_t(shape.width), std::uint64_t(shape.height), shape.channels,
+                               shape.type, options, {bytes.size(), 0});
+    reader.read_pixels(img);
     return img;
+}
+
+ImageShape probe_png(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    PngReader reader(source, name);
+    return reader.read_header(options, source.size());
 }
 
 Buffer encode_png(ConstImageView image, const std::string& name, const WriteOptions& options) {
