@@ -183,7 +183,8 @@ std::uint64_t coefficient_bytes(const jpeg_decompress_struct& c) {
     return total;
 }
 
-bool step_decompress(j_decompress_ptr cinfo, ErrorManager& err, JSAMPROW* rows, int channels) {
+// Rows go straight into the image, a few at a time (no array of row pointers as tall as the image).
+bool step_decompress(j_decompress_ptr cinfo, ErrorManager& err, std::byte* image, std::size_t pitch, int channels) {
     if (setjmp(err.jump)) return false;
     jpeg_start_decompress(cinfo);
     if (cinfo->output_components != channels || cinfo->output_width != cinfo->image_width ||
@@ -191,8 +192,13 @@ bool step_decompress(j_decompress_ptr cinfo, ErrorManager& err, JSAMPROW* rows, 
         std::snprintf(err.message, sizeof err.message, "unexpected decoder output layout");
         return false;
     }
-    while (cinfo->output_scanline < cinfo->output_height)
-        jpeg_read_scanlines(cinfo, rows + cinfo->output_scanline, cinfo->output_height - cinfo->output_scanline);
+    JSAMPROW rows[16];
+    while (cinfo->output_scanline < cinfo->output_height) {
+        const JDIMENSION first = cinfo->output_scanline;
+        const JDIMENSION count = std::min<JDIMENSION>(16, cinfo->output_height - first);
+        for (JDIMENSION i = 0; i < count; ++i) rows[i] = reinterpret_cast<JSAMPROW>(image + std::size_t(first + i) * pitch);
+        jpeg_read_scanlines(cinfo, rows, count);
+    }
     jpeg_finish_decompress(cinfo);  // reads up to EOI, so a file cut after the last scan is noticed
     return true;
 }
@@ -259,9 +265,7 @@ public:
     const Held& held() const { return held_; }
 
     void read_pixels(Image& img) {
-        std::vector<JSAMPROW> rows(std::size_t(img.height()));
-        for (int y = 0; y < img.height(); ++y) rows[y] = reinterpret_cast<JSAMPROW>(img.view().row_bytes(y));
-        if (!step_decompress(&d_->cinfo, d_->err, rows.data(), channels_)) failed();
+        if (!step_decompress(&d_->cinfo, d_->err, img.view().data, img.view().pitch, channels_)) failed();
     }
 
 private:

@@ -60,7 +60,7 @@ bool step_read_info(png_structp png, png_infop info) {
 }
 
 // Called only after the caller checked the size: update_info allocates row buffers of the full width.
-bool step_set_transforms(png_structp png, png_infop info) {
+bool step_set_transforms(png_structp png, png_infop info, int* passes) {
     if (setjmp(png_jmpbuf(png))) return false;
     const int color = png_get_color_type(png, info);
     const int depth = png_get_bit_depth(png, info);
@@ -68,16 +68,30 @@ bool step_set_transforms(png_structp png, png_infop info) {
     if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
     if (png_get_valid(png, info, PNG_INFO_tRNS)) png_set_tRNS_to_alpha(png);
     if (depth == 16 && little_endian_host) png_set_swap(png);
-    png_set_interlace_handling(png);
+    *passes = png_set_interlace_handling(png);
     png_read_update_info(png, info);
     return true;
 }
 
-bool step_read_rows(png_structp png, png_infop info, png_bytepp rows) {
+// Row by row straight into the image, every row in each Adam7 pass (libpng fills in the pass's pixels),
+// so that no array of row pointers as tall as the image is needed.
+bool step_read_rows(png_structp png, png_infop info, std::byte* image, std::size_t pitch, png_uint_32 height,
+                    int passes) {
     if (setjmp(png_jmpbuf(png))) return false;
-    png_read_image(png, rows);
+    for (int pass = 0; pass < passes; ++pass)
+        for (png_uint_32 y = 0; y < height; ++y)
+            png_read_row(png, reinterpret_cast<png_bytep>(image + std::size_t(y) * pitch), nullptr);
     png_read_end(png, info);  // verifies the chunks after the pixels up to IEND: a cut file is refused
     return true;
+}
+
+// The channels the expanding transforms of step_set_transforms will give, from the header: colour (3) or
+// gray (1), plus alpha from the colour type or from a tRNS chunk; a palette expands to RGB.
+int channels_after_transforms(png_structp png, png_infop info) {
+    const int color = png_get_color_type(png, info);
+    int channels = (color & PNG_COLOR_MASK_COLOR) ? 3 : 1;
+    if ((color & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS)) ++channels;
+    return channels;
 }
 
 bool step_write(png_structp png, png_infop info, int width, int height, int depth, int color, int level,
@@ -121,25 +135,26 @@ public:
     // The image the pixels will fill: the size, and channels and depth after the expanding transforms.
     // libpng decodes straight into the image's rows (Adam7 passes included), so it holds no image-sized
     // buffer of its own.
+    // The limits are checked before the transforms are set up, since libpng then allocates row buffers.
     ImageShape read_header(const ReadOptions& options, std::uint64_t file_bytes) {
         if (!step_read_info(s_.png, s_.info)) failed();
         const std::uint64_t width = png_get_image_width(s_.png, s_.info);
         const std::uint64_t height = png_get_image_height(s_.png, s_.info);
-        check_size(name_, width, height, options);
-        if (!step_set_transforms(s_.png, s_.info)) failed();
+        const int expected_channels = channels_after_transforms(s_.png, s_.info);
+        const PixelType type = png_get_bit_depth(s_.png, s_.info) == 16 ? PixelType::u16 : PixelType::u8;
+        const ImageShape shape = check_image(name_, width, height, expected_channels, type, options, {file_bytes, 0});
+        if (!step_set_transforms(s_.png, s_.info, &passes_)) failed();
         const int channels = png_get_channels(s_.png, s_.info);
         const int depth = png_get_bit_depth(s_.png, s_.info);
-        if (channels < 1 || channels > 4 || (depth != 8 && depth != 16))
+        if (channels != expected_channels || depth != 8 * int(bytes_per_sample(type)))
             fail(name_, "unsupported PNG layout (" + std::to_string(channels) + " channels of " +
                             std::to_string(depth) + " bits)");
-        return check_image(name_, width, height, channels, depth == 16 ? PixelType::u16 : PixelType::u8, options,
-                           {file_bytes, 0});
+        return shape;
     }
 
     void read_pixels(Image& img) {
-        std::vector<png_bytep> rows(std::size_t(img.height()));
-        for (int y = 0; y < img.height(); ++y) rows[y] = reinterpret_cast<png_bytep>(img.view().row_bytes(y));
-        if (!step_read_rows(s_.png, s_.info, rows.data())) failed();
+        if (!step_read_rows(s_.png, s_.info, img.view().data, img.view().pitch, png_uint_32(img.height()), passes_))
+            failed();
     }
 
 private:
@@ -148,6 +163,7 @@ private:
     const std::string& name_;
     PngContext ctx_;
     ReadStructs s_;
+    int passes_ = 1;
 };
 
 }  // namespace
