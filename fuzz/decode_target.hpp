@@ -1,21 +1,40 @@
 #pragma once
 // The body every image-format fuzz target shares: decode through decode_image, as every file is, with a
-// small pixel limit so each run stays fast. Refusing the input with apron::Error is the expected outcome
-// for most inputs; any other exception, crash, leak or sanitizer report is a bug. The targets differ by
-// their seed corpus (fuzz/corpus/<target>), which steers each one into its own format's reader.
+// small pixel limit so each run stays fast and a memory budget, so that a decompression bomb is refused
+// from its header. Refusing the input with apron::Error is the expected outcome for most inputs; any
+// other exception, crash, leak or sanitizer report is a bug, and so is an allocation past the budget:
+// run_briefly.sh sets libFuzzer's -malloc_limit_mb and -rss_limit_mb from fuzz_memory_budget_mb, so a
+// bomb that gets through is reported as a finding rather than exhausting the machine.
+//
+// Each input is probed too (probe_image, the header alone): whatever decodes must probe, to the same shape.
+// The targets differ by their seed corpus (fuzz/corpus/<target>), which steers each one into its own
+// format's reader.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 #include "apron/errors.hpp"
 #include "apron/io.hpp"
 
 namespace apron::fuzz {
 
+// Keep in step with run_briefly.sh (FUZZ_MEMORY_BUDGET_MB).
+constexpr std::uint64_t fuzz_memory_budget_mb = 256;
+
 inline int decode(const std::uint8_t* data, std::size_t size, const char* name) {
     ReadOptions options;
     options.max_pixels = std::uint64_t(1) << 22;
+    options.memory_budget = fuzz_memory_budget_mb << 20;
+    ImageShape probed{};
+    bool probe_ok = false;
     try {
-        decode_image({data, size}, name, options);
+        probed = probe_image({data, size}, name, options);
+        probe_ok = true;
+    } catch (const Error&) {
+    }
+    try {
+        const Image image = decode_image({data, size}, name, options);
+        if (!probe_ok || !(probed == image.shape())) std::abort();  // probing is decoding's first step
     } catch (const Error&) {
     }
     return 0;

@@ -178,7 +178,7 @@ TEST(BatchJobFile, ReadJobFile) {
     EXPECT_EQ(job.pad_x, 1);
     EXPECT_TRUE(
         fails_naming([&] { read_job_file(dir.file("none.txt")); }, dir.file("none.txt"), "cannot open job file"));
-    EXPECT_TRUE(fails_naming([&] { read_job_file(dir.path().string()); }, dir.path().string(), "Is a directory"));
+    EXPECT_TRUE(fails_naming([&] { read_job_file(dir.path().string()); }, dir.path().string(), "it is a directory"));
 }
 
 TEST(BatchJobFile, LooksLikeJobFile) {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "test_io_support.hpp"
+#include "test_io_hostile_support.hpp"
 
 #if APRON_HAVE_TIFF
 #include <tiffio.h>
@@ -242,6 +242,9 @@ TEST(ImageIoCorpus, DISABLED_WriteFuzzSeeds) {
     put("fuzz_png", "palette.png", ByteVec(std::begin(palette_png), std::end(palette_png)));
     put("fuzz_png", "gray1.png", ByteVec(std::begin(gray1_png), std::end(gray1_png)));
     put("fuzz_png", "adam7.png", ByteVec(std::begin(adam7_png), std::end(adam7_png)));
+    // A bomb: 59 bytes declaring 30000x30000; the pixel limit and the memory budget must refuse it and
+    // its mutations from the header.
+    put("fuzz_png", "bomb-30000x30000.png", png_declaring(30000, 30000));
     put("fuzz_jpeg", "gray.jpg", encode_image(ImageFormat::jpeg, random_image(8, 8, 1, PixelType::u8, 8), ""));
     put("fuzz_jpeg", "rgb.jpg", encode_image(ImageFormat::jpeg, random_image(16, 8, 3, PixelType::u8, 9), ""));
 #if APRON_HAVE_TIFF

@@ -238,9 +238,11 @@ TEST(ImageIoNegative, UnwritableDirectoryLeavesNothing) {
     std::ofstream(dir.file("plain-file")).close();
     const std::string under_file = dir.file("plain-file/out.png");
     EXPECT_TRUE(fails_naming([&] { write_image(under_file, img); }, under_file, "temporary file"));
-    // The rename fails when the target is a directory: the temporary file must be removed again.
+    // A directory at the target is refused before anything is written.
     std::filesystem::create_directory(dir.file("taken.png"));
-    EXPECT_TRUE(fails_naming([&] { write_image(dir.file("taken.png"), img); }, dir.file("taken.png"), "rename"));
+    EXPECT_TRUE(fails_naming([&] { write_image(dir.file("taken.png"), img); }, dir.file("taken.png"),
+                             "is a directory, not a regular file; apron writes only regular files"));
+    EXPECT_TRUE(std::filesystem::is_empty(dir.file("taken.png")));
     EXPECT_TRUE(dir.temp_files().empty());
 }
 

@@ -228,6 +228,7 @@ int run_info() {
 } // namespace
 
 int main(int argc, char** argv) {
+    apron::install_signal_cleanup();  // a killed run leaves no temporary file behind
     CLI::App app{"apron: image convolution and morphology at the hardware's limit"};
     app.require_subcommand(1);
     app.set_version_flag("--version", APRON_VERSION);

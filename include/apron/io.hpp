@@ -4,10 +4,36 @@
 // Every reader refuses malformed, truncated or absurd files with an apron::Error naming the file.
 // Every writer writes a temporary file beside the target and renames it, so no partial output remains.
 //
+// Reading. Only regular files are read (symbolic links are followed to one): a FIFO, a device such as
+// /dev/zero, a socket or a directory is refused by name, before anything is read. Before any pixel is
+// allocated, the header's size is checked against ReadOptions::max_pixels and, when it is not 0, against
+// ReadOptions::memory_budget: the file itself, the decoded pixels and any image-sized buffer of the decoder
+// (a TIFF tile, the coefficients of a progressive JPEG) must fit together, so a small compressed file that
+// decodes to gigabytes is refused with the bytes it would need. probe_image applies the same checks from
+// the header alone.
+//
+// Writing (write_file_atomically, so every image writer too):
+//   - A new file gets mode 0666 less the umask; a file that is replaced keeps its permission bits (a 0600
+//     file stays 0600), and its owner and group where the process may set them (root; others keep the
+//     group when they belong to it).
+//   - A symbolic link at the output path is followed: the link stays and the file it points to is replaced
+//     (atomically, in the target's directory). A dangling link gets its target created, if the target's
+//     directory exists.
+//   - A file with several hard links is replaced by a new file under the name written to; the other names
+//     keep the old content (rename() cannot replace the content of every name at once).
+//   - An output path that is a FIFO, a device, a socket or a directory is refused before anything is
+//     written ("PATH: is a FIFO, not a regular file; apron writes only regular files"), and left as it is.
+//   - After install_signal_cleanup(), SIGINT, SIGTERM, SIGHUP and SIGQUIT remove the temporary file of
+//     every write in progress before the process ends (SIGKILL cannot be caught: a temporary
+//     ".NAME.apron-tmp-XXXXXX" may remain, never a partial file under the target's name).
+//
 // What each format holds (read -> write):
 //   PNM   P2/P5 gray, P3/P6 RGB, P7 (PAM) 1-4 channels, P1/P4 bitmaps (black 0, white 255) -> u8/u16, 1 or 3
 //         channels (P5/P6, or P2/P3 with pnm_ascii). Samples are kept as stored, not rescaled: maxval <= 255
-//         gives u8, larger gives u16 (a maxval-4095 file holds 0..4095). Wide samples are big-endian in files.
+//         gives u8, larger gives u16 (a maxval-4095 file holds 0..4095). Wide samples are big-endian in files,
+//         as Netpbm specifies; ReadOptions::pnm_byte_order = ByteOrder::little reads 16-bit binary samples
+//         (P5/P6/P7) little-endian instead, as GenConv writes its 16-bit PGM files. Writing is always
+//         big-endian.
 //   PFM   Pf (1 channel) / PF (3), either byte order, rows bottom to top -> f32, little-endian.
 //   PNG   gray, gray+alpha, RGB, RGBA, palette (expanded to RGB/RGBA), 1-16 bits (below 8 expanded to 8)
 //         -> u8/u16, 1-4 channels.
@@ -50,6 +76,14 @@ Image read_image(const std::string& path, const ReadOptions& options = {});
 // Decodes an image held in memory (the fuzz targets and tests use this); `name` is used in errors.
 Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options = {});
 
+// The shape read_image / decode_image would return (width, height, channels, type), from the header alone,
+// without decoding pixels: the same refusals of bad headers, of non-regular files, and the same
+// max_pixels and memory_budget checks. probe_image(path) reads only the bytes the header needs (a TIFF's
+// directory, a JPEG's markers up to the first scan). Refusing before decoding, e.g. an image the output
+// format cannot store, takes milliseconds instead of a whole decode.
+ImageShape probe_image(const std::string& path, const ReadOptions& options = {});
+ImageShape probe_image(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options = {});
+
 void write_image(const std::string& path, ConstImageView image, const WriteOptions& options = {});
 std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image, const std::string& name,
                                        const WriteOptions& options = {});
@@ -62,7 +96,20 @@ bool can_store(ImageFormat format, const ImageShape& shape, std::string* why = n
 std::string supported_formats();
 
 // Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, then rename.
-// Used by every writer and by anything else apron writes (reports, manifests).
+// Used by every writer and by anything else apron writes (reports, manifests). See "Writing" above for
+// modes, links and what is refused.
 void write_file_atomically(const std::string& path, std::span<const std::uint8_t> bytes);
+
+// Installs handlers for SIGINT, SIGTERM, SIGHUP and SIGQUIT that remove the temporary files of the writes
+// in progress (write_file_atomically registers each one in a fixed, lock-free table), then end the process
+// as the signal would have, so that the exit status still reads "killed by SIGTERM". Call it once, early in
+// main(); later calls do nothing.
+//   - A signal that is ignored when it is called (nohup ignores SIGHUP; a shell ignores SIGINT for a
+//     background job) stays ignored.
+//   - A handler already installed (an MPI runtime, the application) is kept and chained: on the signal
+//     apron removes its temporaries first, then calls that handler and leaves the rest to it; if it
+//     returns, the write in progress fails with an error saying it was interrupted.
+//   - A handler installed after it replaces apron's unless it chains to the previous one itself.
+void install_signal_cleanup();
 
 } // namespace apron

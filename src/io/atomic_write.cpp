@@ -1,11 +1,17 @@
 // write_file_atomically: readers of `path` see either the old file or the complete new one, never a
 // partial write, and a failed write leaves nothing behind (SPEC.md, "Errors": no partial output file).
 // The temporary file must be in the target's directory because rename() is only atomic within a file system.
+//
+// What is replaced, and how (documented in apron/io.hpp, "Writing"): the output path is resolved through
+// symbolic links first, so the link stays and its target is replaced; anything but a regular file there is
+// refused before a byte is written; the file replaced lends its permission bits (and, where the process
+// may set them, its owner and group) to the new one.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -16,10 +22,13 @@
 #include "apron/io.hpp"
 #include "io/file_io.hpp"
 #include "io/temporary_name.hpp"
+#include "io/temporary_registry.hpp"
 
 namespace apron {
 
 namespace {
+
+std::string reason(int e) { return std::generic_category().message(e); }
 
 // mkstemp creates the file with mode 0600; a normal output file should get 0666 less the umask. umask()
 // can only be read by setting it, which races with other threads, so read it from /proc when available.
@@ -31,31 +40,91 @@ mode_t current_umask() {
     return 022;
 }
 
+std::string directory_of(const std::string& path) {
+    const std::size_t slash = path.find_last_of('/');
+    return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// The file a write to `path` replaces or creates: `path` itself, or the end of its chain of symbolic links.
+struct Target {
+    std::string path;
+    bool exists = false;
+    struct stat st {};
+};
+
+Target resolve_target(const std::string& path) {
+    Target t{path};
+    for (int links = 0;; ++links) {
+        // Anything lstat cannot see (a missing file, a missing or unreadable directory) is a new file; creating
+        // the temporary file next to it reports what is wrong with its directory.
+        if (::lstat(t.path.c_str(), &t.st) != 0) return t;
+        if (!S_ISLNK(t.st.st_mode)) break;
+        if (links == 40) fail(path, "cannot write: too many levels of symbolic links");
+        std::string target(std::size_t(PATH_MAX), '\0');
+        const ssize_t n = ::readlink(t.path.c_str(), target.data(), target.size());
+        if (n < 0) fail(path, "cannot write: cannot read the symbolic link " + t.path + ": " + reason(errno));
+        target.resize(std::size_t(n));
+        t.path = target.starts_with('/') ? target : directory_of(t.path) + "/" + target;
+    }
+    if (!S_ISREG(t.st.st_mode)) {
+        const std::string what = t.path == path ? std::string("is ") + io::file_type_name(t.st.st_mode)
+                                                : "links to " + t.path + ", " + io::file_type_name(t.st.st_mode);
+        fail(path, what + ", not a regular file; apron writes only regular files");
+    }
+    t.exists = true;
+    return t;
+}
 
 }  // namespace
 
 void write_file_atomically(const std::string& path, std::span<const std::uint8_t> bytes) {
-    const std::size_t slash = path.find_last_of('/');
-    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    const Target target = resolve_target(path);
+    const std::string dir = directory_of(target.path);
+    const std::size_t slash = target.path.find_last_of('/');
+    const std::string base = slash == std::string::npos ? target.path : target.path.substr(slash + 1);
     if (base.empty()) fail(path, "cannot write: the path names a directory, not a file");
     std::string temp = dir + "/" + io::temporary_name(base);
 
+    int slot = -1;
     auto give_up = [&](const std::string& what, int error, int fd) {
         if (fd >= 0) ::close(fd);
         ::unlink(temp.c_str());
-        fail(path, what + ": " + std::generic_category().message(error));
+        const bool interrupted = !io::unregister_temporary(slot);
+        if (interrupted) fail(path, "interrupted by a signal; nothing was written");
+        fail(path, what + ": " + reason(error));
     };
 
     const int fd = ::mkstemp(temp.data());
-    if (fd < 0) fail(path, "cannot create a temporary file in " + dir + ": " + std::generic_category().message(errno));
-    if (::fchmod(fd, 0666 & ~current_umask()) != 0) give_up("cannot set permissions", errno, fd);
+    if (fd < 0) fail(path, "cannot create a temporary file in " + dir + ": " + reason(errno));
+    // From here until the rename, SIGINT/SIGTERM/SIGHUP/SIGQUIT remove the file (install_signal_cleanup).
+    slot = io::register_temporary(temp.c_str());
+
+    if (target.exists) {
+        // The replaced file's owner and group where this process may set them: root sets both, others at
+        // most a group they belong to (EPERM otherwise, which leaves the defaults).
+        struct stat mine {};
+        if (::fstat(fd, &mine) != 0) give_up("cannot write", errno, fd);
+        if (mine.st_uid != target.st.st_uid || mine.st_gid != target.st.st_gid) {
+            const uid_t owner = ::geteuid() == 0 ? target.st.st_uid : uid_t(-1);
+            if (::fchown(fd, owner, target.st.st_gid) != 0 && errno != EPERM)
+                give_up("cannot give the new file the owner and group of the old one", errno, fd);
+            if (::fstat(fd, &mine) != 0) give_up("cannot write", errno, fd);
+        }
+        // Its permission bits; set-user/group-ID only when the owner and group carried over too.
+        mode_t mode = target.st.st_mode & 07777;
+        if (mine.st_uid != target.st.st_uid || mine.st_gid != target.st.st_gid) mode &= ~mode_t(S_ISUID | S_ISGID);
+        if (::fchmod(fd, mode) != 0) give_up("cannot set permissions", errno, fd);
+    } else if (::fchmod(fd, 0666 & ~current_umask()) != 0) {
+        give_up("cannot set permissions", errno, fd);
+    }
     errno = 0;
     if (!io::write_all(fd, bytes.data(), bytes.size())) give_up("cannot write", errno ? errno : EIO, fd);
     // fsync before rename: otherwise a crash can leave the new name pointing at an empty file.
     if (::fsync(fd) != 0) give_up("cannot write (fsync)", errno, fd);
     if (::close(fd) != 0) give_up("cannot write (close)", errno, -1);
-    if (::rename(temp.c_str(), path.c_str()) != 0) give_up("cannot rename the temporary file into place", errno, -1);
+    if (::rename(temp.c_str(), target.path.c_str()) != 0)
+        give_up("cannot rename the temporary file into place", errno, -1);
+    io::unregister_temporary(slot);
 
     io::sync_directory(dir);  // the rename itself durable
 }

@@ -2,6 +2,11 @@
 // Internal interface between the dispatch (image_file.cpp) and the per-format codecs. Each decoder gets
 // the whole file in memory and the name to put in errors; each encoder gets a host view that the
 // dispatch has already checked with can_store(), so encoders only re-check what they alone know.
+//
+// Every decoder reads the header first, into the shape of the image it will produce and the image-sized
+// buffers it needs besides the image; the prober (probe_image) stops there, the decoder goes on. Both pass
+// through check_image, so the pixel limit and the memory budget are checked the same way, for every
+// format, before a pixel is allocated.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -17,11 +22,70 @@ namespace apron::io {
 using Bytes = std::span<const std::uint8_t>;
 using Buffer = std::vector<std::uint8_t>;
 
+// Where a header is read from: the file in memory (decoding) or an open file read on demand (probing
+// reads only the bytes the header needs). read() never throws, so libpng/libjpeg/libtiff callbacks may
+// call it.
+class ByteSource {
+public:
+    virtual ~ByteSource() = default;
+    virtual std::uint64_t size() const = 0;
+    // Up to n bytes at `offset`; fewer only at the end of the file or on a read error.
+    virtual std::size_t read(std::uint64_t offset, void* dst, std::size_t n) const noexcept = 0;
+    // The whole file when it is in memory, else empty.
+    virtual Bytes memory() const { return {}; }
+};
+
+class MemorySource final : public ByteSource {
+public:
+    explicit MemorySource(Bytes bytes) : bytes_(bytes) {}
+    std::uint64_t size() const override { return bytes_.size(); }
+    std::size_t read(std::uint64_t offset, void* dst, std::size_t n) const noexcept override;
+    Bytes memory() const override { return bytes_; }
+
+private:
+    Bytes bytes_;
+};
+
+// The first bytes of `source` (all of them if it is shorter than n).
+Buffer read_prefix(const ByteSource& source, std::size_t n);
+
+// Text headers (PNM, PAM, PFM) have no length field: they are parsed from a prefix of the file that grows
+// fourfold while the parse fails or runs into the prefix's end before the file's. `parse(prefix)` returns
+// its result and how many bytes of the prefix it used.
+template <class Parse>
+auto parse_from_prefix(const ByteSource& source, Parse parse) {
+    if (const Bytes whole = source.memory(); !whole.empty()) return parse(whole).first;
+    for (std::size_t n = 4096;; n *= 4) {
+        const Buffer prefix = read_prefix(source, n);
+        const bool whole = prefix.size() >= source.size();
+        try {
+            auto [result, used] = parse(Bytes(prefix));
+            if (whole || used < prefix.size()) return result;
+        } catch (const Error&) {
+            if (whole) throw;
+        }
+    }
+}
+
+// Image-sized memory a decoder holds besides the image while it decodes: the file itself, and any
+// buffer of its own (a whole-image strip or tile, JPEG's coefficients of a progressive file).
+struct Held {
+    std::uint64_t file_bytes = 0;
+    std::uint64_t decoder_bytes = 0;
+};
+
 Image decode_pnm(Bytes bytes, const std::string& name, const ReadOptions& options);
 Image decode_pfm(Bytes bytes, const std::string& name, const ReadOptions& options);
 Image decode_png(Bytes bytes, const std::string& name, const ReadOptions& options);
 Image decode_jpeg(Bytes bytes, const std::string& name, const ReadOptions& options);
 Image decode_tiff(Bytes bytes, const std::string& name, const ReadOptions& options);
+
+// The shape decode_X would return, from the header alone, after check_image.
+ImageShape probe_pnm(const ByteSource& source, const std::string& name, const ReadOptions& options);
+ImageShape probe_pfm(const ByteSource& source, const std::string& name, const ReadOptions& options);
+ImageShape probe_png(const ByteSource& source, const std::string& name, const ReadOptions& options);
+ImageShape probe_jpeg(const ByteSource& source, const std::string& name, const ReadOptions& options);
+ImageShape probe_tiff(const ByteSource& source, const std::string& name, const ReadOptions& options);
 
 Buffer encode_pnm(ConstImageView image, const std::string& name, const WriteOptions& options);
 Buffer encode_pfm(ConstImageView image, const std::string& name, const WriteOptions& options);
@@ -34,9 +98,15 @@ Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOpt
 // promising 4e9 x 4e9 pixels is refused, not wrapped around.
 std::uint64_t check_size(const std::string& name, std::uint64_t width, std::uint64_t height,
                          const ReadOptions& options);
-// check_size, then allocates the image (an allocation failure names the file too).
+// check_size, then the memory budget: the file, the decoder's own buffers and the image's pixels (rows
+// as Image pads them) together must fit options.memory_budget (when not 0). Returns the shape.
+ImageShape check_image(const std::string& name, std::uint64_t width, std::uint64_t height, int channels,
+                       PixelType type, const ReadOptions& options, const Held& held);
+// check_image, then allocates the image (an allocation failure names the file too).
 Image allocate_image(const std::string& name, std::uint64_t width, std::uint64_t height, int channels, PixelType type,
-                     const ReadOptions& options);
+                     const ReadOptions& options, const Held& held);
+// Bytes of the pixels of an Image of this shape (rows padded as Image pads them).
+std::uint64_t image_bytes(std::uint64_t width, std::uint64_t height, int channels, PixelType type);
 
 // Byte order helpers: files carry a fixed order, memory holds native order.
 inline void swap_bytes_16(std::uint8_t* p, std::size_t count) {

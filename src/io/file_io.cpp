@@ -5,50 +5,113 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
 #include "apron/errors.hpp"
+#include "apron/memory.hpp"
 #include "io/temporary_name.hpp"
 
 namespace apron::io {
 namespace {
 
 std::string reason(int e) { return std::generic_category().message(e); }
+std::string object_of(const std::string& what) { return what.empty() ? std::string() : " " + what; }
+
+// "it is a FIFO" or, through a symbolic link, "it links to /dev/urandom, a character device".
+[[noreturn]] void refuse_not_regular(const std::string& path, const std::string& what, mode_t mode) {
+    std::string how = std::string("it is ") + file_type_name(mode);
+    struct stat link {};
+    if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+        if (char* target = ::realpath(path.c_str(), nullptr)) {
+            how = "it links to " + std::string(target) + ", " + file_type_name(mode);
+            std::free(target);
+        }
+    }
+    fail(path, "cannot read" + object_of(what) + ": " + how + ", not a regular file (apron reads only regular files)");
+}
 
 } // namespace
 
-std::string read_file(const std::string& path, const std::string& what, std::size_t max_bytes) {
-    const std::string object = what.empty() ? std::string() : " " + what;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(path, "cannot open" + object + ": " + reason(errno));
-    std::string content;
-    int error = 0;
-    bool too_large = false;
+const char* file_type_name(mode_t mode) {
+    if (S_ISREG(mode)) return "a regular file";
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    return "a special file";
+}
+
+InputFile::InputFile(const std::string& path, const std::string& what) {
+    // stat first: a device is refused without being opened (opening one can have effects of its own).
     struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        error = errno;
-    } else if (S_ISDIR(st.st_mode)) {
-        error = EISDIR;
-    } else {
-        if (S_ISREG(st.st_mode) && std::size_t(st.st_size) <= max_bytes) content.reserve(std::size_t(st.st_size));
-        char chunk[1 << 16];
-        for (;;) {
-            const ssize_t n = ::read(fd, chunk, sizeof chunk);
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) error = errno;
-            if (n <= 0) break;
-            content.append(chunk, std::size_t(n));
-            if (content.size() > max_bytes) {
-                too_large = true;
-                break;
-            }
-        }
+    if (::stat(path.c_str(), &st) != 0) fail(path, "cannot open" + object_of(what) + ": " + reason(errno));
+    if (!S_ISREG(st.st_mode)) refuse_not_regular(path, what, st.st_mode);
+    // O_NONBLOCK: should a FIFO take the file's place after the stat, opening it must not wait for a writer.
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd_ < 0) fail(path, "cannot open" + object_of(what) + ": " + reason(errno));
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const int error = errno;
+        const mode_t mode = st.st_mode;
+        ::close(fd_);
+        if (mode != 0 && !S_ISREG(mode)) refuse_not_regular(path, what, mode);
+        fail(path, "cannot read" + object_of(what) + ": " + reason(error));
     }
-    ::close(fd);
-    if (error) fail(path, "cannot read" + object + ": " + reason(error));
-    if (too_large) fail(path, (what.empty() ? std::string("file") : what) + " larger than " + std::to_string(max_bytes >> 20) + " MiB");
+    const int flags = ::fcntl(fd_, F_GETFL);
+    if (flags >= 0) ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);  // regular files ignore it; keep reads plain
+    size_ = std::uint64_t(st.st_size);
+}
+
+InputFile::~InputFile() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+long long InputFile::read_at(std::uint64_t offset, void* dst, std::size_t n) const noexcept {
+    auto* p = static_cast<char*>(dst);
+    std::size_t done = 0;
+    while (done < n) {
+        const std::size_t chunk = std::min<std::size_t>(n - done, std::size_t(1) << 30);
+        const ssize_t got = ::pread(fd_, p + done, chunk, off_t(offset + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return -1;
+        if (got == 0) break;
+        done += std::size_t(got);
+    }
+    return static_cast<long long>(done);
+}
+
+std::string read_file(const std::string& path, const std::string& what,
+                      const std::function<void(std::uint64_t)>& check_size) {
+    const InputFile file(path, what);
+    const std::uint64_t size = file.size();
+    check_size(size);
+    std::string content;
+    try {
+        content.resize(std::size_t(size));
+    } catch (const std::exception&) {
+        fail(path, "out of host memory reading " + format_bytes(size));
+    }
+    const long long got = file.read_at(0, content.data(), content.size());
+    if (got < 0) fail(path, "cannot read" + object_of(what) + ": " + reason(errno));
+    // One byte past the end tells a file that grew from one that was complete.
+    char extra = 0;
+    const long long more = std::uint64_t(got) == size ? file.read_at(size, &extra, 1) : 0;
+    if (std::uint64_t(got) != size || more != 0)
+        fail(path, "changed while it was read (" + std::to_string(size) + " bytes when opened, then " +
+                       (std::uint64_t(got) < size ? "fewer" : "more") + "); is another program still writing it?");
     return content;
+}
+
+std::string read_file(const std::string& path, const std::string& what, std::size_t max_bytes) {
+    return read_file(path, what, [&](std::uint64_t size) {
+        if (size > max_bytes)
+            fail(path, (what.empty() ? std::string("the file") : "the " + what) + " is " + format_bytes(size) +
+                           ", larger than the limit of " + format_bytes(max_bytes));
+    });
 }
 
 bool write_all(int fd, const void* data, std::size_t n) {

@@ -1,15 +1,50 @@
 #pragma once
 // Whole-file reads and writes at the POSIX level, one implementation for every reader and writer of apron
-// (images, job, list and pipeline files, the atomic writer, the batch manifest).
+// (images, masks, job, list and pipeline files, the atomic writer, the batch manifest).
+//
+// apron reads only regular files (symbolic links are followed; their target must be one). A FIFO, a
+// device such as /dev/zero or /dev/urandom, a socket or a directory is refused by name before anything is
+// read: those can block forever or deliver endless data, and their size is unknown in advance. A regular
+// file is read in one allocation of the size fstat gives, checked against the caller's limit first.
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace apron::io {
 
-// The whole file. Throws apron::Error "PATH: cannot open WHAT: reason", "PATH: cannot read WHAT: reason"
-// (a directory reads as EISDIR), or "PATH: WHAT larger than N MiB" past max_bytes. Regular files are read
-// in one allocation; pipes and devices grow the buffer as they go.
+// "a FIFO", "a character device", "a block device", "a socket", "a directory", "a regular file", ...
+const char* file_type_name(mode_t mode);
+
+// An open regular file (read-only). Opening refuses anything else with "PATH: cannot read WHAT: it is a
+// FIFO, not a regular file (apron reads only regular files)", naming a symbolic link's target. A FIFO is
+// opened without blocking, and a device is never opened at all.
+class InputFile {
+public:
+    InputFile(const std::string& path, const std::string& what = "");
+    ~InputFile();
+    InputFile(const InputFile&) = delete;
+    InputFile& operator=(const InputFile&) = delete;
+
+    std::uint64_t size() const { return size_; }  // from fstat when opened
+    // Up to n bytes at `offset`; fewer only at the end of the file; -1 (errno set) on a read error.
+    // Never throws, so it may be called from C libraries' callbacks.
+    long long read_at(std::uint64_t offset, void* dst, std::size_t n) const noexcept;
+
+private:
+    int fd_ = -1;
+    std::uint64_t size_ = 0;
+};
+
+// The whole file. `check_size(bytes)` runs with the size the file has when opened, before anything is
+// allocated, and throws to refuse it. Throws apron::Error "PATH: cannot open WHAT: reason", "PATH: cannot
+// read WHAT: reason", the refusal of a file that is not regular, or "PATH: changed while it was read ..."
+// when the file grows or shrinks under the reader (another program still writing it).
+std::string read_file(const std::string& path, const std::string& what,
+                      const std::function<void(std::uint64_t)>& check_size);
+// The same with a plain limit: "PATH: WHAT is N, larger than the limit of M".
 std::string read_file(const std::string& path, const std::string& what = "", std::size_t max_bytes = SIZE_MAX);
 
 // write() until every byte is out, retrying partial writes and EINTR (a manifest line lands whole). false
@@ -21,6 +56,8 @@ void sync_directory(const std::string& dir);
 
 // Temporary files write_file_atomically leaves when its process is killed mid-write (".NAME.apron-tmp-XXXXXX",
 // never a partial file under the target's name): removes those in `dir`. Only while nothing writes there.
+// (SIGINT, SIGTERM, SIGHUP and SIGQUIT remove them on the spot once install_signal_cleanup() ran; SIGKILL
+// and a crash cannot.)
 void remove_atomic_write_leftovers(const std::string& dir);
 
 } // namespace apron::io

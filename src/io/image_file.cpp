@@ -8,6 +8,7 @@
 #include <cstring>
 #include <system_error>
 
+#include "apron/memory.hpp"
 #include "io/codecs.hpp"
 #include "io/file_io.hpp"
 
@@ -134,39 +135,155 @@ std::uint64_t io::check_size(const std::string& name, std::uint64_t width, std::
     return pixels;
 }
 
-Image io::allocate_image(const std::string& name, std::uint64_t width, std::uint64_t height, int channels,
-                         PixelType type, const ReadOptions& options) {
+std::uint64_t io::image_bytes(std::uint64_t width, std::uint64_t height, int channels, PixelType type) {
+    // With sides up to 2^31 a padded row stays below 2^36 bytes, but rows times height may pass 2^64:
+    // saturate rather than wrap.
+    const std::uint64_t pitch = (width * std::uint64_t(channels) * bytes_per_sample(type) + 63) / 64 * 64;
+    return height != 0 && pitch > UINT64_MAX / height ? UINT64_MAX : pitch * height;
+}
+
+ImageShape io::check_image(const std::string& name, std::uint64_t width, std::uint64_t height, int channels,
+                           PixelType type, const ReadOptions& options, const Held& held) {
     check_size(name, width, height, options);
+    const ImageShape shape{int(width), int(height), channels, type};
+    validate_shape(shape, name.c_str());
+    if (options.memory_budget == 0) return shape;
+    const std::uint64_t pixels = image_bytes(width, height, channels, type);
+    const auto add = [](std::uint64_t a, std::uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; };
+    const std::uint64_t needed = add(add(held.file_bytes, held.decoder_bytes), pixels);
+    if (needed > options.memory_budget)
+        fail(name, "decoding " + std::to_string(width) + "x" + std::to_string(height) + " " + std::to_string(channels) +
+                       "-channel " + to_string(type) + " needs " + format_bytes(needed) + " (file " +
+                       format_bytes(held.file_bytes) + " + pixels " + format_bytes(pixels) +
+                       (held.decoder_bytes ? " + decoder buffers " + format_bytes(held.decoder_bytes) : "") +
+                       "), over the memory budget of " + format_bytes(options.memory_budget) +
+                       " (raise it with --memory)");
+    return shape;
+}
+
+Image io::allocate_image(const std::string& name, std::uint64_t width, std::uint64_t height, int channels,
+                         PixelType type, const ReadOptions& options, const Held& held) {
+    const ImageShape shape = check_image(name, width, height, channels, type, options, held);
     try {
-        return Image(int(width), int(height), channels, type, options.memory);
+        return Image(shape, options.memory);
     } catch (const Error& e) {
         fail(name, e.what());  // the allocation's own message names "image", not the file
     }
 }
 
-Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options) {
-    if (bytes.empty()) fail(name, "empty file");
+std::size_t io::MemorySource::read(std::uint64_t offset, void* dst, std::size_t n) const noexcept {
+    if (offset >= bytes_.size()) return 0;
+    const std::size_t count = std::size_t(std::min<std::uint64_t>(n, bytes_.size() - offset));
+    std::memcpy(dst, bytes_.data() + offset, count);
+    return count;
+}
+
+io::Buffer io::read_prefix(const ByteSource& source, std::size_t n) {
+    Buffer prefix(std::size_t(std::min<std::uint64_t>(n, source.size())));
+    prefix.resize(source.read(0, prefix.data(), prefix.size()));
+    return prefix;
+}
+
+namespace {
+
+// The format a file's first bytes announce.
+enum class Magic { pnm, pfm, png, jpeg, tiff, unknown };
+
+Magic magic_of(io::Bytes bytes) {
     if (bytes.size() >= 2 && bytes[0] == 'P') {
-        if (bytes[1] >= '1' && bytes[1] <= '7') return io::decode_pnm(bytes, name, options);
-        if (bytes[1] == 'f' || bytes[1] == 'F') return io::decode_pfm(bytes, name, options);
+        if (bytes[1] >= '1' && bytes[1] <= '7') return Magic::pnm;
+        if (bytes[1] == 'f' || bytes[1] == 'F') return Magic::pfm;
     }
-    if (starts_with(bytes, {0x89, 'P', 'N', 'G'})) return io::decode_png(bytes, name, options);
-    if (starts_with(bytes, {0xFF, 0xD8, 0xFF})) return io::decode_jpeg(bytes, name, options);
+    if (starts_with(bytes, {0x89, 'P', 'N', 'G'})) return Magic::png;
+    if (starts_with(bytes, {0xFF, 0xD8, 0xFF})) return Magic::jpeg;
     // Classic TIFF (42) and BigTIFF (43), both byte orders.
     if (starts_with(bytes, {'I', 'I', 42, 0}) || starts_with(bytes, {'M', 'M', 0, 42}) ||
-        starts_with(bytes, {'I', 'I', 43, 0}) || starts_with(bytes, {'M', 'M', 0, 43})) {
+        starts_with(bytes, {'I', 'I', 43, 0}) || starts_with(bytes, {'M', 'M', 0, 43}))
+        return Magic::tiff;
+    return Magic::unknown;
+}
+
+[[noreturn]] void unknown_format(io::Bytes first, const std::string& name) {
+    if (first.empty()) fail(name, "empty file");
+    fail(name, "unknown image format (first bytes " + hex_prefix(first) + "); apron reads " + supported_formats());
+}
+
+[[noreturn, maybe_unused]] void tiff_not_built(const std::string& name) {
+    fail(name, "TIFF file, but TIFF support is not built in (install libtiff-dev and rebuild apron)");
+}
+
+// A file read on demand, for probing.
+class FileSource final : public io::ByteSource {
+public:
+    explicit FileSource(const io::InputFile& file) : file_(file) {}
+    std::uint64_t size() const override { return file_.size(); }
+    std::size_t read(std::uint64_t offset, void* dst, std::size_t n) const noexcept override {
+        const long long got = file_.read_at(offset, dst, n);
+        return got < 0 ? 0 : std::size_t(got);
+    }
+
+private:
+    const io::InputFile& file_;
+};
+
+ImageShape probe_source(const io::ByteSource& source, const std::string& name, const ReadOptions& options) {
+    const io::Buffer first = io::read_prefix(source, 8);
+    switch (magic_of(first)) {
+    case Magic::pnm: return io::probe_pnm(source, name, options);
+    case Magic::pfm: return io::probe_pfm(source, name, options);
+    case Magic::png: return io::probe_png(source, name, options);
+    case Magic::jpeg: return io::probe_jpeg(source, name, options);
+    case Magic::tiff:
+#if APRON_HAVE_TIFF
+        return io::probe_tiff(source, name, options);
+#else
+        tiff_not_built(name);
+#endif
+    case Magic::unknown: break;
+    }
+    unknown_format(first, name);
+}
+
+// The file itself is held while it is decoded: refuse one larger than the budget before reading it.
+void check_file_budget(const std::string& path, std::uint64_t size, const ReadOptions& options) {
+    if (options.memory_budget != 0 && size > options.memory_budget)
+        fail(path, "the file is " + format_bytes(size) + ", over the memory budget of " +
+                       format_bytes(options.memory_budget) + " (raise it with --memory)");
+}
+
+}  // namespace
+
+Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options) {
+    switch (magic_of(bytes)) {
+    case Magic::pnm: return io::decode_pnm(bytes, name, options);
+    case Magic::pfm: return io::decode_pfm(bytes, name, options);
+    case Magic::png: return io::decode_png(bytes, name, options);
+    case Magic::jpeg: return io::decode_jpeg(bytes, name, options);
+    case Magic::tiff:
 #if APRON_HAVE_TIFF
         return io::decode_tiff(bytes, name, options);
 #else
-        fail(name, "TIFF file, but TIFF support is not built in (install libtiff-dev and rebuild apron)");
+        tiff_not_built(name);
 #endif
+    case Magic::unknown: break;
     }
-    fail(name, "unknown image format (first bytes " + hex_prefix(bytes) + "); apron reads " + supported_formats());
+    unknown_format(bytes, name);
 }
 
 Image read_image(const std::string& path, const ReadOptions& options) {
-    const std::string bytes = io::read_file(path);
+    const std::string bytes =
+        io::read_file(path, "", [&](std::uint64_t size) { check_file_budget(path, size, options); });
     return decode_image({reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()}, path, options);
+}
+
+ImageShape probe_image(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options) {
+    return probe_source(io::MemorySource(bytes), name, options);
+}
+
+ImageShape probe_image(const std::string& path, const ReadOptions& options) {
+    const io::InputFile file(path);
+    check_file_budget(path, file.size(), options);
+    return probe_source(FileSource(file), path, options);
 }
 
 std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image, const std::string& name,

@@ -8,6 +8,7 @@
 //
 // libjpeg only *warns* about corrupt or missing data and fills the rest of the image with grey; a truncated
 // or damaged file must be refused, so those warnings are made fatal too.
+#include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
@@ -100,15 +101,90 @@ void dest_term(j_compress_ptr cinfo) {
     if (!dest_flush(d, sizeof d->chunk - d->base.free_in_buffer)) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 0);
 }
 
-bool step_read_header(j_decompress_ptr cinfo, ErrorManager& err, Bytes bytes) {
+// Source manager reading a ByteSource in chunks (probing a file reads only up to the first scan). At the
+// end of the data it warns JWRN_JPEG_EOF, which on_emit_message makes fatal, as jpeg_mem_src does.
+struct SourceReader {
+    jpeg_source_mgr base;  // first, for the cast back
+    const ByteSource* source;
+    std::uint64_t offset;
+    JOCTET chunk[1 << 14];
+};
+
+constexpr JOCTET fake_eoi[] = {0xFF, JPEG_EOI};
+
+void src_init(j_decompress_ptr) {}
+void src_term(j_decompress_ptr) {}
+boolean src_fill(j_decompress_ptr cinfo) {
+    auto* r = reinterpret_cast<SourceReader*>(cinfo->src);
+    const std::size_t n = r->source->read(r->offset, r->chunk, sizeof r->chunk);
+    if (n == 0) {
+        WARNMS(cinfo, JWRN_JPEG_EOF);
+        r->base.next_input_byte = fake_eoi;
+        r->base.bytes_in_buffer = sizeof fake_eoi;
+        return TRUE;
+    }
+    r->offset += n;
+    r->base.next_input_byte = r->chunk;
+    r->base.bytes_in_buffer = n;
+    return TRUE;
+}
+void src_skip(j_decompress_ptr cinfo, long count) {
+    auto* r = reinterpret_cast<SourceReader*>(cinfo->src);
+    if (count <= 0) return;
+    if (std::size_t(count) <= r->base.bytes_in_buffer) {
+        r->base.next_input_byte += count;
+        r->base.bytes_in_buffer -= std::size_t(count);
+    } else {
+        r->offset += std::uint64_t(count) - r->base.bytes_in_buffer;
+        r->base.bytes_in_buffer = 0;  // src_fill runs when more is needed
+    }
+}
+
+bool step_read_header(j_decompress_ptr cinfo, ErrorManager& err, const ByteSource& source, SourceReader& reader) {
     if (setjmp(err.jump)) return false;
     jpeg_create_decompress(cinfo);
-    jpeg_mem_src(cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
+    if (const Bytes bytes = source.memory(); !bytes.empty()) {
+        jpeg_mem_src(cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
+    } else {
+        reader.source = &source;
+        reader.offset = 0;
+        reader.base.init_source = src_init;
+        reader.base.fill_input_buffer = src_fill;
+        reader.base.skip_input_data = src_skip;
+        reader.base.resync_to_restart = jpeg_resync_to_restart;
+        reader.base.term_source = src_term;
+        reader.base.bytes_in_buffer = 0;
+        reader.base.next_input_byte = nullptr;
+        cinfo->src = &reader.base;
+    }
     jpeg_read_header(cinfo, TRUE);
     return true;
 }
 
-bool step_decompress(j_decompress_ptr cinfo, ErrorManager& err, JSAMPROW* rows, int channels) {
+// A file in several scans (progressive, or one component per scan) is decoded through whole-image
+// arrays of DCT coefficients, 2 bytes per coefficient, before any row comes out; a single-scan file
+// needs only a row of blocks.
+std::uint64_t coefficient_bytes(const jpeg_decompress_struct& c) {
+    if (!c.progressive_mode && c.comps_in_scan >= c.num_components) return 0;
+    int max_h = 1, max_v = 1;
+    for (int i = 0; i < c.num_components; ++i) {
+        max_h = std::max(max_h, c.comp_info[i].h_samp_factor);
+        max_v = std::max(max_v, c.comp_info[i].v_samp_factor);
+    }
+    std::uint64_t total = 0;
+    for (int i = 0; i < c.num_components; ++i) {
+        const std::uint64_t h = std::uint64_t(std::max(1, c.comp_info[i].h_samp_factor));
+        const std::uint64_t v = std::uint64_t(std::max(1, c.comp_info[i].v_samp_factor));
+        const std::uint64_t blocks_w = (std::uint64_t(c.image_width) * h + 8 * max_h - 1) / (8 * max_h);
+        const std::uint64_t blocks_h = (std::uint64_t(c.image_height) * v + 8 * max_v - 1) / (8 * max_v);
+        // libjpeg rounds each array up to whole MCUs.
+        total += (blocks_w + h - 1) / h * h * ((blocks_h + v - 1) / v * v) * DCTSIZE2 * sizeof(JCOEF);
+    }
+    return total;
+}
+
+// Rows go straight into the image, a few at a time (no array of row pointers as tall as the image).
+bool step_decompress(j_decompress_ptr cinfo, ErrorManager& err, std::byte* image, std::size_t pitch, int channels) {
     if (setjmp(err.jump)) return false;
     jpeg_start_decompress(cinfo);
     if (cinfo->output_components != channels || cinfo->output_width != cinfo->image_width ||
@@ -116,8 +192,13 @@ bool step_decompress(j_decompress_ptr cinfo, ErrorManager& err, JSAMPROW* rows, 
         std::snprintf(err.message, sizeof err.message, "unexpected decoder output layout");
         return false;
     }
-    while (cinfo->output_scanline < cinfo->output_height)
-        jpeg_read_scanlines(cinfo, rows + cinfo->output_scanline, cinfo->output_height - cinfo->output_scanline);
+    JSAMPROW rows[16];
+    while (cinfo->output_scanline < cinfo->output_height) {
+        const JDIMENSION first = cinfo->output_scanline;
+        const JDIMENSION count = std::min<JDIMENSION>(16, cinfo->output_height - first);
+        for (JDIMENSION i = 0; i < count; ++i) rows[i] = reinterpret_cast<JSAMPROW>(image + std::size_t(first + i) * pitch);
+        jpeg_read_scanlines(cinfo, rows, count);
+    }
     jpeg_finish_decompress(cinfo);  // reads up to EOI, so a file cut after the last scan is noticed
     return true;
 }
@@ -145,36 +226,72 @@ bool step_compress(j_compress_ptr cinfo, ErrorManager& err, Destination& dest, C
 
 }  // namespace
 
-Image decode_jpeg(Bytes bytes, const std::string& name, const ReadOptions& options) {
-    struct Decompressor {
-        jpeg_decompress_struct cinfo{};  // zeroed: jpeg_destroy is safe even if creation failed
-        ErrorManager err;
-        jpeg_progress_mgr progress{};
-        ~Decompressor() { jpeg_destroy_decompress(&cinfo); }
-    } d;
-    install_error_manager(reinterpret_cast<j_common_ptr>(&d.cinfo), d.err);
-    auto jpeg_failed = [&]() { fail(name, std::string("bad JPEG file: ") + d.err.message); };
+namespace {
 
-    if (!step_read_header(&d.cinfo, d.err, bytes)) jpeg_failed();
-    d.progress.progress_monitor = on_progress;
-    d.cinfo.progress = &d.progress;
+struct Decompressor {
+    jpeg_decompress_struct cinfo{};  // zeroed: jpeg_destroy is safe even if creation failed
+    ErrorManager err;
+    jpeg_progress_mgr progress{};
+    SourceReader reader{};
+    ~Decompressor() { jpeg_destroy_decompress(&cinfo); }
+};
 
-    int channels = 0;
-    switch (d.cinfo.jpeg_color_space) {
-    case JCS_GRAYSCALE: d.cinfo.out_color_space = JCS_GRAYSCALE, channels = 1; break;
-    case JCS_YCbCr:
-    case JCS_RGB: d.cinfo.out_color_space = JCS_RGB, channels = 3; break;
-    case JCS_CMYK:
-    case JCS_YCCK: fail(name, "CMYK JPEG files are not supported (convert the file to RGB first)");
-    default:
-        fail(name,
-             "JPEG file with an unsupported colour space (" + std::to_string(d.cinfo.num_components) + " components)");
+// The header (markers up to the first scan), then on request the pixels.
+class JpegReader {
+public:
+    JpegReader(const ByteSource& source, const std::string& name)
+        : name_(name), d_(std::make_unique<Decompressor>()) {  // the source's chunk is too big for the stack
+        install_error_manager(reinterpret_cast<j_common_ptr>(&d_->cinfo), d_->err);
+        if (!step_read_header(&d_->cinfo, d_->err, source, d_->reader)) failed();
+        d_->progress.progress_monitor = on_progress;
+        d_->cinfo.progress = &d_->progress;
     }
-    Image img = allocate_image(name, d.cinfo.image_width, d.cinfo.image_height, channels, PixelType::u8, options);
-    std::vector<JSAMPROW> rows(std::size_t(img.height()));
-    for (int y = 0; y < img.height(); ++y) rows[y] = reinterpret_cast<JSAMPROW>(img.view().row_bytes(y));
-    if (!step_decompress(&d.cinfo, d.err, rows.data(), channels)) jpeg_failed();
+
+    ImageShape read_header(const ReadOptions& options, std::uint64_t file_bytes) {
+        jpeg_decompress_struct& c = d_->cinfo;
+        switch (c.jpeg_color_space) {
+        case JCS_GRAYSCALE: c.out_color_space = JCS_GRAYSCALE, channels_ = 1; break;
+        case JCS_YCbCr:
+        case JCS_RGB: c.out_color_space = JCS_RGB, channels_ = 3; break;
+        case JCS_CMYK:
+        case JCS_YCCK: fail(name_, "CMYK JPEG files are not supported (convert the file to RGB first)");
+        default:
+            fail(name_,
+                 "JPEG file with an unsupported colour space (" + std::to_string(c.num_components) + " components)");
+        }
+        held_ = {file_bytes, coefficient_bytes(c)};
+        return check_image(name_, c.image_width, c.image_height, channels_, PixelType::u8, options, held_);
+    }
+    const Held& held() const { return held_; }
+
+    void read_pixels(Image& img) {
+        if (!step_decompress(&d_->cinfo, d_->err, img.view().data, img.view().pitch, channels_)) failed();
+    }
+
+private:
+    [[noreturn]] void failed() const { fail(name_, std::string("bad JPEG file: ") + d_->err.message); }
+
+    const std::string& name_;
+    std::unique_ptr<Decompressor> d_;
+    int channels_ = 0;
+    Held held_;
+};
+
+}  // namespace
+
+Image decode_jpeg(Bytes bytes, const std::string& name, const ReadOptions& options) {
+    const MemorySource source(bytes);
+    JpegReader reader(source, name);
+    const ImageShape shape = reader.read_header(options, bytes.size());
+    Image img = allocate_image(name, std::uint64_t(shape.width), std::uint64_t(shape.height), shape.channels,
+                               shape.type, options, reader.held());
+    reader.read_pixels(img);
     return img;
+}
+
+ImageShape probe_jpeg(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    JpegReader reader(source, name);
+    return reader.read_header(options, source.size());
 }
 
 Buffer encode_jpeg(ConstImageView image, const std::string& name, const WriteOptions& options) {

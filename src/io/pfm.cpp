@@ -11,14 +11,23 @@
 
 namespace apron::io {
 
-Image decode_pfm(Bytes bytes, const std::string& name, const ReadOptions& options) {
-    TextHeader h(bytes, name, "PFM");
+namespace {
+
+struct PfmHeader {
+    int channels = 1;
+    std::uint64_t width = 0, height = 0;
+    bool little_endian = true;
+};
+
+// The header up to the single whitespace byte before the pixels, which then start at h.pos().
+PfmHeader parse_header(TextHeader& h, Bytes bytes, const std::string& name, const ReadOptions& options) {
     if (bytes.size() < 2 || bytes[0] != 'P' || (bytes[1] != 'f' && bytes[1] != 'F'))
         h.malformed("not a PFM file (expected Pf or PF)");
-    const int channels = bytes[1] == 'F' ? 3 : 1;
+    PfmHeader p;
+    p.channels = bytes[1] == 'F' ? 3 : 1;
     h.skip(2);
-    const std::uint64_t width = h.number("width");
-    const std::uint64_t height = h.number("height");
+    p.width = h.number("width");
+    p.height = h.number("height");
 
     const std::string scale_text(h.token("scale"));
     // from_chars, unlike strtod, ignores the locale (a German locale would otherwise want "-1,0").
@@ -30,16 +39,24 @@ Image decode_pfm(Bytes bytes, const std::string& name, const ReadOptions& option
     if (error != std::errc() || end != last) h.malformed("the scale '" + scale_text + "' is not a number");
     if (!std::isfinite(scale) || scale == 0)
         h.malformed("the scale " + scale_text + " must be a finite, non-zero number (its sign gives the byte order)");
-    const bool file_little_endian = scale < 0;
+    p.little_endian = scale < 0;
     h.end_of_header();
+    check_size(name, p.width, p.height, options);
+    return p;
+}
 
-    const std::uint64_t pixels = check_size(name, width, height, options);
-    const std::size_t bytes_per_pixel = 4 * std::size_t(channels);
+}  // namespace
+
+Image decode_pfm(Bytes bytes, const std::string& name, const ReadOptions& options) {
+    TextHeader h(bytes, name, "PFM");
+    const PfmHeader p = parse_header(h, bytes, name, options);
+    const std::uint64_t pixels = p.width * p.height;
+    const std::size_t bytes_per_pixel = 4 * std::size_t(p.channels);
     if (h.remaining() / bytes_per_pixel < pixels) h.truncated("pixel data");
 
-    Image img = allocate_image(name, width, height, channels, PixelType::f32, options);
+    Image img = allocate_image(name, p.width, p.height, p.channels, PixelType::f32, options, {bytes.size(), 0});
     const std::size_t row_bytes = img.shape().row_bytes();
-    const bool swap = file_little_endian != (std::endian::native == std::endian::little);
+    const bool swap = p.little_endian != (std::endian::native == std::endian::little);
     const std::uint8_t* src = h.rest().data();
     for (int r = 0; r < img.height(); ++r, src += row_bytes) {
         auto* dst = reinterpret_cast<std::uint8_t*>(img.view().row_bytes(img.height() - 1 - r));
@@ -47,6 +64,15 @@ Image decode_pfm(Bytes bytes, const std::string& name, const ReadOptions& option
         if (swap) swap_bytes_32(dst, row_bytes / 4);
     }
     return img;
+}
+
+ImageShape probe_pfm(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    const PfmHeader p = parse_from_prefix(source, [&](Bytes prefix) {
+        TextHeader h(prefix, name, "PFM");
+        const PfmHeader header = parse_header(h, prefix, name, options);
+        return std::pair{header, h.pos()};
+    });
+    return check_image(name, p.width, p.height, p.channels, PixelType::f32, options, {source.size(), 0});
 }
 
 Buffer encode_pfm(ConstImageView image, const std::string&, const WriteOptions&) {

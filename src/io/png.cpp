@@ -21,8 +21,8 @@ constexpr bool little_endian_host = std::endian::native == std::endian::little;
 
 // Shared by the read and write paths; plain data, so it survives the longjmp unharmed.
 struct PngContext {
-    Bytes in{};  // reading: the file
-    std::size_t pos = 0;
+    const ByteSource* in = nullptr;  // reading: the file
+    std::uint64_t pos = 0;
     Buffer* out = nullptr;  // writing: the growing file
     char message[256] = "";
 };
@@ -35,10 +35,9 @@ void on_error(png_structp png, png_const_charp message) {
 // Warnings (a damaged ancillary chunk, an unknown chunk) do not make the pixels wrong; stay quiet.
 void on_warning(png_structp, png_const_charp) {}
 
-void read_from_memory(png_structp png, png_bytep dst, std::size_t n) {
+void read_from_source(png_structp png, png_bytep dst, std::size_t n) {
     auto* ctx = static_cast<PngContext*>(png_get_io_ptr(png));
-    if (ctx->in.size() - ctx->pos < n) png_error(png, "truncated data");
-    std::memcpy(dst, ctx->in.data() + ctx->pos, n);
+    if (ctx->in->read(ctx->pos, dst, n) != n) png_error(png, "truncated data");
     ctx->pos += n;
 }
 
@@ -61,7 +60,7 @@ bool step_read_info(png_structp png, png_infop info) {
 }
 
 // Called only after the caller checked the size: update_info allocates row buffers of the full width.
-bool step_set_transforms(png_structp png, png_infop info) {
+bool step_set_transforms(png_structp png, png_infop info, int* passes) {
     if (setjmp(png_jmpbuf(png))) return false;
     const int color = png_get_color_type(png, info);
     const int depth = png_get_bit_depth(png, info);
@@ -69,16 +68,30 @@ bool step_set_transforms(png_structp png, png_infop info) {
     if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
     if (png_get_valid(png, info, PNG_INFO_tRNS)) png_set_tRNS_to_alpha(png);
     if (depth == 16 && little_endian_host) png_set_swap(png);
-    png_set_interlace_handling(png);
+    *passes = png_set_interlace_handling(png);
     png_read_update_info(png, info);
     return true;
 }
 
-bool step_read_rows(png_structp png, png_infop info, png_bytepp rows) {
+// Row by row straight into the image, every row in each Adam7 pass (libpng fills in the pass's pixels),
+// so that no array of row pointers as tall as the image is needed.
+bool step_read_rows(png_structp png, png_infop info, std::byte* image, std::size_t pitch, png_uint_32 height,
+                    int passes) {
     if (setjmp(png_jmpbuf(png))) return false;
-    png_read_image(png, rows);
+    for (int pass = 0; pass < passes; ++pass)
+        for (png_uint_32 y = 0; y < height; ++y)
+            png_read_row(png, reinterpret_cast<png_bytep>(image + std::size_t(y) * pitch), nullptr);
     png_read_end(png, info);  // verifies the chunks after the pixels up to IEND: a cut file is refused
     return true;
+}
+
+// The channels the expanding transforms of step_set_transforms will give, from the header: colour (3) or
+// gray (1), plus alpha from the colour type or from a tRNS chunk; a palette expands to RGB.
+int channels_after_transforms(png_structp png, png_infop info) {
+    const int color = png_get_color_type(png, info);
+    int channels = (color & PNG_COLOR_MASK_COLOR) ? 3 : 1;
+    if ((color & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS)) ++channels;
+    return channels;
 }
 
 bool step_write(png_structp png, png_infop info, int width, int height, int depth, int color, int level,
@@ -105,35 +118,69 @@ struct WriteStructs {
     ~WriteStructs() { png_destroy_write_struct(&png, info ? &info : nullptr); }
 };
 
+// The header (up to the first image data), then on request the pixels. libpng reads from the source as it
+// goes, so a probe reads no more of a file than its chunks before IDAT.
+class PngReader {
+public:
+    PngReader(const ByteSource& source, const std::string& name) : name_(name) {
+        ctx_.in = &source;
+        s_.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx_, on_error, on_warning);
+        if (s_.png) s_.info = png_create_info_struct(s_.png);
+        if (!s_.png || !s_.info) fail(name, "out of memory starting the PNG decoder");
+        png_set_read_fn(s_.png, &ctx_, read_from_source);
+        // Our own max_pixels check is the limit; libpng's default (1e6 a side) would refuse wide strips.
+        png_set_user_limits(s_.png, 0x7fffffff, 0x7fffffff);
+    }
+
+    // The image the pixels will fill: the size, and channels and depth after the expanding transforms.
+    // libpng decodes straight into the image's rows (Adam7 passes included), so it holds no image-sized
+    // buffer of its own.
+    // The limits are checked before the transforms are set up, since libpng then allocates row buffers.
+    ImageShape read_header(const ReadOptions& options, std::uint64_t file_bytes) {
+        if (!step_read_info(s_.png, s_.info)) failed();
+        const std::uint64_t width = png_get_image_width(s_.png, s_.info);
+        const std::uint64_t height = png_get_image_height(s_.png, s_.info);
+        const int expected_channels = channels_after_transforms(s_.png, s_.info);
+        const PixelType type = png_get_bit_depth(s_.png, s_.info) == 16 ? PixelType::u16 : PixelType::u8;
+        const ImageShape shape = check_image(name_, width, height, expected_channels, type, options, {file_bytes, 0});
+        if (!step_set_transforms(s_.png, s_.info, &passes_)) failed();
+        const int channels = png_get_channels(s_.png, s_.info);
+        const int depth = png_get_bit_depth(s_.png, s_.info);
+        if (channels != expected_channels || depth != 8 * int(bytes_per_sample(type)))
+            fail(name_, "unsupported PNG layout (" + std::to_string(channels) + " channels of " +
+                            std::to_string(depth) + " bits)");
+        return shape;
+    }
+
+    void read_pixels(Image& img) {
+        if (!step_read_rows(s_.png, s_.info, img.view().data, img.view().pitch, png_uint_32(img.height()), passes_))
+            failed();
+    }
+
+private:
+    [[noreturn]] void failed() const { fail(name_, std::string("bad PNG file: ") + ctx_.message); }
+
+    const std::string& name_;
+    PngContext ctx_;
+    ReadStructs s_;
+    int passes_ = 1;
+};
+
 }  // namespace
 
 Image decode_png(Bytes bytes, const std::string& name, const ReadOptions& options) {
-    PngContext ctx;
-    ctx.in = bytes;
-    ReadStructs s;
-    s.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx, on_error, on_warning);
-    if (s.png) s.info = png_create_info_struct(s.png);
-    if (!s.png || !s.info) fail(name, "out of memory starting the PNG decoder");
-    png_set_read_fn(s.png, &ctx, read_from_memory);
-    // Our own max_pixels check is the limit; libpng's default (1e6 a side) would refuse wide strips.
-    png_set_user_limits(s.png, 0x7fffffff, 0x7fffffff);
-
-    auto png_failed = [&]() { fail(name, std::string("bad PNG file: ") + ctx.message); };
-    if (!step_read_info(s.png, s.info)) png_failed();
-    check_size(name, png_get_image_width(s.png, s.info), png_get_image_height(s.png, s.info), options);
-    if (!step_set_transforms(s.png, s.info)) png_failed();
-
-    const int channels = png_get_channels(s.png, s.info);
-    const int depth = png_get_bit_depth(s.png, s.info);
-    if (channels < 1 || channels > 4 || (depth != 8 && depth != 16))
-        fail(name, "unsupported PNG layout (" + std::to_string(channels) + " channels of " + std::to_string(depth) +
-                       " bits)");
-    Image img = allocate_image(name, png_get_image_width(s.png, s.info), png_get_image_height(s.png, s.info), channels,
-                               depth == 16 ? PixelType::u16 : PixelType::u8, options);
-    std::vector<png_bytep> rows(std::size_t(img.height()));
-    for (int y = 0; y < img.height(); ++y) rows[y] = reinterpret_cast<png_bytep>(img.view().row_bytes(y));
-    if (!step_read_rows(s.png, s.info, rows.data())) png_failed();
+    const MemorySource source(bytes);
+    PngReader reader(source, name);
+    const ImageShape shape = reader.read_header(options, bytes.size());
+    Image img = allocate_image(name, std::uint64_t(shape.width), std::uint64_t(shape.height), shape.channels,
+                               shape.type, options, {bytes.size(), 0});
+    reader.read_pixels(img);
     return img;
+}
+
+ImageShape probe_png(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    PngReader reader(source, name);
+    return reader.read_header(options, source.size());
 }
 
 Buffer encode_png(ConstImageView image, const std::string& name, const WriteOptions& options) {

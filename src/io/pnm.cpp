@@ -3,7 +3,8 @@
 // Samples are kept as stored, not rescaled: a file with maxval <= 255 becomes u8, one with a larger maxval
 // u16, whatever the exact maxval (so a 12-bit PGM with maxval 4095 reads as u16 values 0..4095). The one
 // exception is PBM, whose bits (1 = black) become u8 0 (black) and 255 (white) so that it reads as an image.
-// Binary samples wider than a byte are big-endian in the file (Netpbm's rule), native in memory.
+// Binary samples wider than a byte are big-endian in the file (Netpbm's rule), native in memory; with
+// ReadOptions::pnm_byte_order little they are read little-endian instead (GenConv writes 16-bit PGM so).
 // Writing: 1 channel -> P5 (P2 with pnm_ascii), 3 channels -> P6 (P3); u8 with maxval 255, u16 with 65535.
 #include <cstring>
 
@@ -71,16 +72,17 @@ PnmHeader read_header(TextHeader& h) {
                    ") is larger than the maxval " + std::to_string(maxval));
 }
 
-// P5, P6, P7: samples of 1 or 2 bytes, big-endian.
-void read_binary(TextHeader& h, const PnmHeader& p, Image& img, const std::string& name) {
+// P5, P6, P7: samples of 1 or 2 bytes, big-endian unless `order` says otherwise.
+void read_binary(TextHeader& h, const PnmHeader& p, Image& img, const std::string& name, ByteOrder order) {
     const bool wide = p.maxval > 255;
+    const int high = order == ByteOrder::little ? 1 : 0;  // the byte holding the high 8 bits
     const std::size_t samples_per_row = std::size_t(img.width()) * p.channels;
     const std::uint8_t* src = h.rest().data();
     for (int y = 0; y < img.height(); ++y) {
         if (wide) {
             auto* dst = img.row<std::uint16_t>(y);
             for (std::size_t i = 0; i < samples_per_row; ++i, src += 2) {
-                dst[i] = std::uint16_t(src[0] << 8 | src[1]);
+                dst[i] = std::uint16_t(src[high] << 8 | src[1 - high]);
                 if (dst[i] > p.maxval) too_large_sample(name, dst[i], p.maxval, int(i / p.channels), y);
             }
         } else {
@@ -133,36 +135,54 @@ void read_bitmap(TextHeader& h, const PnmHeader& p, Image& img) {
 
 void append(Buffer& out, const std::string& s) { out.insert(out.end(), s.begin(), s.end()); }
 
+
+PixelType type_of(const PnmHeader& p) { return p.maxval > 255 ? PixelType::u16 : PixelType::u8; }
+bool is_ascii(const PnmHeader& p) { return p.kind == '1' || p.kind == '2' || p.kind == '3'; }
+
+// The header up to the pixel data (which starts at h.pos() for the binary kinds).
+PnmHeader parse_header(TextHeader& h, const std::string& name, const ReadOptions& options) {
+    const PnmHeader p = read_header(h);
+    check_size(name, p.width, p.height, options);
+    if (!is_ascii(p)) h.end_of_header();
+    return p;
+}
+
 }  // namespace
 
 Image decode_pnm(Bytes bytes, const std::string& name, const ReadOptions& options) {
     TextHeader h(bytes, name, "PNM");
-    const PnmHeader p = read_header(h);
-    const std::uint64_t pixels = check_size(name, p.width, p.height, options);
-    const bool ascii = p.kind == '1' || p.kind == '2' || p.kind == '3';
-    if (!ascii) h.end_of_header();
+    const PnmHeader p = parse_header(h, name, options);
+    const bool ascii = is_ascii(p);
 
     // Refuse a file too short for its promised size before allocating anything: a 20-byte file must not
     // make us allocate gigabytes. The data is `units` items of at least `unit_bytes` bytes each (an ASCII
     // sample takes at least one byte); dividing instead of multiplying keeps this free of overflow.
-    std::uint64_t units = pixels, unit_bytes = std::uint64_t(p.channels);
+    std::uint64_t units = p.width * p.height, unit_bytes = std::uint64_t(p.channels);
     if (p.kind == '4')
         units = p.height, unit_bytes = (p.width + 7) / 8;
     else if (!ascii && p.maxval > 255)
         unit_bytes *= 2;
     if (h.remaining() / unit_bytes < units) h.truncated("pixel data");
 
-    Image img =
-        allocate_image(name, p.width, p.height, p.channels, p.maxval > 255 ? PixelType::u16 : PixelType::u8, options);
+    Image img = allocate_image(name, p.width, p.height, p.channels, type_of(p), options, {bytes.size(), 0});
     if (p.kind == '1' || p.kind == '4')
         read_bitmap(h, p, img);
     else if (!ascii)
-        read_binary(h, p, img, name);
+        read_binary(h, p, img, name, options.pnm_byte_order);
     else if (p.maxval > 255)
         read_ascii<std::uint16_t>(h, p, img, name);
     else
         read_ascii<std::uint8_t>(h, p, img, name);
     return img;
+}
+
+ImageShape probe_pnm(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    const PnmHeader p = parse_from_prefix(source, [&](Bytes prefix) {
+        TextHeader h(prefix, name, "PNM");
+        const PnmHeader header = parse_header(h, name, options);
+        return std::pair{header, h.pos()};
+    });
+    return check_image(name, p.width, p.height, p.channels, type_of(p), options, {source.size(), 0});
 }
 
 Buffer encode_pnm(ConstImageView image, const std::string&, const WriteOptions& options) {

@@ -23,21 +23,20 @@ namespace apron::io {
 namespace {
 
 struct MemoryFile {
-    Bytes in{};             // reading
-    Buffer* out = nullptr;  // writing
+    const ByteSource* in = nullptr;  // reading
+    Buffer* out = nullptr;           // writing
     std::uint64_t pos = 0;
     char message[256] = "";
 
-    std::uint64_t size() const { return out ? out->size() : in.size(); }
+    std::uint64_t size() const { return out ? out->size() : in->size(); }
 };
 
 MemoryFile& file_of(thandle_t h) { return *static_cast<MemoryFile*>(h); }
 
 tmsize_t file_read(thandle_t h, void* dst, tmsize_t n) {
     MemoryFile& f = file_of(h);
-    if (f.out || n < 0 || f.pos >= f.in.size()) return 0;
-    const std::uint64_t count = std::min<std::uint64_t>(std::uint64_t(n), f.in.size() - f.pos);
-    std::memcpy(dst, f.in.data() + f.pos, count);
+    if (f.out || n < 0 || f.pos >= f.in->size()) return 0;
+    const std::size_t count = f.in->read(f.pos, dst, std::size_t(n));
     f.pos += count;
     return tmsize_t(count);
 }
@@ -72,12 +71,13 @@ toff_t file_seek(thandle_t h, toff_t offset, int whence) {
 int file_close(thandle_t) { return 0; }
 toff_t file_size(thandle_t h) { return file_of(h).size(); }
 
-// Mapping the input lets libtiff read uncompressed strips without copying; it only ever reads the map.
+// Mapping a file in memory lets libtiff read strips without copying; it only ever reads the map. A file
+// being probed is not in memory: libtiff then reads the few bytes of its header and directory.
 int file_map(thandle_t h, void** base, toff_t* size) {
     MemoryFile& f = file_of(h);
-    if (f.out) return 0;
-    *base = const_cast<std::uint8_t*>(f.in.data());
-    *size = f.in.size();
+    if (f.out || f.in->memory().empty()) return 0;
+    *base = const_cast<std::uint8_t*>(f.in->memory().data());
+    *size = f.in->memory().size();
     return 1;
 }
 void file_unmap(thandle_t, void*, toff_t) {}
@@ -139,50 +139,60 @@ void copy_block(Image& img, const Layout& l, const std::uint8_t* chunk, std::siz
     }
 }
 
-void read_tiles(TIFF* tif, MemoryFile& f, Image& img, const Layout& l, const std::string& name) {
-    std::uint32_t tw = 0, th = 0;
-    TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw);
-    TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
-    if (tw == 0 || th == 0) fail(name, "bad TIFF file: zero tile size");
-    // A tile may overhang the image, but not absurdly: its buffer is allocated before any data is read.
-    const std::uint64_t tile_pixels = std::uint64_t(tw) * th;
-    if (tile_pixels > std::max<std::uint64_t>(2 * img.shape().pixels(), 1 << 20))
-        fail(name, "bad TIFF file: tiles of " + std::to_string(tw) + "x" + std::to_string(th) +
+struct Tiles {
+    std::uint32_t width = 0, height = 0;
+    std::size_t pitch = 0;  // bytes of a row of one decoded tile
+    std::uint64_t buffer_bytes() const { return std::uint64_t(pitch) * height; }
+};
+
+// The tile size, checked before its buffer (one decoded tile) is allocated.
+Tiles tile_size(TIFF* tif, const Layout& l, std::uint64_t width, std::uint64_t height, const std::string& name) {
+    Tiles t;
+    TIFFGetField(tif, TIFFTAG_TILEWIDTH, &t.width);
+    TIFFGetField(tif, TIFFTAG_TILELENGTH, &t.height);
+    if (t.width == 0 || t.height == 0) fail(name, "bad TIFF file: zero tile size");
+    // A tile may overhang the image, but not absurdly.
+    const std::uint64_t tile_pixels = std::uint64_t(t.width) * t.height;
+    if (tile_pixels > std::max<std::uint64_t>(2 * width * height, 1 << 20))
+        fail(name, "bad TIFF file: tiles of " + std::to_string(t.width) + "x" + std::to_string(t.height) +
                        " are far larger than the image");
-    const std::size_t tile_pitch = std::size_t(tw) * l.chunk_spp * l.sample_bytes;
-    if (std::uint64_t(TIFFTileRowSize64(tif)) != tile_pitch) fail(name, "unsupported TIFF tile layout");
-    std::vector<std::uint8_t> buffer(tile_pitch * th);
+    t.pitch = std::size_t(t.width) * l.chunk_spp * l.sample_bytes;
+    if (std::uint64_t(TIFFTileRowSize64(tif)) != t.pitch) fail(name, "unsupported TIFF tile layout");
+    return t;
+}
+
+void read_tiles(TIFF* tif, MemoryFile& f, Image& img, const Layout& l, const Tiles& t, const std::string& name) {
+    std::vector<std::uint8_t> buffer(t.buffer_bytes());
     const int planes = l.spp / l.chunk_spp;
     // 64-bit positions: a tile side can be close to 2^32, and y + th must not wrap around.
     for (int p = 0; p < planes; ++p)
-        for (std::uint64_t y = 0; y < std::uint64_t(img.height()); y += th)
-            for (std::uint64_t x = 0; x < std::uint64_t(img.width()); x += tw) {
+        for (std::uint64_t y = 0; y < std::uint64_t(img.height()); y += t.height)
+            for (std::uint64_t x = 0; x < std::uint64_t(img.width()); x += t.width) {
                 const std::uint32_t tile =
                     TIFFComputeTile(tif, std::uint32_t(x), std::uint32_t(y), 0, std::uint16_t(p));
                 if (TIFFReadEncodedTile(tif, tile, buffer.data(), tmsize_t(buffer.size())) != tmsize_t(buffer.size()))
                     tiff_failed(name, f, "bad TIFF file");
-                copy_block(img, l, buffer.data(), tile_pitch, int(x), int(y),
-                           int(std::min<std::uint64_t>(tw, img.width() - x)),
-                           int(std::min<std::uint64_t>(th, img.height() - y)), p);
+                copy_block(img, l, buffer.data(), t.pitch, int(x), int(y),
+                           int(std::min<std::uint64_t>(t.width, img.width() - x)),
+                           int(std::min<std::uint64_t>(t.height, img.height() - y)), p);
             }
 }
 
+// Strips are decoded a row at a time, straight into the image (through one row buffer when planes are
+// separate): a whole-image strip, which a deflate bomb of a few hundred KiB declares, never needs a second
+// image-sized buffer.
 void read_strips(TIFF* tif, MemoryFile& f, Image& img, const Layout& l, const std::string& name) {
-    std::uint32_t rows_per_strip = 0;
-    TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rows_per_strip);
-    rows_per_strip = std::clamp<std::uint32_t>(rows_per_strip, 1, std::uint32_t(img.height()));
     const std::size_t row_pitch = std::size_t(img.width()) * l.chunk_spp * l.sample_bytes;
     if (std::uint64_t(TIFFScanlineSize64(tif)) != row_pitch) fail(name, "unsupported TIFF strip layout");
-    std::vector<std::uint8_t> buffer(row_pitch * rows_per_strip);
+    const bool contiguous = l.chunk_spp == l.spp;
+    std::vector<std::uint8_t> row(contiguous ? 0 : row_pitch);
     const int planes = l.spp / l.chunk_spp;
     for (int p = 0; p < planes; ++p)
-        for (std::uint32_t y = 0; y < std::uint32_t(img.height()); y += rows_per_strip) {
-            const std::uint32_t rows = std::min<std::uint32_t>(rows_per_strip, img.height() - y);
-            const std::uint32_t strip = TIFFComputeStrip(tif, y, std::uint16_t(p));
-            const tmsize_t expected = tmsize_t(row_pitch * rows);
-            if (TIFFReadEncodedStrip(tif, strip, buffer.data(), expected) != expected)
+        for (int y = 0; y < img.height(); ++y) {
+            void* dst = contiguous ? static_cast<void*>(img.view().row_bytes(y)) : row.data();
+            if (TIFFReadScanline(tif, dst, std::uint32_t(y), std::uint16_t(p)) < 0)
                 tiff_failed(name, f, "bad TIFF file");
-            copy_block(img, l, buffer.data(), row_pitch, 0, int(y), img.width(), int(rows), p);
+            if (!contiguous) copy_block(img, l, row.data(), row_pitch, 0, y, img.width(), 1, p);
         }
 }
 
@@ -202,46 +212,81 @@ PixelType sample_type(TIFF* tif, const std::string& name) {
                    " type are not supported (apron reads 8/16-bit unsigned and 32-bit float)");
 }
 
+// The first directory (size, samples, layout), then on request the pixels.
+class TiffReader {
+public:
+    TiffReader(const ByteSource& source, const std::string& name, const ReadOptions& options) : name_(name) {
+        f_.in = &source;
+        // Bounds libtiff's own allocations (tag arrays, compressed strips) for hostile files.
+        const std::uint64_t max_alloc = std::clamp<std::uint64_t>(
+            options.max_pixels > (std::uint64_t(1) << 58) ? std::uint64_t(1) << 62 : options.max_pixels * 16,
+            std::uint64_t(256) << 20, std::uint64_t(1) << 62);
+        h_.tif = open_memory_file(f_, name, "r", tmsize_t(max_alloc));
+        if (!h_.tif) tiff_failed(name, f_, "bad TIFF file");
+    }
+
+    ImageShape read_header(const ReadOptions& options, std::uint64_t file_bytes) {
+        std::uint32_t width = 0, height = 0;
+        std::uint16_t spp = 1, planar = PLANARCONFIG_CONTIG, photometric = PHOTOMETRIC_MINISBLACK;
+        TIFFGetField(h_.tif, TIFFTAG_IMAGEWIDTH, &width);
+        TIFFGetField(h_.tif, TIFFTAG_IMAGELENGTH, &height);
+        TIFFGetFieldDefaulted(h_.tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
+        TIFFGetFieldDefaulted(h_.tif, TIFFTAG_PLANARCONFIG, &planar);
+        TIFFGetField(h_.tif, TIFFTAG_PHOTOMETRIC, &photometric);
+        if (spp < 1 || spp > 4)
+            fail(name_, "TIFF file with " + std::to_string(spp) + " samples per pixel (apron reads 1 to 4)");
+        switch (photometric) {
+        case PHOTOMETRIC_MINISBLACK:
+        case PHOTOMETRIC_RGB: break;
+        case PHOTOMETRIC_MINISWHITE: fail(name_, "min-is-white TIFF files are not supported");
+        case PHOTOMETRIC_PALETTE: fail(name_, "palette TIFF files are not supported (convert to RGB first)");
+        case PHOTOMETRIC_SEPARATED: fail(name_, "CMYK TIFF files are not supported (convert to RGB first)");
+        case PHOTOMETRIC_YCBCR: fail(name_, "YCbCr TIFF files are not supported (convert to RGB first)");
+        default: fail(name_, "TIFF photometric interpretation " + std::to_string(photometric) + " is not supported");
+        }
+        const PixelType type = sample_type(h_.tif, name_);
+        check_size(name_, width, height, options);
+        layout_ = {spp, planar == PLANARCONFIG_SEPARATE ? 1 : int(spp), bytes_per_sample(type)};
+        held_ = {file_bytes, 0};
+        if (TIFFIsTiled(h_.tif)) {
+            tiles_ = tile_size(h_.tif, layout_, width, height, name_);
+            held_.decoder_bytes = tiles_.buffer_bytes();
+        }
+        return check_image(name_, width, height, spp, type, options, held_);
+    }
+    const Held& held() const { return held_; }
+
+    void read_pixels(Image& img) {
+        if (TIFFIsTiled(h_.tif))
+            read_tiles(h_.tif, f_, img, layout_, tiles_, name_);
+        else
+            read_strips(h_.tif, f_, img, layout_, name_);
+    }
+
+private:
+    const std::string& name_;
+    MemoryFile f_;
+    TiffHandle h_;  // after f_: closed before the file it reads goes away
+    Layout layout_;
+    Tiles tiles_;
+    Held held_;
+};
+
 }  // namespace
 
 Image decode_tiff(Bytes bytes, const std::string& name, const ReadOptions& options) {
-    MemoryFile f;
-    f.in = bytes;
-    // Bounds libtiff's own allocations (tag arrays, compressed strips) for hostile files.
-    const std::uint64_t max_alloc = std::clamp<std::uint64_t>(
-        options.max_pixels > (std::uint64_t(1) << 58) ? std::uint64_t(1) << 62 : options.max_pixels * 16,
-        std::uint64_t(256) << 20, std::uint64_t(1) << 62);
-    TiffHandle h;
-    h.tif = open_memory_file(f, name, "r", tmsize_t(max_alloc));
-    if (!h.tif) tiff_failed(name, f, "bad TIFF file");
-
-    std::uint32_t width = 0, height = 0;
-    std::uint16_t spp = 1, planar = PLANARCONFIG_CONTIG, photometric = PHOTOMETRIC_MINISBLACK;
-    TIFFGetField(h.tif, TIFFTAG_IMAGEWIDTH, &width);
-    TIFFGetField(h.tif, TIFFTAG_IMAGELENGTH, &height);
-    TIFFGetFieldDefaulted(h.tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
-    TIFFGetFieldDefaulted(h.tif, TIFFTAG_PLANARCONFIG, &planar);
-    TIFFGetField(h.tif, TIFFTAG_PHOTOMETRIC, &photometric);
-    if (spp < 1 || spp > 4)
-        fail(name, "TIFF file with " + std::to_string(spp) + " samples per pixel (apron reads 1 to 4)");
-    switch (photometric) {
-    case PHOTOMETRIC_MINISBLACK:
-    case PHOTOMETRIC_RGB: break;
-    case PHOTOMETRIC_MINISWHITE: fail(name, "min-is-white TIFF files are not supported");
-    case PHOTOMETRIC_PALETTE: fail(name, "palette TIFF files are not supported (convert to RGB first)");
-    case PHOTOMETRIC_SEPARATED: fail(name, "CMYK TIFF files are not supported (convert to RGB first)");
-    case PHOTOMETRIC_YCBCR: fail(name, "YCbCr TIFF files are not supported (convert to RGB first)");
-    default: fail(name, "TIFF photometric interpretation " + std::to_string(photometric) + " is not supported");
-    }
-    const PixelType type = sample_type(h.tif, name);
-
-    Image img = allocate_image(name, width, height, spp, type, options);
-    const Layout layout{spp, planar == PLANARCONFIG_SEPARATE ? 1 : int(spp), bytes_per_sample(type)};
-    if (TIFFIsTiled(h.tif))
-        read_tiles(h.tif, f, img, layout, name);
-    else
-        read_strips(h.tif, f, img, layout, name);
+    const MemorySource source(bytes);
+    TiffReader reader(source, name, options);
+    const ImageShape shape = reader.read_header(options, bytes.size());
+    Image img = allocate_image(name, std::uint64_t(shape.width), std::uint64_t(shape.height), shape.channels,
+                               shape.type, options, reader.held());
+    reader.read_pixels(img);
     return img;
+}
+
+ImageShape probe_tiff(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    TiffReader reader(source, name, options);
+    return reader.read_header(options, source.size());
 }
 
 Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOptions&) {
@@ -302,6 +347,9 @@ Image decode_tiff(Bytes, const std::string& name, const ReadOptions&) {
     fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
 Buffer encode_tiff(ConstImageView, const std::string& name, const WriteOptions&) {
+    fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
+}
+ImageShape probe_tiff(const ByteSource&, const std::string& name, const ReadOptions&) {
     fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
 

@@ -1,0 +1,134 @@
+// The registry of temporary files (temporary_registry.hpp) and the signal handlers that empty it
+// (install_signal_cleanup, apron/io.hpp).
+//
+// Each slot moves free -> filling -> registered by its writer, and back to free when the writer is done.
+// A handler claims a registered slot (registered -> removing), unlinks the path and marks it removed;
+// the writer then finds it removed instead of registered and reports the write as interrupted. The path
+// lives in the slot itself, so a handler never reads memory a writer may free.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include "apron/io.hpp"
+#include "io/temporary_registry.hpp"
+
+namespace apron::io {
+namespace {
+
+enum SlotState : int { free_slot, filling, registered, removing, removed };
+
+struct Slot {
+    std::atomic<int> state{free_slot};
+    char path[PATH_MAX];
+};
+static_assert(std::atomic<int>::is_always_lock_free, "the handler needs lock-free atomics");
+
+Slot slots[temporary_slots];
+
+}  // namespace
+
+int register_temporary(const char* path) noexcept {
+    const std::size_t length = std::strlen(path);
+    if (length >= PATH_MAX) return -1;
+    for (int i = 0; i < temporary_slots; ++i) {
+        int expected = free_slot;
+        if (!slots[i].state.compare_exchange_strong(expected, filling, std::memory_order_acquire)) continue;
+        std::memcpy(slots[i].path, path, length + 1);
+        slots[i].state.store(registered, std::memory_order_release);
+        return i;
+    }
+    return -1;
+}
+
+bool unregister_temporary(int slot) noexcept {
+    if (slot < 0 || slot >= temporary_slots) return true;
+    Slot& s = slots[slot];
+    int expected = registered;
+    if (s.state.compare_exchange_strong(expected, free_slot, std::memory_order_acq_rel)) return true;
+    // A handler took it: wait until it is done with the path (a few instructions and one unlink).
+    while (s.state.load(std::memory_order_acquire) == removing) {
+    }
+    s.state.store(free_slot, std::memory_order_release);
+    return false;
+}
+
+void remove_registered_temporaries() noexcept {
+    const int saved_errno = errno;
+    for (Slot& s : slots) {
+        int expected = registered;
+        if (!s.state.compare_exchange_strong(expected, removing, std::memory_order_acq_rel)) continue;
+        ::unlink(s.path);
+        s.state.store(removed, std::memory_order_release);
+    }
+    errno = saved_errno;
+}
+
+namespace {
+
+constexpr int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+constexpr int signal_count = int(sizeof cleanup_signals / sizeof cleanup_signals[0]);
+
+// What each signal did before install_signal_cleanup: written before the handler is installed, only
+// read afterwards.
+struct sigaction previous[signal_count];
+
+int index_of(int sig) {
+    for (int i = 0; i < signal_count; ++i)
+        if (cleanup_signals[i] == sig) return i;
+    return -1;
+}
+
+bool is_function(const struct sigaction& a) {
+    return (a.sa_flags & SA_SIGINFO) ? a.sa_sigaction != nullptr
+                                     : a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
+}
+
+void on_signal(int sig, siginfo_t* info, void* context) {
+    remove_registered_temporaries();
+    const int i = index_of(sig);
+    if (i >= 0 && is_function(previous[i])) {
+        // Somebody else's handler: it decides what happens next.
+        if (previous[i].sa_flags & SA_SIGINFO)
+            previous[i].sa_sigaction(sig, info, context);
+        else
+            previous[i].sa_handler(sig);
+        return;
+    }
+    // End the process as the signal would have: the default action, delivered as soon as this handler
+    // returns (the signal is blocked while it runs), so the exit status names the signal.
+    const int saved_errno = errno;
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    ::sigaction(sig, &dfl, nullptr);
+    ::raise(sig);
+    errno = saved_errno;
+}
+
+}  // namespace
+}  // namespace apron::io
+
+namespace apron {
+
+void install_signal_cleanup() {
+    static std::atomic<bool> installed{false};
+    if (installed.exchange(true)) return;
+    struct sigaction action {};
+    action.sa_sigaction = io::on_signal;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (const int sig : io::cleanup_signals) sigaddset(&action.sa_mask, sig);  // one cleanup at a time
+    for (int i = 0; i < io::signal_count; ++i) {
+        const int sig = io::cleanup_signals[i];
+        if (::sigaction(sig, nullptr, &io::previous[i]) != 0) continue;
+        // An ignored signal (nohup's SIGHUP, a background job's SIGINT) does not end the process: leave it.
+        if (!(io::previous[i].sa_flags & SA_SIGINFO) && io::previous[i].sa_handler == SIG_IGN) continue;
+        ::sigaction(sig, &action, nullptr);
+    }
+}
+
+}  // namespace apron
