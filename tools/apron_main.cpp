@@ -5,6 +5,7 @@
 // Every failure prints one line "apron: <what>: <problem>" and exits non-zero; outputs are written
 // atomically, so a failed run never leaves a partial file.
 #include <CLI/CLI.hpp>
+#include <malloc.h>
 
 #include <chrono>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "apron/devices.hpp"
 #include "apron/errors.hpp"
 #include "apron/io.hpp"
+#include "apron/memory.hpp"
 #include "apron/ops.hpp"
 #include "apron/pipeline.hpp"
 #include "batch_command.hpp"
@@ -35,7 +37,40 @@ struct FilterArgs {
     bool timing = false, plan_only = false;
     std::int64_t max_pixels = std::int64_t(1) << 30;
     int quality = 95;
+    std::string memory, byte_order = "big";
 };
+
+std::uint64_t image_bytes(const apron::ImageShape& s) { return std::uint64_t(s.row_bytes()) * std::uint64_t(s.height); }
+
+// The reference backend sums every tap in double precision, one pixel at a time: a large mask on a large
+// image takes minutes or hours. Say so before starting rather than appear to hang.
+void warn_of_long_reference_run(const apron::Pipeline& pipeline, const apron::ImageShape& shape,
+                                const apron::RunOptions& options) {
+    if (options.backend != apron::Backend::reference) return;
+    double taps = 0;
+    std::string largest;
+    int largest_area = 0;
+    for (const auto& op : pipeline.operations())
+        for (const auto& step : op.steps) {
+            const apron::Mask* m = nullptr;
+            if (auto* l = std::get_if<apron::LinearStep>(&step.action)) m = &l->mask;
+            else if (auto* e = std::get_if<apron::MorphStep>(&step.action)) m = &e->element;
+            if (!m) continue;
+            taps += double(m->width) * m->height * double(shape.width) * shape.height * shape.channels;
+            if (m->width * m->height > largest_area) {
+                largest_area = m->width * m->height;
+                largest = std::to_string(m->width) + "x" + std::to_string(m->height);
+            }
+        }
+    constexpr double taps_per_second = 2e8;  // the reference backend on one core, measured on 3x3 to 127x127
+    const double seconds = taps / taps_per_second;
+    if (seconds < 10) return;
+    std::fprintf(stderr,
+                 "apron: note: the reference backend computes %.3g taps (masks up to %s on %dx%d pixels), about %.0f "
+                 "%s on one core; --backend cpu gives the same results much faster\n",
+                 taps, largest.c_str(), shape.width, shape.height, seconds < 120 ? seconds : seconds / 60,
+                 seconds < 120 ? "seconds" : "minutes");
+}
 
 void print_timing(const std::vector<apron::StageTiming>& stages) {
     double total = 0;
@@ -55,23 +90,38 @@ int run_filter(const FilterArgs& a) {
                            std::to_string(apron::max_threads) + ")");
     if (a.quality < 1 || a.quality > 100) throw apron::Error("--quality: must be 1..100");
     if (a.max_pixels < 1) throw apron::Error("--max-pixels: must be positive");
+    options.memory_budget = memory_option(a.memory);
+    apron::ReadOptions read;
+    read.max_pixels = std::uint64_t(a.max_pixels);
+    read.memory_budget = options.memory_budget;
+    read.pnm_byte_order = byte_order_option(a.byte_order);
 
     const apron::Pipeline pipeline(a.ops);  // parses and validates every --op before any file is touched
     const apron::ImageFormat out_format = apron::format_for_path(a.output);
 
-    std::vector<apron::StageTiming> stages;
-    auto t = Clock::now();
-    const apron::Image input = apron::read_image(a.input, {std::uint64_t(a.max_pixels)});
-    stages.push_back({"read " + a.input, ms_since(t)});
-
-    apron::ImageShape out_shape = input.shape();
-    out_shape.type = options.out_type.value_or(input.type());
+    // Everything that can be refused from the input's header is refused before its pixels are decoded:
+    // an output format that cannot hold the result, and a run that does not fit the memory budget (the
+    // input, the pipeline's intermediates and tables, and the encoded output).
+    const apron::ImageShape in_shape = apron::probe_image(a.input, read);
+    apron::ImageShape out_shape = in_shape;
+    out_shape.type = options.out_type.value_or(in_shape.type);
     std::string why;
     if (!apron::can_store(out_format, out_shape, &why)) throw apron::Error(a.output + ": " + why);
     if (a.plan_only) {
-        std::cout << pipeline.describe(input.shape(), options);
+        std::cout << pipeline.describe(in_shape, options);
         return 0;
     }
+    const std::uint64_t input_bytes = image_bytes(in_shape), output_bytes = image_bytes(out_shape);
+    const std::uint64_t need = input_bytes + pipeline.memory_needed(in_shape, options) + output_bytes;
+    apron::require_memory(need, options.memory_budget, a.input,
+                          "image " + apron::format_bytes(input_bytes) + ", filtering and writing " +
+                              apron::format_bytes(need - input_bytes));
+    warn_of_long_reference_run(pipeline, in_shape, options);
+
+    std::vector<apron::StageTiming> stages;
+    auto t = Clock::now();
+    const apron::Image input = apron::read_image(a.input, read);
+    stages.push_back({"read " + a.input, ms_since(t)});
 
     options.timings = &stages;
     const apron::Image result = pipeline.run(input, options);
@@ -162,7 +212,7 @@ int run_plan(const PlanArgs& a) {
     const apron::Pipeline pipeline(a.ops);
     apron::ImageShape shape;
     if (!a.input.empty()) {
-        shape = apron::read_image(a.input).shape();
+        shape = apron::probe_image(a.input);
     } else {
         int w = 0, h = 0;
         char tail = 0;
@@ -229,6 +279,11 @@ int run_info() {
 
 int main(int argc, char** argv) {
     apron::install_signal_cleanup();  // a killed run leaves no temporary file behind
+    // Large blocks (image rows, tap tables, element tables) always from mmap: glibc otherwise raises its
+    // mmap threshold after the first large free and serves later blocks from a heap it cannot shrink, so a
+    // long pipeline's resident memory grew with its step count (600 steps with a 4097x4097 element: 660 MB
+    // instead of 140 MB).
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
     CLI::App app{"apron: image convolution and morphology at the hardware's limit"};
     app.require_subcommand(1);
     app.set_version_flag("--version", APRON_VERSION);
@@ -247,6 +302,12 @@ int main(int argc, char** argv) {
     filter->add_option("--algo", fa.algo, "force a path on every linear step: auto, direct, separable, low-rank, fft or tensor")
         ->capture_default_str();
     filter->add_flag("--plan", fa.plan_only, "print the plan (algorithm of each step) and exit");
+    filter->add_option("--memory", fa.memory,
+                       "host memory the run may take, e.g. 8G, 512M, 75% (default: 3/4 of physical memory); a run "
+                       "that cannot fit fails before reading its pixels");
+    filter->add_option("--byte-order", fa.byte_order,
+                       "byte order of 16-bit binary PGM/PPM/PAM input: big (Netpbm) or little (GenConv's files)")
+        ->capture_default_str();
 
     PlanArgs pa;
     auto* plan = app.add_subcommand("plan", "print the plan: each step's path and every candidate's predicted time");
