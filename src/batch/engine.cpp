@@ -89,8 +89,8 @@ RunOptions run_options(const BatchOptions& o) {
     return ro;
 }
 
-// The shape of an input as a dry run sees it. apron::probe_image (header only) replaces read_image here
-// when it is available: a file cut short after its header then passes the dry run and fails the real one.
+// The shape of an input as a dry run sees it. Decoded whole, one image at a time: a header alone would pass
+// a file cut short after it, or corrupt compressed data, that the real run then reports as unreadable.
 ImageShape probe_input(const std::string& path, const ReadOptions& ro) { return read_image(path, ro).shape(); }
 
 // The job file's promises about every image, checked as each is read.
@@ -341,7 +341,7 @@ private:
     bool read_file(const BatchItem& item, Work& w) {
         const InputFile file(item.input);
         const std::uint64_t budget = gate_.budget();
-        const std::optional<ImageShape> header = shape_from_header(file);
+        const std::optional<ImageShape> header = shape_from_header(file, read_);
         std::uint64_t held = 0;
         if (header) {
             const Charge c = charge_of(file.size(), *header, o_, run_);

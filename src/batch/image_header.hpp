@@ -1,19 +1,17 @@
 #pragma once
 // What an image file decodes to, from its header alone: the batch reserves the memory of an image before it
-// reads the file whole. An upper bound where the header leaves it open (a palette PNG may or may not have
-// alpha: counted as 4 channels; a TIFF's sample size when its bits are not inline: 4 bytes).
-//
-// Formats: PNM/PAM/PFM, PNG, JPEG (walking its segments to the frame header), classic TIFF (its first IFD).
-// nullopt for anything else or anything it cannot make sense of (BigTIFF, a corrupt header): the caller then
-// reserves as much as an image may take. (apron::probe_image answers the same question for every format;
-// this is the batch's own until it is there.)
+// reads the file whole. apron::probe_image on the file's first bytes (every header apron reads fits in them);
+// nullopt where they do not tell (a TIFF whose directory lies further on, a JPEG with large metadata before
+// its frame, a corrupt header): the caller then reserves as much as an image may take, and decoding reports
+// what is wrong.
 #include <optional>
 
 #include "apron/image.hpp"
+#include "apron/io.hpp"
 #include "batch/input_file.hpp"
 
 namespace apron::batch {
 
-std::optional<ImageShape> shape_from_header(const InputFile& file);
+std::optional<ImageShape> shape_from_header(const InputFile& file, const ReadOptions& read = {});
 
 } // namespace apron::batch
