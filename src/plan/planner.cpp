@@ -1,6 +1,8 @@
 // The planner: for each step, the algorithm and the constants a backend needs. This is where apron
 // decides what is exact, what is separable or goes through the FFT, and which accumulator is safe;
 // backends never decide.
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -62,7 +64,7 @@ void plan_exact(LinearPlan& p, IntegerMask im) {
     // Rounding half to even does not commute with adding an odd delta (2.5 + 1 rounds to 4, rint(2.5) + 1
     // is 3): an odd delta gives one unit of itself to the dividend, n/D + 1 = (n + D)/D, and the even rest
     // is added after rounding.
-    if (f.delta_int & 1) {
+    if ((f.delta_int & 1) && is_integer(p.out)) {
         f.offset += f.denominator;
         f.delta_int -= 1;
     }
@@ -79,17 +81,63 @@ void plan_exact(LinearPlan& p, IntegerMask im) {
     p.integer_mask = std::move(im);
 }
 
+// A float plan's mask, scaled by 2^-e so that its largest |weight| lies in [0.5, 1): exact (a power of
+// two), and from then on no sum, sum of weights, spectrum, separable factor or SVD overflows or sinks into
+// subnormals, whatever the user's weights (1e38, 1e308, 1e-320). The finish multiplies by 2^e again.
+// Returns e (0 for an all-zero mask).
+int scale_to_unit(Mask& m) {
+    double largest = 0;
+    for (double w : m.weights) largest = std::max(largest, std::fabs(w));
+    if (largest == 0) return 0;
+    int e = 0;
+    std::frexp(largest, &e);
+    for (double& w : m.weights) w = std::ldexp(w, -e);
+    return e;
+}
+
+// A finite double as mantissa x 2^exponent (frexp), so that products and quotients of such values never
+// overflow or underflow before the one ldexp that ends them.
+struct Split {
+    double mantissa;
+    long exponent;
+};
+Split split(double v) {
+    int e = 0;
+    const double m = std::frexp(v, &e);
+    return {m, e};
+}
+
+// Sets the float finish to value = sum * (v.mantissa 2^v.exponent) + add: one float multiplier where it is
+// a normal float (the fast finish every kernel has), else a mantissa and an exponent applied in double.
+void set_float_finish(LinearFinish& f, Split v, double add) {
+    const bool moderate = v.exponent > -900 && v.exponent < 900;  // ldexp is then exact in double
+    const double x = moderate ? std::ldexp(v.mantissa, int(v.exponent)) : 0.0;
+    f.add = add;
+    if (v.mantissa == 0 || (moderate && std::fabs(x) >= FLT_MIN && std::fabs(x) <= FLT_MAX)) {
+        f.mul = x;
+        f.exponent = 0;
+    } else {
+        f.mul = v.mantissa;
+        f.exponent = int(std::clamp(v.exponent, -4000l, 4000l));  // ldexp gives 0 or inf long before
+    }
+    f.in_double = f.exponent != 0 || !(std::fabs(add) <= FLT_MAX);
+}
+
 void plan_float(LinearPlan& p) {
     const LinearStep& s = p.step;
-    const double S = s.mask.sum();
+    const int e = scale_to_unit(p.step.mask);
+    const double S = s.mask.sum();  // of the scaled weights: the user's sum is S 2^e
     LinearFinish& f = p.finish;
-    f.mul = s.scale;
-    f.add = s.delta;
+    const Split scale = split(s.scale);
+    Split mul{scale.mantissa, scale.exponent + e};  // sum 2^e x scale
+    double add = s.delta;
     if ((s.normalise == Normalise::sum && S != 0) || (s.normalise == Normalise::book && S > 0)) {
-        f.mul = s.scale / S;
+        const Split sum = split(S);  // (sum 2^e) / (S 2^e) x scale: the 2^e cancels
+        mul = {scale.mantissa / sum.mantissa, scale.exponent - sum.exponent};
     } else if (s.normalise == Normalise::book) {
-        f.add = s.scale * (S == 0 ? book_mid(p.in) : type_max(p.in)) + s.delta;
+        add = s.scale * (S == 0 ? book_mid(p.in) : type_max(p.in)) + s.delta;
     }
+    set_float_finish(f, mul, add);
     f.scale = s.scale;
     f.delta = s.delta;
     p.accumulator = Accumulator::f32;
@@ -201,12 +249,33 @@ Mask term_mask(const SeparableMask& t, const Mask& like) {
     return m;
 }
 
-// A low-rank step as plan steps: r float separable passes to f32 (raw sums, the step's border), added in
-// turn, the last addition applying the step's finish (sum * mul + add) and converting to its output type.
+// Appends a combine step a*A + b*B + c of two f32 results; returns its index.
+int add_combine(CombineStep c, int a, int b, PixelType out, const ImageShape& shape, const char* note,
+                std::vector<StepPlan>& steps, std::vector<PixelType>& produced) {
+    StepPlan add;
+    add.what = CombinePlan{c, PixelType::f32, PixelType::f32, out};
+    add.input = a;
+    add.second = b;
+    add.out_shape = shape;
+    add.out_shape.type = out;
+    add.label = label_of(add) + note;
+    steps.push_back(std::move(add));
+    produced.push_back(out);
+    return int(steps.size()) - 1;
+}
+
+// A low-rank step as plan steps: r float separable passes to f32 (raw sums of the plan's scaled mask, the
+// step's border), added in turn, the last addition applying the step's finish (sum * multiplier + add, in
+// double) and converting to its output type. A multiplier past 2^800 (huge weights, no normalisation)
+// could overflow a*A and a*B on their own and leave inf - inf where the sum A + B is small: the terms are
+// then added first and one more step scales their sum (a nonzero f32 sum is at least 2^-149, so its
+// product with a multiplier clamped to the largest double still lies beyond every output type).
 // Returns the index of the last step.
 int expand_low_rank(const LinearPlan& whole, const LowRankMask& lr, int input, const ImageShape& shape,
                     std::vector<StepPlan>& steps, std::vector<PixelType>& produced) {
     const int r = int(lr.terms.size());
+    const double multiplier = std::clamp(whole.finish.multiplier(), -DBL_MAX, DBL_MAX);
+    const bool scale_apart = !(std::fabs(multiplier) <= 0x1p800);
     int sum = -1;
     for (int t = 0; t < r; ++t) {
         LinearPlan term;
@@ -233,20 +302,14 @@ int expand_low_rank(const LinearPlan& whole, const LowRankMask& lr, int input, c
             sum = term_index;
             continue;
         }
-        const bool last = t + 1 == r;
-        const double a = last ? whole.finish.mul : 1, c = last ? whole.finish.add : 0;
-        StepPlan add;
+        const bool last = t + 1 == r && !scale_apart;
+        const double a = last ? multiplier : 1, c = last ? whole.finish.add : 0;
         const PixelType out = last ? whole.out : PixelType::f32;
-        add.what = CombinePlan{CombineStep{a, a, c}, PixelType::f32, PixelType::f32, out};
-        add.input = sum;
-        add.second = term_index;
-        add.out_shape = shape;
-        add.out_shape.type = out;
-        add.label = label_of(add) + " (low-rank sum)";
-        steps.push_back(std::move(add));
-        produced.push_back(out);
-        sum = int(steps.size()) - 1;
+        sum = add_combine(CombineStep{a, a, c}, sum, term_index, out, shape, " (low-rank sum)", steps, produced);
     }
+    if (scale_apart)
+        sum = add_combine(CombineStep{multiplier, 0, whole.finish.add}, sum, no_operand, whole.out, shape,
+                          " (low-rank scale)", steps, produced);
     return sum;
 }
 
