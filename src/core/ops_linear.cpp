@@ -42,11 +42,14 @@ Mask mask3x3(std::initializer_list<double> w) { return Mask(3, 3, std::vector<do
 
 namespace {
 
-// exp(-x^2 / (2 sigma^2)) on -radius..radius, normalised to sum 1 (SciPy's gaussian_filter kernel).
+// exp(-x^2 / (2 sigma^2)) on -radius..radius, normalised to sum 1 (SciPy's gaussian_filter kernel). Where
+// sigma^2 underflows (sigma below 1e-154), (x / sigma)^2 keeps the limit, the identity, instead of 0 / 0.
 std::vector<double> gaussian_kernel(double sigma, int radius) {
     std::vector<double> k(std::size_t(2 * radius + 1));
+    const double s2 = sigma * sigma;
     double sum = 0;
-    for (int x = -radius; x <= radius; ++x) sum += k[std::size_t(x + radius)] = std::exp(-0.5 * x * x / (sigma * sigma));
+    for (int x = -radius; x <= radius; ++x)
+        sum += k[std::size_t(x + radius)] = std::exp(s2 > 0 ? -0.5 * x * x / s2 : -0.5 * (x / sigma) * (x / sigma));
     for (double& v : k) v /= sum;
     return k;
 }
