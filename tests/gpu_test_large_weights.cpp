@@ -8,10 +8,12 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -153,4 +155,52 @@ TEST(GpuLargeWeights, CufftTakesHugeMasks) {
         ex->download(d_out.cview(), got.view());
         if (took) expect_within_spec(s, in.view(), got.view(), "cuFFT " + number(v));
     }
+}
+
+// cuFFT shifts the samples of integer images by the middle of the image's own range: an all-zero image
+// gives exactly 0 and a constant one its exact mean whatever the weights (the middle of the type's range
+// made them noise of 128 x the weights: 255 instead of 0 with weights of 1e38), and a dark u16 image
+// (samples 0..2) stays within SPEC.md's tolerance of its own max |in|.
+TEST(GpuLargeWeights, CufftCentresOnTheImage) {
+    REQUIRE_GPU();
+    auto ex = make_cuda_executor();
+    std::mt19937 rng(77);
+    std::vector<double> base(25 * 23);
+    for (double& x : base) x = std::uniform_real_distribution<double>(-1, 1)(rng);
+    for (double magnitude : {1.0, 1e38, 1e200})
+        for (PixelType t : {PixelType::u8, PixelType::u16}) {
+            std::vector<double> w = base;
+            for (double& x : w) x *= magnitude;
+            const Mask m(25, 23, w);
+            Image zero(70, 50, 2, t), flat(70, 50, 2, t), dark = test::random_image(70, 50, 1, t, 78);
+            with_type(t, [&]<class T>() {
+                for (int y = 0; y < 50; ++y) {
+                    std::fill_n(zero.row<T>(y), 140, T(0));
+                    std::fill_n(flat.row<T>(y), 140, T(9));
+                    for (int x = 0; x < 70; ++x) dark.row<T>(y)[x] = T(int(dark.row<T>(y)[x]) % 3);
+                }
+            });
+            const std::string what = number(magnitude) + " " + to_string(t);
+            const std::pair<const Image*, LinearStep> cases[] = {
+                {&zero, step_of(m, BorderMode::wrap, 0, Normalise::none, 1, 0)},
+                {&flat, step_of(m, BorderMode::reflect, 0, Normalise::sum, 1, 0)},
+                {&dark, step_of(m, BorderMode::constant, 1, Normalise::none, 1, 0)}};
+            for (const auto& [in, s] : cases)
+                for (PixelType out : {PixelType::u8, PixelType::f32}) {
+                    LinearPlan p = test::linear_plan(s, in->shape(), out);
+                    p.algorithm = LinearAlgorithm::fft;
+                    Buffer d_in = ex->allocate(in->shape());
+                    const ImageShape out_shape{in->width(), in->height(), in->channels(), out};
+                    Buffer d_out = ex->allocate(out_shape);
+                    ex->upload(in->view(), d_in.view);
+                    ex->synchronize();
+                    const bool took = cuda::launch_fft_linear(p, d_in.cview(), d_out.view, nullptr);
+                    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+                    ASSERT_TRUE(took) << what;
+                    Image got(out_shape);
+                    ex->download(d_out.cview(), got.view());
+                    if (in == &zero) EXPECT_EQ(test::max_abs(got.view()), 0.0) << what << " zero image";
+                    else expect_within_spec(s, in->view(), got.view(), "cuFFT " + what);
+                }
+        }
 }
