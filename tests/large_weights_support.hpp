@@ -17,6 +17,7 @@
 #include "apron/image.hpp"
 #include "apron/ops.hpp"
 #include "core/dispatch.hpp"
+#include "core/pixel.hpp"
 #include "test_support.hpp"
 
 namespace apron::test::large {

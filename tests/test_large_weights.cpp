@@ -13,11 +13,11 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apron/errors.hpp"
 #include "apron/pipeline.hpp"
-#include "core/linear_finish.hpp"
 #include "core/low_rank.hpp"
 #include "cpu/fft_linear.hpp"
 #include "large_weights_support.hpp"
@@ -266,57 +266,46 @@ TEST(LargeWeights, LowRankFormAtAnyMagnitude) {
     }
 }
 
-// What the planner hands the executors: a float mask of unit size, the factor in the finish (one float
-// multiplier where it is a normal float, a mantissa and an exponent applied in double otherwise).
+// What the planner hands the executors: a float mask of unit size, the factor in the finish where it is
+// a normal float, else raw f32 sums and one combine step that applies it in double.
 TEST(LargeWeights, PlanCarriesTheFactorInTheFinish) {
     const ImageShape shape{9, 9, 1, PixelType::u8};
     auto plan = [&](double v, Normalise n, double scale = 1) {
-        return test::plan_for(Mask(3, 3, std::vector<double>(9, v)), shape, PixelType::u8, BorderMode::reflect, 0, n, scale);
+        OpProgram op = test::correlation_op(Mask(3, 3, std::vector<double>(9, v)), BorderMode::reflect, 0, n, scale);
+        return make_plan({op}, shape, PixelType::u8, Backend::cpu).operations.at(0).steps;
     };
     for (double v : {1e38, 1e200, 1e308, 1e-300, 1e-320}) {
-        const LinearPlan p = plan(v, Normalise::sum);
+        const auto steps = plan(v, Normalise::sum);
+        ASSERT_EQ(steps.size(), 1u) << v;  // a mean: the factor cancels
+        const LinearPlan& p = std::get<LinearPlan>(steps[0].what);
         EXPECT_FALSE(p.exact);
         double largest = 0;
         for (double w : p.step.mask.weights) largest = std::max(largest, std::fabs(w));
         EXPECT_GE(largest, 0.5) << v;
         EXPECT_LT(largest, 1.0) << v;
-        EXPECT_FALSE(p.finish.in_double) << v;  // a mean: the factor cancels
         EXPECT_NEAR(p.finish.mul * p.step.mask.sum(), 1.0, 1e-15) << v;
     }
-    const LinearPlan none38 = plan(1e38, Normalise::none);
-    EXPECT_FALSE(none38.finish.in_double);  // 2^127: still a float
-    EXPECT_EQ(none38.finish.mul, 0x1p127);
-    const LinearPlan none200 = plan(1e200, Normalise::none);
-    EXPECT_TRUE(none200.finish.in_double);
-    EXPECT_EQ(none200.finish.multiplier(), 0x1p665);
-    const LinearPlan back = plan(1e200, Normalise::none, 1e-200);  // scale brings it back: one float
-    EXPECT_FALSE(back.finish.in_double);
-    EXPECT_NEAR(back.finish.mul, 0x1p665 * 1e-200, 1e-15);
+    const auto none38 = plan(1e38, Normalise::none);  // 2^127: still a float
+    ASSERT_EQ(none38.size(), 1u);
+    EXPECT_EQ(std::get<LinearPlan>(none38[0].what).finish.mul, 0x1p127);
+    for (auto [v, factor] : {std::pair{1e200, 0x1p665}, {1e-200, 0x1p-664}, {1e308, std::numeric_limits<double>::infinity()}}) {
+        const auto steps = plan(v, Normalise::none);
+        ASSERT_EQ(steps.size(), 2u) << v;
+        const LinearPlan& p = std::get<LinearPlan>(steps[0].what);
+        EXPECT_EQ(p.out, PixelType::f32);
+        EXPECT_EQ(p.finish.mul, 1.0);
+        const CombinePlan& c = std::get<CombinePlan>(steps[1].what);
+        EXPECT_EQ(c.out, PixelType::u8);
+        EXPECT_EQ(steps[1].input, 0);
+        EXPECT_EQ(c.step.a, std::isinf(factor) ? DBL_MAX : factor) << v;
+    }
+    const auto back = plan(1e200, Normalise::none, 1e-200);  // the scale brings it back: one float
+    ASSERT_EQ(back.size(), 1u);
+    EXPECT_NEAR(std::get<LinearPlan>(back[0].what).finish.mul, 0x1p665 * 1e-200, 1e-15);
 }
 
-// The finish itself, where the multiplier is no float: ldexp in double, 0 stays 0 (no inf * 0).
-TEST(LargeWeights, FloatFinishBeyondFloatRange) {
-    LinearFinish f;
-    f.mul = 0.75;
-    f.exponent = 700;
-    f.in_double = true;
-    auto u8 = [&](float sum) { return int(finish_float<std::uint8_t, float>(sum, f)); };
-    auto f32 = [&](float sum) { return finish_float<float, float>(sum, f); };
-    EXPECT_EQ(u8(0.0f), 0);
-    EXPECT_EQ(f32(0.0f), 0.0f);
-    EXPECT_EQ(u8(1e-30f), 255);
-    EXPECT_EQ(u8(-1e-30f), 0);
-    EXPECT_EQ(f32(-1e-30f), -std::numeric_limits<float>::infinity());
-    f.exponent = -700;
-    f.add = 3;
-    EXPECT_EQ(u8(1e30f), 3);
-    f.exponent = -140;  // 0.75 x 2^-140 x 2^20, formed in double
-    f.add = 0;
-    EXPECT_EQ(f32(0x1p20f), 0.75f * 0x1p-120f);
-}
-
-// Low-rank plans whose multiplier is past 2^800 add their terms before scaling them (a*A + a*B could be
-// inf - inf); a multiplier past the largest double is clamped and still saturates.
+// Low-rank plans whose multiplier is far past float's range add their raw terms before one combine scales
+// them; a multiplier past the largest double is clamped and still saturates.
 TEST(LargeWeights, LowRankSumsBeforeAHugeMultiplier) {
     const Mask base = masks_at(1, 11)[2].mask;
     for (double magnitude : {1e300, 1e250}) {

@@ -25,19 +25,9 @@ struct LinearFinish {
     // fits_int32, a power-of-two denominator, and |isum + offset| < 2^24: the quotient is an exact float,
     // and rounding it half to even is one conversion.
     bool power_of_two = false;
-    // Float path: value = sum * mul * 2^exponent + add (normalisation folded in by the planner, which
-    // also scales a float plan's mask by a power of two so that its sums stay far from float's limits).
-    // exponent is 0 while mul * 2^exponent is a normal float; otherwise mul is a mantissa in [0.25, 2)
-    // and the product is formed in double by ldexp, so no weight, scale or sum of weights too large or
-    // too small for a float (or a double) turns a sum into inf * 0 or a lost factor.
+    // Float path: value = sum * mul + add (normalisation folded in by the planner).
     double mul = 1, add = 0;
-    int exponent = 0;
-    // The float-path finish must run in double: exponent != 0, or add beyond float's range.
-    bool in_double = false;
     double scale = 1, delta = 0;
-
-    // mul * 2^exponent as one double (inf or 0 where it leaves double's range).
-    APRON_HD double multiplier() const { return ldexp(mul, exponent); }
 };
 
 // round_half_even(n / d) for d > 0, in integers. The quotient is estimated with the precomputed
@@ -93,7 +83,6 @@ APRON_HD T finish_exact32(int isum, const LinearFinish& f) {
 
 template <class T, class Acc>
 APRON_HD T finish_float(Acc sum, const LinearFinish& f) {
-    if (f.in_double) return store_pixel<T>(ldexp(double(sum) * f.mul, f.exponent) + f.add);
     return store_pixel<T>(Acc(sum * Acc(f.mul)) + Acc(f.add));
 }
 

@@ -194,7 +194,7 @@ private:
             return out_.row_bytes(y + q) + std::size_t(b.x0) * std::size_t(C_) * bytes_per_sample(plan_.out);
         };
         if constexpr (std::is_same_v<F, float>) {
-            if (!plan_.exact && !plan_.finish.in_double) {  // finish fused into the kernel's stores
+            if (!plan_.exact) {  // finish fused into the kernel's stores
                 p.dsts.resize(std::size_t(g.rows));
                 for (int q = 0; q < g.rows; ++q) p.dsts[std::size_t(q)] = out_row(q);
                 simd::weighted_sum_rows_finish(args, plan_.out, p.dsts.data(), b.n, plan_.finish, stream_);
@@ -204,20 +204,8 @@ private:
         p.outs.resize(std::size_t(g.rows));
         for (int q = 0; q < g.rows; ++q) p.outs[std::size_t(q)] = b.sums + std::size_t(q) * b.sum_stride;
         simd::weighted_sum_rows(args, p.outs.data(), b.n);
-        for (int q = 0; q < g.rows; ++q) {
-            if (plan_.exact)
-                simd::finish_exact_row(plan_.out, p.outs[std::size_t(q)], out_row(q), b.n, plan_.finish, bound_, stream_);
-            else
-                finish_float_row(p.outs[std::size_t(q)], out_row(q), b.n);
-        }
-    }
-
-    // The float finish where it needs double (a multiplier or offset beyond float's range): per sample.
-    void finish_float_row(const F* sum, void* dst, std::size_t n) const {
-        with_type(plan_.out, [&]<class Out>() {
-            Out* out = static_cast<Out*>(dst);
-            for (std::size_t s = 0; s < n; ++s) out[s] = finish_float<Out, F>(sum[s], plan_.finish);
-        });
+        for (int q = 0; q < g.rows; ++q)
+            simd::finish_exact_row(plan_.out, p.outs[std::size_t(q)], out_row(q), b.n, plan_.finish, bound_, stream_);
     }
 
     template <class Where>

@@ -238,22 +238,8 @@ Binary compile(const std::string& source, int arch) {
     return b;
 }
 
-// A digest of the embedded headers: the generated source only names them, and a binary compiled against
-// another version of them (another LinearFinish layout, say) must not be taken from the disk cache.
-std::string headers_digest() {
-    static const std::string digest = [] {
-        std::string all;
-        for (const EmbeddedHeader& h : embedded_headers()) all.append(h.name).append(1, '\0').append(h.text).append(1, '\0');
-        char hex[24];
-        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(all)));
-        return std::string(hex);
-    }();
-    return digest;
-}
-
 Binary compile_cached(const std::string& source, int arch) {
-    const std::string key = "apron-rtc 1\narch " + std::to_string(arch) + "\nnvrtc " + nvrtc_version() + "\nheaders " +
-                            headers_digest() + "\n" + source;
+    const std::string key = "apron-rtc 1\narch " + std::to_string(arch) + "\nnvrtc " + nvrtc_version() + "\n" + source;
     const std::filesystem::path dir = cache_dir();
     char name[40];
     std::snprintf(name, sizeof name, "rtc-%016llx.bin", static_cast<unsigned long long>(fnv1a(key)));

@@ -100,6 +100,7 @@ int scale_to_unit(Mask& m) {
 struct Split {
     double mantissa;
     long exponent;
+    double value() const { return std::ldexp(mantissa, int(std::clamp(exponent, -4000l, 4000l))); }
 };
 Split split(double v) {
     int e = 0;
@@ -107,27 +108,20 @@ Split split(double v) {
     return {m, e};
 }
 
-// Sets the float finish to value = sum * (v.mantissa 2^v.exponent) + add: one float multiplier where it is
-// a normal float (the fast finish every kernel has), else a mantissa and an exponent applied in double.
-void set_float_finish(LinearFinish& f, Split v, double add) {
-    const bool moderate = v.exponent > -900 && v.exponent < 900;  // ldexp is then exact in double
-    const double x = moderate ? std::ldexp(v.mantissa, int(v.exponent)) : 0.0;
-    f.add = add;
-    if (v.mantissa == 0 || (moderate && std::fabs(x) >= FLT_MIN && std::fabs(x) <= FLT_MAX)) {
-        f.mul = x;
-        f.exponent = 0;
-    } else {
-        f.mul = v.mantissa;
-        f.exponent = int(std::clamp(v.exponent, -4000l, 4000l));  // ldexp gives 0 or inf long before
-    }
-    f.in_double = f.exponent != 0 || !(std::fabs(add) <= FLT_MAX);
-}
+// A linear plan, and where its finish cannot be the one float multiply-add every kernel fuses into its
+// stores (value = sum * mul + add: a multiplier past float's range, such as 2^665 for weights of 1e200
+// without normalisation, or below it, or an offset past it), the combine step that applies it in double
+// to the plan's raw sums (f32, of the unit-sized mask: far from float's limits).
+struct PlannedLinear {
+    LinearPlan plan;
+    std::optional<CombineStep> finish_after;
+};
 
-void plan_float(LinearPlan& p) {
+void plan_float(PlannedLinear& planned) {
+    LinearPlan& p = planned.plan;
     const LinearStep& s = p.step;
     const int e = scale_to_unit(p.step.mask);
     const double S = s.mask.sum();  // of the scaled weights: the user's sum is S 2^e
-    LinearFinish& f = p.finish;
     const Split scale = split(s.scale);
     Split mul{scale.mantissa, scale.exponent + e};  // sum 2^e x scale
     double add = s.delta;
@@ -137,9 +131,21 @@ void plan_float(LinearPlan& p) {
     } else if (s.normalise == Normalise::book) {
         add = s.scale * (S == 0 ? book_mid(p.in) : type_max(p.in)) + s.delta;
     }
-    set_float_finish(f, mul, add);
+    // The multiplier as one double: 0 below double's range, and the largest double above it (a nonzero
+    // f32 sum, at least 2^-149, times that still lies past every output type, and 0 times it is 0).
+    double m = mul.value();
+    if (std::isinf(m)) m = std::copysign(DBL_MAX, m);
+    LinearFinish& f = p.finish;
     f.scale = s.scale;
     f.delta = s.delta;
+    if (m == 0 || (std::fabs(m) >= FLT_MIN && std::fabs(m) <= FLT_MAX && std::fabs(add) <= FLT_MAX)) {
+        f.mul = m;
+        f.add = add;
+    } else {
+        f.mul = 1, f.add = 0;
+        planned.finish_after = CombineStep{m, 0, add};
+        p.out = PixelType::f32;
+    }
     p.accumulator = Accumulator::f32;
     if (worth_separating(s.mask)) {
         p.separable = separable_form(s.mask, 1e-9);
@@ -147,8 +153,9 @@ void plan_float(LinearPlan& p) {
     }
 }
 
-LinearPlan plan_linear(const LinearStep& step, PixelType in, PixelType out) {
-    LinearPlan p;
+PlannedLinear plan_linear(const LinearStep& step, PixelType in, PixelType out) {
+    PlannedLinear planned;
+    LinearPlan& p = planned.plan;
     p.step = step;
     p.in = in;
     p.out = out;
@@ -158,8 +165,8 @@ LinearPlan plan_linear(const LinearStep& step, PixelType in, PixelType out) {
     if (p.exact)
         plan_exact(p, std::move(*im));
     else
-        plan_float(p);
-    return p;
+        plan_float(planned);
+    return planned;
 }
 
 MorphPlan plan_morph(const MorphStep& step, PixelType type) {
@@ -264,18 +271,13 @@ int add_combine(CombineStep c, int a, int b, PixelType out, const ImageShape& sh
     return int(steps.size()) - 1;
 }
 
-// A low-rank step as plan steps: r float separable passes to f32 (raw sums of the plan's scaled mask, the
-// step's border), added in turn, the last addition applying the step's finish (sum * multiplier + add, in
-// double) and converting to its output type. A multiplier past 2^800 (huge weights, no normalisation)
-// could overflow a*A and a*B on their own and leave inf - inf where the sum A + B is small: the terms are
-// then added first and one more step scales their sum (a nonzero f32 sum is at least 2^-149, so its
-// product with a multiplier clamped to the largest double still lies beyond every output type).
+// A low-rank step as plan steps: r float separable passes to f32 (raw sums of the plan's unit-sized mask,
+// the step's border), added in turn, the last addition applying the step's finish (sum * mul + add; the
+// planner keeps mul within float's range, so a*A + a*B cannot overflow) and converting to its output type.
 // Returns the index of the last step.
 int expand_low_rank(const LinearPlan& whole, const LowRankMask& lr, int input, const ImageShape& shape,
                     std::vector<StepPlan>& steps, std::vector<PixelType>& produced) {
     const int r = int(lr.terms.size());
-    const double multiplier = std::clamp(whole.finish.multiplier(), -DBL_MAX, DBL_MAX);
-    const bool scale_apart = !(std::fabs(multiplier) <= 0x1p800);
     int sum = -1;
     for (int t = 0; t < r; ++t) {
         LinearPlan term;
@@ -302,14 +304,11 @@ int expand_low_rank(const LinearPlan& whole, const LowRankMask& lr, int input, c
             sum = term_index;
             continue;
         }
-        const bool last = t + 1 == r && !scale_apart;
-        const double a = last ? multiplier : 1, c = last ? whole.finish.add : 0;
+        const bool last = t + 1 == r;
+        const double a = last ? whole.finish.mul : 1, c = last ? whole.finish.add : 0;
         const PixelType out = last ? whole.out : PixelType::f32;
         sum = add_combine(CombineStep{a, a, c}, sum, term_index, out, shape, " (low-rank sum)", steps, produced);
     }
-    if (scale_apart)
-        sum = add_combine(CombineStep{multiplier, 0, whole.finish.add}, sum, no_operand, whole.out, shape,
-                          " (low-rank scale)", steps, produced);
     return sum;
 }
 
@@ -352,15 +351,29 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
             if (auto* l = std::get_if<LinearStep>(&step.action)) {
                 check_border_value(op.spec, l->border, l->border_value, in);
                 out = last ? out_type : PixelType::f32;
-                LinearChoice choice = choose_linear_path(plan_linear(*l, in, out), input, backend, algorithm, table, op.spec);
+                PlannedLinear planned = plan_linear(*l, in, out);
+                LinearChoice choice = choose_linear_path(std::move(planned.plan), input, backend, algorithm, table, op.spec);
+                int result;
                 if (choice.low_rank) {
                     const std::size_t first = oplan.steps.size();
-                    index_of.push_back(expand_low_rank(choice.plan, *choice.low_rank, sp.input, input, oplan.steps, produced));
+                    result = expand_low_rank(choice.plan, *choice.low_rank, sp.input, input, oplan.steps, produced);
                     oplan.steps[first].estimates = std::move(choice.estimates);
-                    continue;
+                } else {
+                    const PixelType linear_out = choice.plan.out;
+                    sp.what = std::move(choice.plan);
+                    sp.estimates = std::move(choice.estimates);
+                    sp.out_shape = input;
+                    sp.out_shape.type = linear_out;
+                    sp.label = label_of(sp);
+                    produced.push_back(linear_out);
+                    oplan.steps.push_back(std::move(sp));
+                    result = int(oplan.steps.size()) - 1;
                 }
-                sp.what = std::move(choice.plan);
-                sp.estimates = std::move(choice.estimates);
+                if (planned.finish_after)
+                    result = add_combine(*planned.finish_after, result, no_operand, out, input, " (finish beyond float's range)",
+                                         oplan.steps, produced);
+                index_of.push_back(result);
+                continue;
             } else if (auto* m = std::get_if<MorphStep>(&step.action)) {
                 check_border_value(op.spec, m->border, m->border_value, in);
                 out = in;  // a morphology result that is the op's last step is converted by a combine below
