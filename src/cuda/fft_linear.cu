@@ -57,9 +57,6 @@ constexpr int transforms_per_thread = 8;  // of the spectrum product: one load o
 // (2^64 x 2^26 samples x the weights). Anything else sends the call to the direct kernels.
 __device__ __forceinline__ bool fits_transform(float v) { return fabsf(v) <= 0x1p64f; }
 
-// One thread per region sample of one tile (blockIdx.z) of the batch, every channel: the border rule, the
-// shift, and one real per channel's transform. Tile slots past the image's last tile get zeros (the batch
-// runs one cuFFT plan whatever its fill).
 // The middle of the sample range sample_range folded into range[0..1]: an integer, exact in a float.
 __device__ __forceinline__ float range_centre(const unsigned* range) { return floorf(0.5f * float(range[0] + range[1])); }
 
@@ -83,8 +80,10 @@ __global__ void sample_range(DeviceView in, unsigned* range) {
     if ((threadIdx.x & 31) == 0) atomicMin(range, lo), atomicMax(range + 1, hi);
 }
 
-// `outside` is the constant border's sample, unshifted; the shift is `shift`, or the middle of `range`
-// where there is one.
+// One thread per region sample of one tile (blockIdx.z) of the batch, every channel: the border rule, the
+// shift, and one real per channel's transform. Tile slots past the image's last tile get zeros (the batch
+// runs one cuFFT plan whatever its fill). `outside` is the constant border's sample, unshifted; the shift
+// is `shift`, or the middle of `range` where there is one.
 template <class In, class Real>
 __global__ void __launch_bounds__(block_x* block_y)
     gather_tiles(DeviceView in, Real* batch, BatchGeometry g, BorderMode mode, Real outside, Real shift,
@@ -143,8 +142,8 @@ struct ScatterFinish {
     LinearFinish f;
     long long shift_sum = 0;   // exact: shift x sum of the integer weights
     float shift_sum_f = 0;     // float: shift x sum of the weights
-    const unsigned* range = nullptr;  // float, centred on the image: shift_sum_f is its middle x weight_sum
-    double weight_sum = 0;
+    const unsigned* range = nullptr;  // float plans centred on the image: the shift is the range's middle,
+    double weight_sum = 0;            // and shift x weight_sum replaces shift_sum_f
     bool exact32 = false;      // exact sums below 2^24 (the f32 accumulator): the 32-bit finish
 };
 
