@@ -91,3 +91,23 @@ TEST(Finish, IntegerFormMatchesTheDefinitionWithOddDeltas) {
                 }
             }
 }
+
+// The same plans to f32: the odd delta's unit lent to the dividend (for integer rounding) must not be
+// added twice (a box with delta=3 to f32 once gave mean + 4).
+TEST(Finish, ExactPlansToFloatAddAnOddDeltaOnce) {
+    for (double scale : {1.0, 0.5, 1.0 / 3})
+        for (double delta : {0.0, 1.0, 3.0, -7.0})
+            for (Normalise norm : {Normalise::none, Normalise::sum}) {
+                OpProgram op{"t", {Step{LinearStep{Mask(3, 3, std::vector<double>(9, 1.0)), BorderMode::reflect, 0, norm, scale, delta}}}};
+                const ExecutionPlan plan = make_plan({op}, ImageShape{8, 8, 1, PixelType::u8}, PixelType::f32, Backend::cpu);
+                const auto& lp = std::get<LinearPlan>(plan.operations[0].steps[0].what);
+                ASSERT_TRUE(lp.exact);
+                for (int isum = 0; isum <= 9 * 255; isum += 7) {
+                    const double v = (norm == Normalise::sum ? double(isum) / 9 : double(isum)) * scale + delta;
+                    EXPECT_NEAR(finish_exact<float>(isum, lp.finish), v, 1e-4 * std::max(1.0, std::fabs(v)))
+                        << isum << " scale " << scale << " delta " << delta << " norm " << int(norm);
+                    EXPECT_NEAR(finish_exact32<float>(isum, lp.finish), v, 1e-4 * std::max(1.0, std::fabs(v)))
+                        << isum << " scale " << scale << " delta " << delta;
+                }
+            }
+}

@@ -2,6 +2,7 @@
 // against the reference, so these cases pin the reference itself down.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "apron/pipeline.hpp"
@@ -103,6 +104,33 @@ TEST(Reference, Normalisations) {
     // scale and delta after normalisation: 2 * 12.5 + 0.5 = 25.5 -> 26 (double path: scale != 1)
     EXPECT_EQ(values(run("correlate:mask=" + pos + ",normalize=sum,scale=2,delta=0.5,border=nearest", in)),
               (std::vector<double>{26, 56, 100.0}));
+}
+
+// SPEC.md "Any finite weights": the same normalisations with weights near the largest double (their sum
+// passes it) and subnormal ones; unnormalised sums of huge weights are inf, not NaN.
+TEST(Reference, WeightsAtTheEdgesOfDouble) {
+    const Image in = from_rows({{10, 20, 60}}, PixelType::u8);
+    for (const char* w : {"1e308", "1.5e308", "1e-300"}) {
+        const std::string m = write_mask("edge.kernel", std::string("3 1\n") + w + " " + w + " " + w + "\n");
+        EXPECT_EQ(values(run("correlate:mask=" + m + ",normalize=sum,border=nearest", in)), (std::vector<double>{13, 30, 47})) << w;
+        EXPECT_EQ(values(run("correlate:mask=" + m + ",border=nearest", in, PixelType::f32))[0], std::stod(w) > 1 ? INFINITY : 0.0)
+            << w;
+    }
+    // [1 2 1] times 2^1023, 1.7e308 / 2 and a subnormal, built directly.
+    for (double b : {0x1p1023, 1.7e308, 0x1p-1065}) {
+        LinearStep s;
+        s.mask = Mask(3, 1, {b / 2, b, b / 2});
+        s.border = BorderMode::nearest;
+        s.normalise = Normalise::sum;
+        Pipeline p;
+        p.add(OpProgram{"t", {Step{s}}});
+        EXPECT_EQ(values(p.run(in, {.backend = Backend::reference})), (std::vector<double>{12, 28, 50})) << b;
+        s.normalise = Normalise::none;
+        Pipeline q;
+        q.add(OpProgram{"t", {Step{s}}});
+        for (double v : values(q.run(in, {.backend = Backend::reference, .out_type = PixelType::f32})))
+            EXPECT_EQ(v, b > 1 ? INFINITY : 0.0) << b;
+    }
 }
 
 TEST(Reference, GaussianMatchesItsDefinition) {

@@ -141,7 +141,33 @@ std::optional<LowRankMask> low_rank_form(const Mask& m, int max_rank, double bud
 
 namespace {
 
+std::optional<LowRankMask> truncated_svd_form(const Mask& m, int max_rank, double budget);
+
+// The mask is scaled by a power of two to max |w| in [0.5, 1) first: exact, so the SVD and the decision
+// are those of the mask itself, but its dot products neither overflow (weights of 1e200: squares past
+// the largest double) nor sink into subnormals (1e-170); the terms are scaled back.
 std::optional<LowRankMask> compute_low_rank_form(const Mask& m, int max_rank, double budget) {
+    double largest = 0;
+    for (double w : m.weights) largest = std::max(largest, std::fabs(w));
+    if (largest == 0 || max_rank < 1) return std::nullopt;
+    int e = 0;
+    std::frexp(largest, &e);
+    if (e == 0) return truncated_svd_form(m, max_rank, budget);
+    Mask unit = m;
+    for (double& w : unit.weights) w = std::ldexp(w, -e);
+    auto form = truncated_svd_form(unit, max_rank, budget);
+    if (!form) return form;
+    for (SeparableMask& t : form->terms)
+        for (double& x : t.column) {
+            x = std::ldexp(x, e);
+            if (!std::isfinite(x)) return std::nullopt;  // a term of this mask is past the largest double
+        }
+    form->residual_l1 = std::ldexp(form->residual_l1, e);
+    form->term_l1 = std::ldexp(form->term_l1, e);
+    return form;
+}
+
+std::optional<LowRankMask> truncated_svd_form(const Mask& m, int max_rank, double budget) {
     const double total = m.abs_sum();
     if (total == 0 || max_rank < 1) return std::nullopt;
     Terms t = mask_terms(m);

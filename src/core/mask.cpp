@@ -109,8 +109,13 @@ Mask read_mask_file(const std::string& path) {
 }
 
 std::optional<IntegerMask> integer_form(const Mask& m) {
+    // Integer weights stay below 9e15 < 2^53 (any divisor only makes them larger): larger ones, 1e38 say,
+    // are integral doubles but no int64 holds them, and their sums could not be exact anyway.
+    constexpr double largest = 9.0e15;
+    for (double v : m.weights)
+        if (!(std::fabs(v) <= largest)) return std::nullopt;
     auto integral = [](double s) {
-        return std::fabs(s) <= 9.0e15 && std::fabs(s - std::nearbyint(s)) <= 1e-14 * std::max(1.0, std::fabs(s));
+        return std::fabs(s) <= largest && std::fabs(s - std::nearbyint(s)) <= 1e-14 * std::max(1.0, std::fabs(s));
     };
     // Grow the divisor weight by weight: multiply it by the smallest k that makes this weight integral.
     // A divisor that works for a weight keeps working for it when multiplied, so one pass suffices.
@@ -129,6 +134,7 @@ std::optional<IntegerMask> integer_form(const Mask& m) {
         std::int64_t q_prev = 0, q = 1;  // convergent denominators
         for (int step = 0; step < 64; ++step) {
             const double a = std::floor(rest);
+            if (step > 0 && !(a * double(q) + double(q_prev) <= double(limit))) break;  // before any int64 cast
             const std::int64_t q_next = std::int64_t(a) * q + q_prev;
             if (step > 0) {
                 if (q_next > limit) break;
@@ -158,6 +164,11 @@ std::optional<IntegerMask> integer_form(const Mask& m) {
         im.abs_sum += std::int64_t(std::fabs(s));
         if (im.abs_sum > (std::int64_t(1) << 52)) return std::nullopt;
     }
+    // A weight below the tolerance (1e-15 beside 1) rounds to zero, which is harmless where other weights
+    // carry the sum; a mask of such weights alone is not the zero mask (its mean is not 0): the float path.
+    if (im.abs_sum == 0)
+        for (double v : m.weights)
+            if (v != 0) return std::nullopt;
     return im;
 }
 
@@ -199,9 +210,10 @@ std::optional<IntegerSeparableMask> integer_separable_form(const IntegerMask& im
         if (at(pi, j) % s.row[pi] != 0) return std::nullopt;
         s.column[j] = at(pi, j) / s.row[pi];
     }
+    // In 128 bits: factors of weights up to 2^52 can multiply past 2^63 where the mask is not of rank 1.
     for (int j = 0; j < height; ++j)
         for (int i = 0; i < width; ++i)
-            if (s.column[j] * s.row[i] != at(i, j)) return std::nullopt;
+            if (__int128(s.column[j]) * s.row[i] != at(i, j)) return std::nullopt;
     return s;
 }
 

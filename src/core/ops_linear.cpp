@@ -43,17 +43,15 @@ Mask mask3x3(std::initializer_list<double> w) { return Mask(3, 3, std::vector<do
 
 namespace {
 
-// exp(-x^2 / (2 sigma^2)) on -radius..radius, normalised to sum 1 (SciPy's gaussian_filter kernel).
-// Written with t = x / sigma so that a tiny sigma (down to denormals, where sigma^2 is 0) gives the
-// Gaussian's limit, the unit impulse, and never 0/0: t is 0 at the centre and huge (or inf) elsewhere.
+// exp(-x^2 / (2 sigma^2)) on -radius..radius, normalised to sum 1 (SciPy's gaussian_filter kernel). Where
+// sigma^2 underflows (sigma below 1e-154), (x / sigma)^2 keeps the limit, the identity, instead of 0 / 0.
 std::vector<double> gaussian_kernel(double sigma, int radius) {
     std::vector<double> k(std::size_t(2 * radius + 1));
+    const double s2 = sigma * sigma;
     double sum = 0;
-    for (int x = -radius; x <= radius; ++x) {
-        const double t = x / sigma;
-        sum += k[std::size_t(x + radius)] = std::exp(-0.5 * t * t);
-    }
-    for (double& v : k) v /= sum;  // sum >= 1: the centre weight is exp(0)
+    for (int x = -radius; x <= radius; ++x)
+        sum += k[std::size_t(x + radius)] = std::exp(s2 > 0 ? -0.5 * x * x / s2 : -0.5 * (x / sigma) * (x / sigma));
+    for (double& v : k) v /= sum;
     return k;
 }
 

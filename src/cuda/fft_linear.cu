@@ -7,16 +7,21 @@
 //
 // Tiles go through in batches (fft_tiling.cpp sizes them near the L2 cache), every channel of every tile
 // one transform of the batch, in five launches: gather (border rule, de-interleave, convert), the forward
-// transforms, the spectrum product, the inverse transforms, and scatter (keep, finish, store). Memory
-// stays one batch whatever the image.
+// transforms, the spectrum product, the inverse transforms, and scatter (keep, finish, store); float plans
+// of integer images scan the image's range once first. Memory stays one batch whatever the image.
 //
-// Samples enter the transforms shifted by the middle of their type's range (128 for u8, 32768 for u16,
-// 0 for f32) and the scatter adds shift x (sum of weights) back: the transforms' error scales with the L2
-// norm of what they carry, and a centred region has about half of it. Exact plans use the integer
-// weights and double transforms while double_fft_error_bound stays below 1/4, so the sum rounded to the
-// nearest integer is the exact integer sum and the shared finish gives every backend's bits; float plans
-// use float transforms (the spectrum itself computed in double) and the float finish of the direct
-// kernels.
+// Samples enter the transforms shifted and the scatter adds shift x (sum of weights) back: the transforms'
+// error scales with the L2 norm of what they carry, and a centred region has about half of it. Float
+// plans of u8/u16 images shift by the middle of the image's own range (sample_range finds it on the
+// device, the gather and scatter read it there), so every |sample - shift| stays within max |sample|, to
+// which SPEC.md's tolerance is relative (the middle of the type's range made an all-zero image's result
+// noise of 128 x the weights, and a dark u16 image's noise of 32768 x them); exact plans shift by the
+// middle of the type's range (their error bound holds for either); f32 images are not shifted. Exact
+// plans use the integer weights and double transforms while double_fft_error_bound stays below 1/4, so
+// the sum rounded to the nearest integer is the exact integer sum and the shared finish gives every
+// backend's bits; float plans use float transforms (the spectrum itself computed in double) and the float
+// finish of the direct kernels.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -52,14 +57,40 @@ constexpr int transforms_per_thread = 8;  // of the spectrum product: one load o
 // (2^64 x 2^26 samples x the weights). Anything else sends the call to the direct kernels.
 __device__ __forceinline__ bool fits_transform(float v) { return fabsf(v) <= 0x1p64f; }
 
+// The middle of the sample range sample_range folded into range[0..1]: an integer, exact in a float.
+__device__ __forceinline__ float range_centre(const unsigned* range) { return floorf(0.5f * float(range[0] + range[1])); }
+
+// The smallest and largest sample of an integer image into range[0] and range[1] (which the host set to
+// the constant border's value, or to the empty range), by warp reductions and atomics.
+template <class In>
+__global__ void sample_range(DeviceView in, unsigned* range) {
+    unsigned lo = 0xFFFFFFFFu, hi = 0;
+    const int n = in.width * in.channels;
+    for (int y = blockIdx.y; y < in.height; y += gridDim.y) {
+        const In* row = reinterpret_cast<const In*>(in.data + std::size_t(y) * in.pitch);
+        for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
+            const unsigned v = row[k];
+            lo = min(lo, v), hi = max(hi, v);
+        }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        lo = min(lo, __shfl_down_sync(0xFFFFFFFFu, lo, o));
+        hi = max(hi, __shfl_down_sync(0xFFFFFFFFu, hi, o));
+    }
+    if ((threadIdx.x & 31) == 0) atomicMin(range, lo), atomicMax(range + 1, hi);
+}
+
 // One thread per region sample of one tile (blockIdx.z) of the batch, every channel: the border rule, the
 // shift, and one real per channel's transform. Tile slots past the image's last tile get zeros (the batch
-// runs one cuFFT plan whatever its fill).
+// runs one cuFFT plan whatever its fill). `outside` is the constant border's sample, unshifted; the shift
+// is `shift`, or the middle of `range` where there is one.
 template <class In, class Real>
 __global__ void __launch_bounds__(block_x* block_y)
-    gather_tiles(DeviceView in, Real* batch, BatchGeometry g, BorderMode mode, Real outside, Real shift, int* flag) {
+    gather_tiles(DeviceView in, Real* batch, BatchGeometry g, BorderMode mode, Real outside, Real shift,
+                 const unsigned* range, int* flag) {
     const int x = blockIdx.x * block_x + threadIdx.x, y = blockIdx.y * block_y + threadIdx.y;
     if (x >= g.nx || y >= g.ny) return;
+    if (range) shift = Real(range_centre(range));
     const int C = in.channels;
     Real* dst = batch + std::size_t(blockIdx.z) * C * g.transform + std::size_t(y) * g.row + x;
     const int t = g.first + int(blockIdx.z);
@@ -70,7 +101,7 @@ __global__ void __launch_bounds__(block_x* block_y)
         sy = map_index(oy - g.anchor_y + y, in.height, mode);
     }
     if (sx < 0 || sy < 0) {
-        const Real v = t < g.tiles ? outside : Real(0);
+        const Real v = t < g.tiles ? outside - shift : Real(0);
         for (int c = 0; c < C; ++c) dst[std::size_t(c) * g.transform] = v;
         return;
     }
@@ -111,6 +142,8 @@ struct ScatterFinish {
     LinearFinish f;
     long long shift_sum = 0;   // exact: shift x sum of the integer weights
     float shift_sum_f = 0;     // float: shift x sum of the weights
+    const unsigned* range = nullptr;  // float plans centred on the image: the shift is the range's middle,
+    double weight_sum = 0;            // and shift x weight_sum replaces shift_sum_f
     bool exact32 = false;      // exact sums below 2^24 (the f32 accumulator): the 32-bit finish
 };
 
@@ -132,7 +165,8 @@ __global__ void __launch_bounds__(block_x* block_y)
             const long long isum = llrint(v) + s.shift_sum;
             dst[c] = s.exact32 ? finish_exact32<Out>(int(isum), s.f) : finish_exact<Out>(isum, s.f);
         } else {
-            dst[c] = finish_float<Out, float>(v + s.shift_sum_f, s.f);
+            const float shift_sum = s.range ? float(double(range_centre(s.range)) * s.weight_sum) : s.shift_sum_f;
+            dst[c] = finish_float<Out, float>(v + shift_sum, s.f);
         }
     }
 }
@@ -191,10 +225,12 @@ bool launch_fft_linear(const LinearPlan& p, ConstImageView in, ImageView out, cu
     Scratch work(plans->work_bytes(), stream, "cuFFT's work area");
     Scratch flag(scan ? sizeof(int) : 0, stream, "an FFT flag");
     if (scan) APRON_CUDA_CHECK(cudaMemsetAsync(flag.get(), 0, sizeof(int), stream));
+    const bool centred = !p.exact && p.in != PixelType::f32;
+    Scratch range(centred ? 2 * sizeof(unsigned) : 0, stream, "an FFT sample range");
 
     BatchGeometry g{t.nx, t.ny, 2 * (t.nx / 2 + 1), t.transform_reals(), t.vx, t.vy, t.tiles_x, int(t.tiles()), 0,
                     m.anchor_x, m.anchor_y, m.width - 1, m.height - 1};
-    const double shift = shift_of(p.in);
+    const double shift = centred ? 0.0 : shift_of(p.in);
     ScatterFinish s{p.finish};
     if (p.exact) {
         long long wsum = 0;
@@ -203,6 +239,7 @@ bool launch_fft_linear(const LinearPlan& p, ConstImageView in, ImageView out, cu
         s.exact32 = p.accumulator == Accumulator::f32;
     } else {
         s.shift_sum_f = float(shift * m.sum());
+        if (centred) s.range = static_cast<const unsigned*>(range.get()), s.weight_sum = m.sum();
     }
     const std::size_t bins = std::size_t(t.nx / 2 + 1) * t.ny;
     const dim3 block(block_x, block_y);
@@ -214,13 +251,26 @@ bool launch_fft_linear(const LinearPlan& p, ConstImageView in, ImageView out, cu
 
     with_type(p.in, [&]<class In>() {
         with_type(p.out, [&]<class Out>() {
-            const double outside = double(store_pixel<In>(p.step.border_value)) - shift;
+            const double outside = double(store_pixel<In>(p.step.border_value));
+            if constexpr (!std::is_same_v<In, float>) {
+                if (centred) {
+                    // Pageable source: staged before the call returns.
+                    unsigned init[2] = {0xFFFFFFFFu, 0u};
+                    if (p.step.border == BorderMode::constant) init[0] = init[1] = unsigned(outside);
+                    APRON_CUDA_CHECK(cudaMemcpyAsync(range.get(), init, sizeof init, cudaMemcpyHostToDevice, stream));
+                    const int n = in.width() * C;
+                    const dim3 range_grid(unsigned(std::min((n + 255) / 256, 32)), unsigned(std::min(in.height(), 1024)));
+                    sample_range<In><<<range_grid, 256, 0, stream>>>(device_view(in), static_cast<unsigned*>(range.get()));
+                    APRON_CUDA_CHECK_LAUNCH("fft sample_range");
+                }
+            }
             auto run = [&]<class Real, class Complex, bool Exact>() {
                 Real* data = static_cast<Real*>(batch.get());
                 for (int b = 0; b < t.batches; ++b) {
                     g.first = b * t.batch_tiles;
                     gather_tiles<In, Real><<<gather_grid, block, 0, stream>>>(device_view(in), data, g, p.step.border,
                                                                               Real(outside), Real(shift),
+                                                                              static_cast<const unsigned*>(range.get()),
                                                                               static_cast<int*>(flag.get()));
                     APRON_CUDA_CHECK_LAUNCH("fft gather_tiles");
                     plans->forward(data, work.get(), stream);

@@ -1,6 +1,8 @@
 // The planner: for each step, the algorithm and the constants a backend needs. This is where apron
 // decides what is exact, what is separable or goes through the FFT, and which accumulator is safe;
 // backends never decide.
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -62,7 +64,7 @@ void plan_exact(LinearPlan& p, IntegerMask im) {
     // Rounding half to even does not commute with adding an odd delta (2.5 + 1 rounds to 4, rint(2.5) + 1
     // is 3): an odd delta gives one unit of itself to the dividend, n/D + 1 = (n + D)/D, and the even rest
     // is added after rounding.
-    if (f.delta_int & 1) {
+    if ((f.delta_int & 1) && is_integer(p.out)) {
         f.offset += f.denominator;
         f.delta_int -= 1;
     }
@@ -79,19 +81,71 @@ void plan_exact(LinearPlan& p, IntegerMask im) {
     p.integer_mask = std::move(im);
 }
 
-void plan_float(LinearPlan& p) {
+// A float plan's mask, scaled by 2^-e so that its largest |weight| lies in [0.5, 1): exact (a power of
+// two), and from then on no sum, sum of weights, spectrum, separable factor or SVD overflows or sinks into
+// subnormals, whatever the user's weights (1e38, 1e308, 1e-320). The finish multiplies by 2^e again.
+// Returns e (0 for an all-zero mask).
+int scale_to_unit(Mask& m) {
+    double largest = 0;
+    for (double w : m.weights) largest = std::max(largest, std::fabs(w));
+    if (largest == 0) return 0;
+    int e = 0;
+    std::frexp(largest, &e);
+    for (double& w : m.weights) w = std::ldexp(w, -e);
+    return e;
+}
+
+// A finite double as mantissa x 2^exponent (frexp), so that products and quotients of such values never
+// overflow or underflow before the one ldexp that ends them.
+struct Split {
+    double mantissa;
+    long exponent;
+    double value() const { return std::ldexp(mantissa, int(std::clamp(exponent, -4000l, 4000l))); }
+};
+Split split(double v) {
+    int e = 0;
+    const double m = std::frexp(v, &e);
+    return {m, e};
+}
+
+// A linear plan, and where its finish cannot be the one float multiply-add every kernel fuses into its
+// stores (value = sum * mul + add: a multiplier past float's range, such as 2^665 for weights of 1e200
+// without normalisation, or below it, or an offset past it), the combine step that applies it in double
+// to the plan's raw sums (f32, of the unit-sized mask: far from float's limits).
+struct PlannedLinear {
+    LinearPlan plan;
+    std::optional<CombineStep> finish_after;
+};
+
+void plan_float(PlannedLinear& planned) {
+    LinearPlan& p = planned.plan;
     const LinearStep& s = p.step;
-    const double S = s.mask.sum();
-    LinearFinish& f = p.finish;
-    f.mul = s.scale;
-    f.add = s.delta;
+    const int e = scale_to_unit(p.step.mask);
+    const double S = s.mask.sum();  // of the scaled weights: the user's sum is S 2^e
+    const Split scale = split(s.scale);
+    Split mul{scale.mantissa, scale.exponent + e};  // sum 2^e x scale
+    double add = s.delta;
     if ((s.normalise == Normalise::sum && S != 0) || (s.normalise == Normalise::book && S > 0)) {
-        f.mul = s.scale / S;
+        const Split sum = split(S);  // (sum 2^e) / (S 2^e) x scale: the 2^e cancels
+        mul = {scale.mantissa / sum.mantissa, scale.exponent - sum.exponent};
     } else if (s.normalise == Normalise::book) {
-        f.add = s.scale * (S == 0 ? book_mid(p.in) : type_max(p.in)) + s.delta;
+        add = s.scale * (S == 0 ? book_mid(p.in) : type_max(p.in)) + s.delta;
     }
+    // The multiplier as one double: 0 below double's range, and the largest double above it (a nonzero
+    // f32 sum, at least 2^-149, times that still lies past every output type, and 0 times it is 0).
+    double m = mul.value();
+    if (std::isinf(m)) m = std::copysign(DBL_MAX, m);
+    LinearFinish& f = p.finish;
     f.scale = s.scale;
     f.delta = s.delta;
+    if (m == 0 || (std::fabs(m) >= FLT_MIN && std::fabs(m) <= FLT_MAX && std::fabs(add) <= FLT_MAX)) {
+        f.mul = m;
+        f.add = add;
+    } else {
+        f.mul = 1, f.add = 0;
+        planned.finish_after = CombineStep{m, 0, add};
+        p.out = PixelType::f32;
+    }
     p.accumulator = Accumulator::f32;
     if (worth_separating(s.mask)) {
         p.separable = separable_form(s.mask, 1e-9);
@@ -99,8 +153,9 @@ void plan_float(LinearPlan& p) {
     }
 }
 
-LinearPlan plan_linear(const LinearStep& step, PixelType in, PixelType out) {
-    LinearPlan p;
+PlannedLinear plan_linear(const LinearStep& step, PixelType in, PixelType out) {
+    PlannedLinear planned;
+    LinearPlan& p = planned.plan;
     p.step = step;
     p.in = in;
     p.out = out;
@@ -110,8 +165,8 @@ LinearPlan plan_linear(const LinearStep& step, PixelType in, PixelType out) {
     if (p.exact)
         plan_exact(p, std::move(*im));
     else
-        plan_float(p);
-    return p;
+        plan_float(planned);
+    return planned;
 }
 
 MorphPlan plan_morph(const MorphStep& step, PixelType type) {
@@ -201,8 +256,24 @@ Mask term_mask(const SeparableMask& t, const Mask& like) {
     return m;
 }
 
-// A low-rank step as plan steps: r float separable passes to f32 (raw sums, the step's border), added in
-// turn, the last addition applying the step's finish (sum * mul + add) and converting to its output type.
+// Appends a combine step a*A + b*B + c of two f32 results; returns its index.
+int add_combine(CombineStep c, int a, int b, PixelType out, const ImageShape& shape, const char* note,
+                std::vector<StepPlan>& steps, std::vector<PixelType>& produced) {
+    StepPlan add;
+    add.what = CombinePlan{c, PixelType::f32, PixelType::f32, out};
+    add.input = a;
+    add.second = b;
+    add.out_shape = shape;
+    add.out_shape.type = out;
+    add.label = label_of(add) + note;
+    steps.push_back(std::move(add));
+    produced.push_back(out);
+    return int(steps.size()) - 1;
+}
+
+// A low-rank step as plan steps: r float separable passes to f32 (raw sums of the plan's unit-sized mask,
+// the step's border), added in turn, the last addition applying the step's finish (sum * mul + add; the
+// planner keeps mul within float's range, so a*A + a*B cannot overflow) and converting to its output type.
 // Returns the index of the last step.
 int expand_low_rank(const LinearPlan& whole, const LowRankMask& lr, int input, const ImageShape& shape,
                     std::vector<StepPlan>& steps, std::vector<PixelType>& produced) {
@@ -235,17 +306,8 @@ int expand_low_rank(const LinearPlan& whole, const LowRankMask& lr, int input, c
         }
         const bool last = t + 1 == r;
         const double a = last ? whole.finish.mul : 1, c = last ? whole.finish.add : 0;
-        StepPlan add;
         const PixelType out = last ? whole.out : PixelType::f32;
-        add.what = CombinePlan{CombineStep{a, a, c}, PixelType::f32, PixelType::f32, out};
-        add.input = sum;
-        add.second = term_index;
-        add.out_shape = shape;
-        add.out_shape.type = out;
-        add.label = label_of(add) + " (low-rank sum)";
-        steps.push_back(std::move(add));
-        produced.push_back(out);
-        sum = int(steps.size()) - 1;
+        sum = add_combine(CombineStep{a, a, c}, sum, term_index, out, shape, " (low-rank sum)", steps, produced);
     }
     return sum;
 }
@@ -289,15 +351,29 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
             if (auto* l = std::get_if<LinearStep>(&step.action)) {
                 check_border_value(op.spec, l->border, l->border_value, in);
                 out = last ? out_type : PixelType::f32;
-                LinearChoice choice = choose_linear_path(plan_linear(*l, in, out), input, backend, algorithm, table, op.spec);
+                PlannedLinear planned = plan_linear(*l, in, out);
+                LinearChoice choice = choose_linear_path(std::move(planned.plan), input, backend, algorithm, table, op.spec);
+                int result;
                 if (choice.low_rank) {
                     const std::size_t first = oplan.steps.size();
-                    index_of.push_back(expand_low_rank(choice.plan, *choice.low_rank, sp.input, input, oplan.steps, produced));
+                    result = expand_low_rank(choice.plan, *choice.low_rank, sp.input, input, oplan.steps, produced);
                     oplan.steps[first].estimates = std::move(choice.estimates);
-                    continue;
+                } else {
+                    const PixelType linear_out = choice.plan.out;
+                    sp.what = std::move(choice.plan);
+                    sp.estimates = std::move(choice.estimates);
+                    sp.out_shape = input;
+                    sp.out_shape.type = linear_out;
+                    sp.label = label_of(sp);
+                    produced.push_back(linear_out);
+                    oplan.steps.push_back(std::move(sp));
+                    result = int(oplan.steps.size()) - 1;
                 }
-                sp.what = std::move(choice.plan);
-                sp.estimates = std::move(choice.estimates);
+                if (planned.finish_after)
+                    result = add_combine(*planned.finish_after, result, no_operand, out, input, " (finish beyond float's range)",
+                                         oplan.steps, produced);
+                index_of.push_back(result);
+                continue;
             } else if (auto* m = std::get_if<MorphStep>(&step.action)) {
                 check_border_value(op.spec, m->border, m->border_value, in);
                 out = in;  // a morphology result that is the op's last step is converted by a combine below
