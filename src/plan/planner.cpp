@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <string_view>
+#include <tuple>
 
 #include "apron/errors.hpp"
 #include "plan/cost_model.hpp"
@@ -81,6 +83,30 @@ void plan_exact(LinearPlan& p, IntegerMask im) {
     p.integer_mask = std::move(im);
 }
 
+// What the planner derives from a mask's weights, worked out once per distinct table of a plan: the steps of
+// a pipeline share their tables (dilate:iterations=1000, ten box:width=4097), and each derived table is
+// shared the same way, so neither planning time nor memory grows with the number of steps. Keyed by the
+// table's storage and shape, valid while the pipeline being planned holds its masks.
+class MaskMemo {
+public:
+    template <class F>
+    auto& get(auto& cache, const Mask& m, F&& make) {
+        const Key key{m.weights.data(), m.width, m.height};
+        auto it = cache.find(key);
+        if (it == cache.end()) it = cache.emplace(key, make()).first;
+        return it->second;
+    }
+    struct Key {
+        const void* storage;
+        int width, height;
+        bool operator<(const Key& o) const { return std::tie(storage, width, height) < std::tie(o.storage, o.width, o.height); }
+    };
+    std::map<Key, std::optional<IntegerMask>> integer;
+    std::map<Key, std::pair<SharedValues<double>, int>> scaled;  // the unit-sized weights and their exponent
+    std::map<Key, std::optional<SeparableMask>> separable;
+    std::map<Key, bool> full;
+};
+
 // A float plan's mask, scaled by 2^-e so that its largest |weight| lies in [0.5, 1): exact (a power of
 // two), and from then on no sum, sum of weights, spectrum, separable factor or SVD overflows or sinks into
 // subnormals, whatever the user's weights (1e38, 1e308, 1e-320). The finish multiplies by 2^e again.
@@ -117,10 +143,15 @@ struct PlannedLinear {
     std::optional<CombineStep> finish_after;
 };
 
-void plan_float(PlannedLinear& planned) {
+void plan_float(PlannedLinear& planned, MaskMemo& memo) {
     LinearPlan& p = planned.plan;
     const LinearStep& s = p.step;
-    const int e = scale_to_unit(p.step.mask);
+    const auto& [scaled, e] = memo.get(memo.scaled, p.step.mask, [&] {
+        Mask m = p.step.mask;
+        const int exponent = scale_to_unit(m);
+        return std::pair{m.weights, exponent};
+    });
+    p.step.mask.weights = scaled;
     const double S = s.mask.sum();  // of the scaled weights: the user's sum is S 2^e
     const Split scale = split(s.scale);
     Split mul{scale.mantissa, scale.exponent + e};  // sum 2^e x scale
@@ -148,33 +179,34 @@ void plan_float(PlannedLinear& planned) {
     }
     p.accumulator = Accumulator::f32;
     if (worth_separating(s.mask)) {
-        p.separable = separable_form(s.mask, 1e-9);
+        p.separable = memo.get(memo.separable, s.mask, [&] { return separable_form(s.mask, 1e-9); });
         if (p.separable) p.algorithm = LinearAlgorithm::separable;
     }
 }
 
-PlannedLinear plan_linear(const LinearStep& step, PixelType in, PixelType out) {
+PlannedLinear plan_linear(const LinearStep& step, PixelType in, PixelType out, MaskMemo& memo) {
     PlannedLinear planned;
     LinearPlan& p = planned.plan;
     p.step = step;
     p.in = in;
     p.out = out;
     std::optional<IntegerMask> im;
-    if (is_integer(in)) im = integer_form(step.mask);
+    if (is_integer(in)) im = memo.get(memo.integer, step.mask, [&] { return integer_form(step.mask); });
     p.exact = im && double(im->abs_sum) * type_max(in) < two_pow_53;
     if (p.exact)
         plan_exact(p, std::move(*im));
     else
-        plan_float(planned);
+        plan_float(planned, memo);
     return planned;
 }
 
-MorphPlan plan_morph(const MorphStep& step, PixelType type) {
+MorphPlan plan_morph(const MorphStep& step, PixelType type, MaskMemo& memo) {
     MorphPlan p;
     p.step = step;
     p.type = type;
-    bool full = true;
-    for (double w : step.element.weights) full = full && w != 0;
+    const bool full = memo.get(memo.full, step.element, [&] {
+        return std::all_of(step.element.weights.begin(), step.element.weights.end(), [](double w) { return w != 0; });
+    });
     p.algorithm = full && step.element.weights.size() > 1 ? MorphAlgorithm::separable_rect : MorphAlgorithm::direct;
     return p;
 }
@@ -327,6 +359,7 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
                                  : nullptr;
     if (table) plan.cost_source = table->source + (table->device.empty() ? "" : " (" + table->device + ")");
     PixelType op_in = input.type;
+    MaskMemo memo;
     for (const OpProgram& op : pipeline) {
         OperationPlan oplan;
         oplan.spec = op.spec;
@@ -351,7 +384,7 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
             if (auto* l = std::get_if<LinearStep>(&step.action)) {
                 check_border_value(op.spec, l->border, l->border_value, in);
                 out = last ? out_type : PixelType::f32;
-                PlannedLinear planned = plan_linear(*l, in, out);
+                PlannedLinear planned = plan_linear(*l, in, out, memo);
                 LinearChoice choice = choose_linear_path(std::move(planned.plan), input, backend, algorithm, table, op.spec);
                 int result;
                 if (choice.low_rank) {
@@ -377,7 +410,7 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
             } else if (auto* m = std::get_if<MorphStep>(&step.action)) {
                 check_border_value(op.spec, m->border, m->border_value, in);
                 out = in;  // a morphology result that is the op's last step is converted by a combine below
-                sp.what = plan_morph(*m, in);
+                sp.what = plan_morph(*m, in, memo);
             } else {
                 const auto& c = std::get<CombineStep>(step.action);
                 out = last ? out_type : PixelType::f32;
