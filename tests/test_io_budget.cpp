@@ -42,6 +42,12 @@ TEST(MemoryBudget, SixteenBitRgbaPngCountsEightBytesAPixel) {
     const ReadOptions o = with_budget(std::uint64_t(1) << 30);
     EXPECT_TRUE(decode_fails(png, "decoding 16384x16384 4-channel u16 needs 2.00 GiB", o));
     EXPECT_TRUE(fails_naming([&] { probe_image(png, "p.png", o); }, "p.png", "pixels 2.00 GiB), over the memory budget of 1.00 GiB"));
+    // Just over a budget that rounds alike: the message gives both in bytes.
+    const std::uint64_t needed = png.size() + (std::uint64_t(2) << 30);
+    EXPECT_TRUE(decode_fails(png,
+                             "needs " + std::to_string(needed) + " bytes (file " + format_bytes(png.size()) +
+                                 " + pixels 2.00 GiB), over the memory budget of 2147483648 bytes (raise it with --memory)",
+                             with_budget(std::uint64_t(2) << 30)));
 }
 
 TEST(MemoryBudget, FileLargerThanTheBudgetIsRefusedBeforeReading) {

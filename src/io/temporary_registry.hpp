@@ -9,7 +9,8 @@ namespace apron::io {
 constexpr int temporary_slots = 128;
 
 // Registers the temporary file `path`, just created; returns its slot, or -1 when the table is full or
-// the path too long.
+// the path too long. A relative path is removed relative to the working directory at the time of the
+// signal (apron does not change directory while it writes).
 int register_temporary(const char* path) noexcept;
 
 // Takes the slot back, after the rename or after removing the file. false when a signal handler removed
