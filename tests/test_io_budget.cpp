@@ -210,6 +210,17 @@ TEST(ProbeImage, MatchesDecodeForTiledAndPlanarTiff) {
 }
 #endif
 
+// A JPEG probed from a file is read in chunks: markers larger than a chunk are skipped, not misread.
+TEST(ProbeImage, JpegWithLargeApplicationSegments) {
+    ByteVec jpeg = encode_image(ImageFormat::jpeg, random_image(33, 17, 3, PixelType::u8, 8), "x");
+    ByteVec app = {0xFF, 0xE1, 0xEA, 0x60};  // APP1 of 60000 bytes, length included
+    app.resize(60000 + 2, 0x41);
+    ByteVec big(jpeg.begin(), jpeg.begin() + 2);  // SOI
+    for (int i = 0; i < 3; ++i) big = concat(big, app);
+    big.insert(big.end(), jpeg.begin() + 2, jpeg.end());
+    expect_probe_matches_decode(big, "JPEG with 180 KB of APP1 segments");
+}
+
 // PNG transforms decide the channels: palette -> RGB(A), tRNS -> alpha, 1-bit gray -> 8 bits.
 TEST(ProbeImage, PngChannelsAfterTheTransformsFromTheHeaderAlone) {
     auto with_chunks = [](std::uint8_t depth, std::uint8_t color, const std::vector<ByteVec>& chunks) {
