@@ -42,6 +42,12 @@ TEST(MemoryBudget, SixteenBitRgbaPngCountsEightBytesAPixel) {
     const ReadOptions o = with_budget(std::uint64_t(1) << 30);
     EXPECT_TRUE(decode_fails(png, "decoding 16384x16384 4-channel u16 needs 2.00 GiB", o));
     EXPECT_TRUE(fails_naming([&] { probe_image(png, "p.png", o); }, "p.png", "pixels 2.00 GiB), over the memory budget of 1.00 GiB"));
+    // Just over a budget that rounds alike: the message gives both in bytes.
+    const std::uint64_t needed = png.size() + (std::uint64_t(2) << 30);
+    EXPECT_TRUE(decode_fails(png,
+                             "needs " + std::to_string(needed) + " bytes (file " + format_bytes(png.size()) +
+                                 " + pixels 2.00 GiB), over the memory budget of 2147483648 bytes (raise it with --memory)",
+                             with_budget(std::uint64_t(2) << 30)));
 }
 
 TEST(MemoryBudget, FileLargerThanTheBudgetIsRefusedBeforeReading) {
@@ -203,6 +209,17 @@ TEST(ProbeImage, MatchesDecodeForTiledAndPlanarTiff) {
     expect_probe_matches_decode(file_bytes(dir.file("tiled-planes.tif")), "tiled separate planes");
 }
 #endif
+
+// A JPEG probed from a file is read in chunks: markers larger than a chunk are skipped, not misread.
+TEST(ProbeImage, JpegWithLargeApplicationSegments) {
+    ByteVec jpeg = encode_image(ImageFormat::jpeg, random_image(33, 17, 3, PixelType::u8, 8), "x");
+    ByteVec app = {0xFF, 0xE1, 0xEA, 0x60};  // APP1 of 60000 bytes, length included
+    app.resize(60000 + 2, 0x41);
+    ByteVec big(jpeg.begin(), jpeg.begin() + 2);  // SOI
+    for (int i = 0; i < 3; ++i) big = concat(big, app);
+    big.insert(big.end(), jpeg.begin() + 2, jpeg.end());
+    expect_probe_matches_decode(big, "JPEG with 180 KB of APP1 segments");
+}
 
 // PNG transforms decide the channels: palette -> RGB(A), tRNS -> alpha, 1-bit gray -> 8 bits.
 TEST(ProbeImage, PngChannelsAfterTheTransformsFromTheHeaderAlone) {

@@ -182,6 +182,43 @@ TEST(SignalCleanup, RegisteredTemporaryIsRemovedAndTheSignalStillEndsTheProcess)
     }
 }
 
+// A temporary file is reserved in the table before it is created: a signal between the creation and the
+// confirmation must still find it, whichever thread it interrupts.
+TEST(SignalCleanup, ReservedTemporaryIsRemovedWhicheverThreadTheSignalInterrupts) {
+    ScratchDir dir;
+    const std::string own = make_temporary(dir, "own.png");
+    const int status = child_status([&] {
+        signal(SIGTERM, SIG_DFL);
+        install_signal_cleanup();
+        io::reserve_temporary(own.c_str());  // created, not yet confirmed, when the signal interrupts this thread
+        ::raise(SIGTERM);
+    });
+    ASSERT_TRUE(WIFSIGNALED(status));
+    EXPECT_EQ(WTERMSIG(status), SIGTERM);
+    EXPECT_FALSE(std::filesystem::exists(own));
+
+    const std::string other = dir.file(".other.png.apron-tmp-XYZ");
+    const int status2 = child_status([&] {
+        signal(SIGTERM, SIG_DFL);
+        install_signal_cleanup();
+        std::atomic<bool> reserved{false};
+        std::thread writer([&] {
+            const int slot = io::reserve_temporary(other.c_str());
+            reserved = true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the handler waits meanwhile
+            write_bytes(other, bytes("partial"));
+            io::confirm_temporary(slot);
+            for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+        });
+        writer.detach();
+        while (!reserved) std::this_thread::yield();
+        ::raise(SIGTERM);
+    });
+    ASSERT_TRUE(WIFSIGNALED(status2));
+    EXPECT_EQ(WTERMSIG(status2), SIGTERM);
+    EXPECT_FALSE(std::filesystem::exists(other));
+}
+
 TEST(SignalCleanup, IgnoredSignalStaysIgnored) {
     ScratchDir dir;
     const std::string temp = make_temporary(dir, "out.png");

@@ -5,12 +5,13 @@
 // Every writer writes a temporary file beside the target and renames it, so no partial output remains.
 //
 // Reading. Only regular files are read (symbolic links are followed to one): a FIFO, a device such as
-// /dev/zero, a socket or a directory is refused by name, before anything is read. Before any pixel is
-// allocated, the header's size is checked against ReadOptions::max_pixels and, when it is not 0, against
-// ReadOptions::memory_budget: the file itself, the decoded pixels and any image-sized buffer of the decoder
-// (a TIFF tile, the coefficients of a progressive JPEG) must fit together, so a small compressed file that
-// decodes to gigabytes is refused with the bytes it would need. probe_image applies the same checks from
-// the header alone.
+// /dev/zero, a socket or a directory is refused by name, before anything is read; so is a file that
+// changes size while it is read (another program still writing it). With ReadOptions::memory_budget set,
+// a file larger than the budget is refused before it is read, and before any pixel is allocated the
+// header's size is checked: the file itself, the decoded pixels and any image-sized buffer of the decoder
+// (a TIFF tile, the coefficients of a progressive JPEG) must fit in the budget together, so a small
+// compressed file that decodes to gigabytes is refused with the bytes it would need. max_pixels is checked
+// at the same point. probe_image applies the same checks from the header alone.
 //
 // Writing (write_file_atomically, so every image writer too):
 //   - A new file gets mode 0666 less the umask; a file that is replaced keeps its permission bits (a 0600

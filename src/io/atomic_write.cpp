@@ -7,8 +7,12 @@
 // refused before a byte is written; the file replaced lends its permission bits (and, where the process
 // may set them, its owner and group) to the new one.
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 
 #include <cerrno>
 #include <climits>
@@ -30,7 +34,7 @@ namespace {
 
 std::string reason(int e) { return std::generic_category().message(e); }
 
-// mkstemp creates the file with mode 0600; a normal output file should get 0666 less the umask. umask()
+// The temporary file is created with mode 0600; a normal output file should get 0666 less the umask. umask()
 // can only be read by setting it, which races with other threads, so read it from /proc when available.
 mode_t current_umask() {
     std::ifstream status("/proc/self/status");
@@ -38,6 +42,46 @@ mode_t current_umask() {
     while (std::getline(status, line))
         if (line.rfind("Umask:", 0) == 0) return mode_t(std::strtoul(line.c_str() + 6, nullptr, 8));
     return 022;
+}
+
+// Ten random letters and digits for a temporary name (2^59 possibilities: a clash with another writer's
+// name is not a practical concern, and O_EXCL refuses it anyway).
+std::string random_suffix() {
+    static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    unsigned char noise[10];
+    if (::getrandom(noise, sizeof noise, GRND_NONBLOCK) != ssize_t(sizeof noise)) {
+        static std::atomic<std::uint64_t> counter{0};
+        std::uint64_t x = std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                          (std::uint64_t(::getpid()) << 32) ^ (counter++ * 0x9E3779B97F4A7C15ull);
+        for (unsigned char& b : noise) b = std::uint8_t(x >> 56), x = x * 6364136223846793005ull + 1442695040888963407ull;
+    }
+    std::string s;
+    for (const unsigned char b : noise) s += alphabet[b % 62];
+    return s;
+}
+
+// Creates the temporary file `temp` (mode 0600, as mkstemp) beside the target, under a reservation in the
+// signal-cleanup table taken before the file exists, so that no signal finds a temporary file it does not
+// know of. Returns the descriptor (-1 with errno set) and the slot.
+int create_temporary(const std::string& dir, const std::string& base, std::string& temp, int& slot) {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        temp = dir + "/" + io::temporary_name(base, random_suffix());
+        slot = io::reserve_temporary(temp.c_str());
+        const int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd >= 0) {
+            io::confirm_temporary(slot);
+            return fd;
+        }
+        const int error = errno;
+        io::unregister_temporary(slot);
+        slot = -1;
+        if (error != EEXIST) {
+            errno = error;
+            return -1;
+        }
+    }
+    errno = EEXIST;
+    return -1;
 }
 
 std::string directory_of(const std::string& path) {
@@ -83,8 +127,7 @@ void write_file_atomically(const std::string& path, std::span<const std::uint8_t
     const std::size_t slash = target.path.find_last_of('/');
     const std::string base = slash == std::string::npos ? target.path : target.path.substr(slash + 1);
     if (base.empty()) fail(path, "cannot write: the path names a directory, not a file");
-    std::string temp = dir + "/" + io::temporary_name(base);
-
+    std::string temp;
     int slot = -1;
     auto give_up = [&](const std::string& what, int error, int fd) {
         if (fd >= 0) ::close(fd);
@@ -94,10 +137,10 @@ void write_file_atomically(const std::string& path, std::span<const std::uint8_t
         fail(path, what + ": " + reason(error));
     };
 
-    const int fd = ::mkstemp(temp.data());
+    // From its creation until the rename, SIGINT/SIGTERM/SIGHUP/SIGQUIT remove the temporary file
+    // (install_signal_cleanup).
+    const int fd = create_temporary(dir, base, temp, slot);
     if (fd < 0) fail(path, "cannot create a temporary file in " + dir + ": " + reason(errno));
-    // From here until the rename, SIGINT/SIGTERM/SIGHUP/SIGQUIT remove the file (install_signal_cleanup).
-    slot = io::register_temporary(temp.c_str());
 
     if (target.exists) {
         // The replaced file's owner and group where this process may set them: root sets both, others at

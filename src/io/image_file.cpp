@@ -1,5 +1,6 @@
-// Format dispatch: magic bytes pick the decoder, the extension picks the encoder, and the limits every
-// reader shares (allocate_image) live here so that each codec states them once.
+// Format dispatch: magic bytes pick the decoder (and the prober), the extension picks the encoder, and the
+// limits every reader shares (check_image: pixels and memory budget, allocate_image) live here so that each
+// codec states them once.
 
 #include <algorithm>
 #include <cctype>
@@ -135,6 +136,17 @@ std::uint64_t io::check_size(const std::string& name, std::uint64_t width, std::
     return pixels;
 }
 
+namespace {
+
+// Two sizes for "needs A, over the budget of B": exact byte counts when the rounded forms would read alike.
+std::pair<std::string, std::string> two_sizes(std::uint64_t a, std::uint64_t b) {
+    std::string ra = format_bytes(a), rb = format_bytes(b);
+    if (ra == rb) ra = std::to_string(a) + " bytes", rb = std::to_string(b) + " bytes";
+    return {ra, rb};
+}
+
+}  // namespace
+
 std::uint64_t io::image_bytes(std::uint64_t width, std::uint64_t height, int channels, PixelType type) {
     // With sides up to 2^31 a padded row stays below 2^36 bytes, but rows times height may pass 2^64:
     // saturate rather than wrap.
@@ -151,13 +163,14 @@ ImageShape io::check_image(const std::string& name, std::uint64_t width, std::ui
     const std::uint64_t pixels = image_bytes(width, height, channels, type);
     const auto add = [](std::uint64_t a, std::uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; };
     const std::uint64_t needed = add(add(held.file_bytes, held.decoder_bytes), pixels);
-    if (needed > options.memory_budget)
+    if (needed > options.memory_budget) {
+        const auto [need, budget] = two_sizes(needed, options.memory_budget);
         fail(name, "decoding " + std::to_string(width) + "x" + std::to_string(height) + " " + std::to_string(channels) +
-                       "-channel " + to_string(type) + " needs " + format_bytes(needed) + " (file " +
-                       format_bytes(held.file_bytes) + " + pixels " + format_bytes(pixels) +
+                       "-channel " + to_string(type) + " needs " + need + " (file " + format_bytes(held.file_bytes) +
+                       " + pixels " + format_bytes(pixels) +
                        (held.decoder_bytes ? " + decoder buffers " + format_bytes(held.decoder_bytes) : "") +
-                       "), over the memory budget of " + format_bytes(options.memory_budget) +
-                       " (raise it with --memory)");
+                       "), over the memory budget of " + budget + " (raise it with --memory)");
+    }
     return shape;
 }
 
@@ -246,9 +259,10 @@ ImageShape probe_source(const io::ByteSource& source, const std::string& name, c
 
 // The file itself is held while it is decoded: refuse one larger than the budget before reading it.
 void check_file_budget(const std::string& path, std::uint64_t size, const ReadOptions& options) {
-    if (options.memory_budget != 0 && size > options.memory_budget)
-        fail(path, "the file is " + format_bytes(size) + ", over the memory budget of " +
-                       format_bytes(options.memory_budget) + " (raise it with --memory)");
+    if (options.memory_budget != 0 && size > options.memory_budget) {
+        const auto [file, budget] = two_sizes(size, options.memory_budget);
+        fail(path, "the file is " + file + ", over the memory budget of " + budget + " (raise it with --memory)");
+    }
 }
 
 }  // namespace

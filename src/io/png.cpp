@@ -132,10 +132,10 @@ public:
         png_set_user_limits(s_.png, 0x7fffffff, 0x7fffffff);
     }
 
-    // The image the pixels will fill: the size, and channels and depth after the expanding transforms.
+    // The image the pixels will fill: the size, and channels and depth after the expanding transforms,
+    // checked against the limits before the transforms are set up (libpng then allocates row buffers).
     // libpng decodes straight into the image's rows (Adam7 passes included), so it holds no image-sized
     // buffer of its own.
-    // The limits are checked before the transforms are set up, since libpng then allocates row buffers.
     ImageShape read_header(const ReadOptions& options, std::uint64_t file_bytes) {
         if (!step_read_info(s_.png, s_.info)) failed();
         const std::uint64_t width = png_get_image_width(s_.png, s_.info);

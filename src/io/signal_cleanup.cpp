@@ -1,11 +1,14 @@
 // The registry of temporary files (temporary_registry.hpp) and the signal handlers that empty it
 // (install_signal_cleanup, apron/io.hpp).
 //
-// Each slot moves free -> filling -> registered by its writer, and back to free when the writer is done.
-// A handler claims a registered slot (registered -> removing), unlinks the path and marks it removed;
-// the writer then finds it removed instead of registered and reports the write as interrupted. The path
-// lives in the slot itself, so a handler never reads memory a writer may free.
+// Each slot moves free -> filling -> reserved (path written, file being created) -> registered (file
+// exists) by its writer, and back to free when the writer is done. A handler claims a registered slot
+// (registered -> removing), unlinks the path and marks it removed; the writer then finds it removed
+// instead of registered and reports the write as interrupted. The path lives in the slot itself, so a
+// handler never reads memory a writer may free.
 #include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,36 +22,55 @@
 namespace apron::io {
 namespace {
 
-enum SlotState : int { free_slot, filling, registered, removing, removed };
+enum SlotState : int { free_slot, filling, reserved, registered, removing, removed };
 
 struct Slot {
     std::atomic<int> state{free_slot};
+    std::atomic<long> owner{0};  // the thread that reserved it
     char path[PATH_MAX];
 };
-static_assert(std::atomic<int>::is_always_lock_free, "the handler needs lock-free atomics");
+static_assert(std::atomic<int>::is_always_lock_free && std::atomic<long>::is_always_lock_free,
+              "the handler needs lock-free atomics");
 
 Slot slots[temporary_slots];
 
+long this_thread() noexcept { return ::syscall(SYS_gettid); }  // async-signal-safe, unlike pthread_self()
+
 }  // namespace
 
-int register_temporary(const char* path) noexcept {
+int reserve_temporary(const char* path) noexcept {
     const std::size_t length = std::strlen(path);
     if (length >= PATH_MAX) return -1;
     for (int i = 0; i < temporary_slots; ++i) {
         int expected = free_slot;
         if (!slots[i].state.compare_exchange_strong(expected, filling, std::memory_order_acquire)) continue;
         std::memcpy(slots[i].path, path, length + 1);
-        slots[i].state.store(registered, std::memory_order_release);
+        slots[i].owner.store(this_thread(), std::memory_order_relaxed);
+        slots[i].state.store(reserved, std::memory_order_release);
         return i;
     }
     return -1;
 }
 
+void confirm_temporary(int slot) noexcept {
+    if (slot < 0 || slot >= temporary_slots) return;
+    int expected = reserved;  // unless a handler already took it
+    slots[slot].state.compare_exchange_strong(expected, registered, std::memory_order_acq_rel);
+}
+
+int register_temporary(const char* path) noexcept {
+    const int slot = reserve_temporary(path);
+    confirm_temporary(slot);
+    return slot;
+}
+
 bool unregister_temporary(int slot) noexcept {
     if (slot < 0 || slot >= temporary_slots) return true;
     Slot& s = slots[slot];
-    int expected = registered;
-    if (s.state.compare_exchange_strong(expected, free_slot, std::memory_order_acq_rel)) return true;
+    for (const int mine : {registered, reserved}) {
+        int expected = mine;
+        if (s.state.compare_exchange_strong(expected, free_slot, std::memory_order_acq_rel)) return true;
+    }
     // A handler took it: wait until it is done with the path (a few instructions and one unlink).
     while (s.state.load(std::memory_order_acquire) == removing) {
     }
@@ -58,9 +80,19 @@ bool unregister_temporary(int slot) noexcept {
 
 void remove_registered_temporaries() noexcept {
     const int saved_errno = errno;
+    const long me = this_thread();
     for (Slot& s : slots) {
-        int expected = registered;
-        if (!s.state.compare_exchange_strong(expected, removing, std::memory_order_acq_rel)) continue;
+        // A reservation of another thread becomes a file or is given up within one open() call: wait for
+        // it (up to a second). One of this thread's own was interrupted here: take it as it is.
+        int state = s.state.load(std::memory_order_acquire);
+        for (int waited = 0; state == reserved && s.owner.load(std::memory_order_relaxed) != me && waited < 100000;
+             ++waited) {
+            const timespec pause{0, 10000};
+            ::nanosleep(&pause, nullptr);
+            state = s.state.load(std::memory_order_acquire);
+        }
+        if (state != registered && state != reserved) continue;
+        if (!s.state.compare_exchange_strong(state, removing, std::memory_order_acq_rel)) continue;
         ::unlink(s.path);
         s.state.store(removed, std::memory_order_release);
     }

@@ -6,14 +6,14 @@ namespace apron::io {
 
 constexpr const char* temporary_marker = ".apron-tmp-";
 
-// ".BASE.apron-tmp-XXXXXX" (mkstemp fills the X), BASE cut to 200 bytes to stay within NAME_MAX.
-inline std::string temporary_name(std::string base) {
+// ".BASE.apron-tmp-SUFFIX" (SUFFIX random), BASE cut to 200 bytes to stay within NAME_MAX.
+inline std::string temporary_name(std::string base, const std::string& suffix) {
     if (base.size() > 200) base.resize(200);
-    return "." + base + temporary_marker + "XXXXXX";
+    return "." + base + temporary_marker + suffix;
 }
 
 inline bool is_temporary_name(const std::string& name) {
     return name.starts_with(".") && name.find(temporary_marker) != std::string::npos;
 }
 
-} // namespace apron::io
+}  // namespace apron::io
