@@ -95,7 +95,7 @@ void check_regular(int fd, const std::string& path) {
 // crash left.
 void check_writable(const std::string& output_dir) {
     const std::string out = output_dir.empty() ? std::string(".") : output_dir;
-    std::string probe = out + "/" + io::temporary_name("write-check");
+    std::string probe = out + "/" + io::temporary_name("write-check", "XXXXXX");
     const int fd = ::mkstemp(probe.data());
     if (fd < 0) fail(out, "cannot write in the output folder: " + errno_text(errno));
     ::close(fd);
