@@ -88,9 +88,14 @@ TEST(RuntimeSource, DeclinesWhatItCannotWrite) {
     // Integer sums (u16, beyond 2^24) over more than 33x33 taps: declined (slow to compile).
     EXPECT_FALSE(rtc::choose_accumulate(plan_for(Mask(34, 34, std::vector<double>(34 * 34, 1)), PixelType::u16, PixelType::u16), nullptr));
     EXPECT_TRUE(rtc::choose_accumulate(plan_for(Mask(33, 33, std::vector<double>(33 * 33, 1)), PixelType::u16, PixelType::u16), nullptr));
-    std::vector<double> inf(9, 1.0);
-    inf[4] = 1e300;  // finite in double, not in float
-    EXPECT_FALSE(rtc::choose_accumulate(plan_for(Mask(3, 3, inf), PixelType::f32, PixelType::f32), nullptr));
+    // Weights past float's range: the planner scales the mask to unit size (its largest weight in [0.5, 1)),
+    // so the kernel takes them as floats, and the literal is the scaled weight.
+    std::vector<double> huge(9, 1.0);
+    huge[4] = 1e300;
+    const LinearPlan scaled = plan_for(Mask(3, 3, huge), PixelType::f32, PixelType::f32);
+    EXPECT_TRUE(rtc::choose_accumulate(scaled, nullptr));
+    EXPECT_GE(std::fabs(scaled.step.mask.at(1, 1)), 0.5);
+    EXPECT_LT(std::fabs(scaled.step.mask.at(1, 1)), 1.0);
     EXPECT_THROW(rtc::generate_source(plan_for(Mask(64, 1, std::vector<double>(64, 1)), PixelType::u8, PixelType::u8), 1),
                  std::exception);
 }
@@ -104,12 +109,13 @@ TEST(RuntimeSource, IsDeterministicAndFollowsTheMask) {
 }
 
 TEST(RuntimeSource, ZeroTapsVanish) {
-    // 1 x 7 with three zero taps: each input row feeds exactly one output row, so 4 taps per output.
+    // 1 x 7 with three zero taps: each input row feeds exactly one output row, so 4 taps per output. The
+    // planner scales the weights to unit size (by 2^-2 here): -0.25 is written as -0.0625.
     const LinearPlan p = plan_for(Mask(7, 1, {0.5, 0, -0.25, 0, 0.125, 0, 2}), PixelType::f32, PixelType::f32);
     const rtc::KernelSource ks = rtc::generate_source(p, 1);
     EXPECT_EQ(ks.rows_per_thread, 8);
     EXPECT_EQ(count(ks.text, "fmaf("), std::size_t(ks.rows_per_thread) * rtc::outputs_x * 4);
-    EXPECT_NE(ks.text.find("-0.25f"), std::string::npos);
+    EXPECT_NE(ks.text.find("-0.0625f"), std::string::npos);
     EXPECT_EQ(ks.text.find("fmaf(0.0f"), std::string::npos);
     EXPECT_EQ(ks.text.find("fmaf(-0.0f"), std::string::npos);
 }

@@ -94,7 +94,8 @@ def test_truncated_input(apron, tmp_path, fmt):
         assert cv2.imwrite(str(src), img)
     data = src.read_bytes()
     src.write_bytes(data[: len(data) * 2 // 3])
-    r, out = run_bad(apron, tmp_path, src, "box")
+    # An output that can hold the input's type: the output format is checked from the header first.
+    r, out = run_bad(apron, tmp_path, src, "box", out_name="out.pfm" if fmt == "pfm" else "out.pgm")
     check_failure(r, out, src.name)
 
 
@@ -175,8 +176,6 @@ OP_MESSAGES = [
     ("box:scale=1e39", "scale: 1e39 is out of range (must be -3.4e+38..3.4e+38)"),
     ("dilate:border=constant,value=-1e39", "value: -1e39 is out of range (must be -3.4e+38..3.4e+38)"),
     ("separable:row=1e200,column=1e200", "row: 1e200 is out of range (each number must be -3.4e+38..3.4e+38)"),
-    ("dilate:se=rect:4097x4097,iterations=2",
-     "iterations: 2 passes of a 4097x4097 element would hold 33570818 cells; the most is 16785409 (one 4097x4097 element)"),
     # empty fields in vectors
     ("separable:row=1::2", "row: number 2 of '1::2' is empty (expected numbers separated by ':', e.g. 1:2:1)"),
     ("separable:row=:1", "row: number 1 of ':1' is empty (expected numbers separated by ':', e.g. 1:2:1)"),
