@@ -15,7 +15,7 @@
 #include "apron/batch.hpp"
 #include "apron/io.hpp"
 #include "batch/image_header.hpp"
-#include "batch/input_file.hpp"
+#include "io/file_io.hpp"
 #include "batch/memory_gate.hpp"
 #include "batch/text.hpp"
 #include "test_io_support.hpp"
@@ -31,7 +31,7 @@ void write_bytes(const std::string& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary) << bytes;
 }
 
-std::optional<ImageShape> header_of(const std::string& path) { return shape_from_header(InputFile(path)); }
+std::optional<ImageShape> header_of(const std::string& path) { return shape_from_header(io::InputFile(path)); }
 
 TEST(BatchImageHeader, ExactForEveryFormatApronWrites) {
     ScratchDir dir;
@@ -131,22 +131,22 @@ TEST(BatchImageHeader, GarbageAndTruncatedHeadersGiveNothing) {
 TEST(BatchInputFile, SizeTimeAndBytesFromOneOpen) {
     ScratchDir dir;
     write_bytes(dir.file("a"), "0123456789");
-    const InputFile f(dir.file("a"));
+    const io::InputFile f(dir.file("a"));
     EXPECT_EQ(f.size(), 10u);
     EXPECT_GT(f.mtime_ns(), 0);
     EXPECT_EQ(f.read_at(3, 4), "3456");
     EXPECT_EQ(f.read_at(8, 100), "89");
     EXPECT_EQ(f.read_all(), "0123456789");
     write_bytes(dir.file("a"), "0123456789 and more");  // the same inode, grown after the open
-    EXPECT_TRUE(fails_naming([&] { f.read_all(); }, dir.file("a"), "changed while being read"));
+    EXPECT_TRUE(fails_naming([&] { f.read_all(); }, dir.file("a"), "changed while it was read"));
 }
 
 TEST(BatchInputFile, MissingDirectoryAndFifoAreRefusedNamingThem) {
     ScratchDir dir;
-    EXPECT_TRUE(fails_naming([&] { InputFile f(dir.file("none.pgm")); }, dir.file("none.pgm"), "cannot open"));
-    EXPECT_TRUE(fails_naming([&] { InputFile f(dir.path().string()); }, dir.path().string(), "is a directory"));
+    EXPECT_TRUE(fails_naming([&] { io::InputFile f(dir.file("none.pgm")); }, dir.file("none.pgm"), "cannot open"));
+    EXPECT_TRUE(fails_naming([&] { io::InputFile f(dir.path().string()); }, dir.path().string(), "is a directory"));
     ASSERT_EQ(::mkfifo(dir.file("fifo.pgm").c_str(), 0644), 0);
-    EXPECT_TRUE(fails_naming([&] { InputFile f(dir.file("fifo.pgm")); }, dir.file("fifo.pgm"), "not a regular file"));
+    EXPECT_TRUE(fails_naming([&] { io::InputFile f(dir.file("fifo.pgm")); }, dir.file("fifo.pgm"), "not a regular file"));
 }
 
 TEST(BatchMemoryGate, AllOrNothing) {

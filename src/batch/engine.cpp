@@ -16,7 +16,7 @@
 #include "batch/channel.hpp"
 #include "batch/compute_slot.hpp"
 #include "batch/image_header.hpp"
-#include "batch/input_file.hpp"
+#include "io/file_io.hpp"
 #include "batch/manifest.hpp"
 #include "batch/memory_gate.hpp"
 #include "batch/output_lock.hpp"
@@ -339,7 +339,7 @@ private:
     // result are taken from the budget (sizes from the header) before anything is allocated. false when the
     // batch stopped while this image waited for memory.
     bool read_file(const BatchItem& item, Work& w) {
-        const InputFile file(item.input);
+        const io::InputFile file(item.input);
         const std::uint64_t budget = gate_.budget();
         const std::optional<ImageShape> header = shape_from_header(file, read_);
         std::uint64_t held = 0;
@@ -499,7 +499,7 @@ BatchCheck check_batch_inputs(const std::vector<BatchItem>& items, const BatchOp
     auto check = [&] {
         for (std::size_t i; (i = next++) < items.size();) {
             try {
-                const std::uint64_t file = InputFile(items[i].input).size();  // what a real run refuses to open
+                const std::uint64_t file = io::InputFile(items[i].input).size();  // what a real run refuses to open
                 const ImageShape shape = probe_input(items[i].input, ro);
                 check_against_job(items[i], options, shape);
                 check_fits(items[i].input, charge_of(file, shape, options, run), budget);

@@ -7,7 +7,7 @@
 
 namespace apron::batch {
 
-std::optional<ImageShape> shape_from_header(const InputFile& file, const ReadOptions& read) {
+std::optional<ImageShape> shape_from_header(const io::InputFile& file, const ReadOptions& read) {
     ReadOptions shape_only = read;
     shape_only.memory_budget = 0;  // the batch charges its own budget with the answer
     // 64 KiB holds nearly every header; a JPEG's metadata segments (ICC profiles, thumbnails) can push its

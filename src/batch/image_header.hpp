@@ -8,10 +8,10 @@
 
 #include "apron/image.hpp"
 #include "apron/io.hpp"
-#include "batch/input_file.hpp"
+#include "io/file_io.hpp"
 
 namespace apron::batch {
 
-std::optional<ImageShape> shape_from_header(const InputFile& file, const ReadOptions& read = {});
+std::optional<ImageShape> shape_from_header(const io::InputFile& file, const ReadOptions& read = {});
 
 } // namespace apron::batch

@@ -46,7 +46,7 @@ const char* file_type_name(mode_t mode) {
     return "a special file";
 }
 
-InputFile::InputFile(const std::string& path, const std::string& what) {
+InputFile::InputFile(const std::string& path, const std::string& what) : path_(path), what_(what) {
     // stat first: a device is refused without being opened (opening one can have effects of its own).
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) fail(path, "cannot open" + object_of(what) + ": " + reason(errno));
@@ -64,6 +64,7 @@ InputFile::InputFile(const std::string& path, const std::string& what) {
     const int flags = ::fcntl(fd_, F_GETFL);
     if (flags >= 0) ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);  // regular files ignore it; keep reads plain
     size_ = std::uint64_t(st.st_size);
+    mtime_ns_ = std::int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
 InputFile::~InputFile() {
@@ -84,26 +85,37 @@ long long InputFile::read_at(std::uint64_t offset, void* dst, std::size_t n) con
     return static_cast<long long>(done);
 }
 
+std::string InputFile::read_at(std::uint64_t offset, std::size_t n) const {
+    std::string out(n, '\0');
+    const long long got = read_at(offset, out.data(), n);
+    if (got < 0) fail(path_, "cannot read" + object_of(what_) + ": " + reason(errno));
+    out.resize(std::size_t(got));
+    return out;
+}
+
+std::string InputFile::read_all() const {
+    std::string content;
+    try {
+        content.resize(std::size_t(size_));
+    } catch (const std::exception&) {
+        fail(path_, "out of host memory reading " + format_bytes(size_));
+    }
+    const long long got = read_at(0, content.data(), content.size());
+    if (got < 0) fail(path_, "cannot read" + object_of(what_) + ": " + reason(errno));
+    // One byte past the end tells a file that grew from one that was complete.
+    char extra = 0;
+    const long long more = std::uint64_t(got) == size_ ? read_at(size_, &extra, 1) : 0;
+    if (std::uint64_t(got) != size_ || more != 0)
+        fail(path_, "changed while it was read (" + std::to_string(size_) + " bytes when opened, then " +
+                        (std::uint64_t(got) < size_ ? "fewer" : "more") + "); is another program still writing it?");
+    return content;
+}
+
 std::string read_file(const std::string& path, const std::string& what,
                       const std::function<void(std::uint64_t)>& check_size) {
     const InputFile file(path, what);
-    const std::uint64_t size = file.size();
-    check_size(size);
-    std::string content;
-    try {
-        content.resize(std::size_t(size));
-    } catch (const std::exception&) {
-        fail(path, "out of host memory reading " + format_bytes(size));
-    }
-    const long long got = file.read_at(0, content.data(), content.size());
-    if (got < 0) fail(path, "cannot read" + object_of(what) + ": " + reason(errno));
-    // One byte past the end tells a file that grew from one that was complete.
-    char extra = 0;
-    const long long more = std::uint64_t(got) == size ? file.read_at(size, &extra, 1) : 0;
-    if (std::uint64_t(got) != size || more != 0)
-        fail(path, "changed while it was read (" + std::to_string(size) + " bytes when opened, then " +
-                       (std::uint64_t(got) < size ? "fewer" : "more") + "); is another program still writing it?");
-    return content;
+    check_size(file.size());
+    return file.read_all();
 }
 
 std::string read_file(const std::string& path, const std::string& what, std::size_t max_bytes) {

@@ -28,14 +28,23 @@ public:
     InputFile(const InputFile&) = delete;
     InputFile& operator=(const InputFile&) = delete;
 
+    const std::string& path() const { return path_; }
     std::uint64_t size() const { return size_; }  // from fstat when opened
+    std::int64_t mtime_ns() const { return mtime_ns_; }
     // Up to n bytes at `offset`; fewer only at the end of the file; -1 (errno set) on a read error.
     // Never throws, so it may be called from C libraries' callbacks.
     long long read_at(std::uint64_t offset, void* dst, std::size_t n) const noexcept;
+    // The same as a string; throws apron::Error naming the file on a read error.
+    std::string read_at(std::uint64_t offset, std::size_t n) const;
+    // The whole file, exactly size() bytes; throws "PATH: changed while it was read ..." when it grew or
+    // shrank since the open (another program still writing it), so what was checked is what is read.
+    std::string read_all() const;
 
 private:
+    std::string path_, what_;
     int fd_ = -1;
     std::uint64_t size_ = 0;
+    std::int64_t mtime_ns_ = 0;
 };
 
 // The whole file. `check_size(bytes)` runs with the size the file has when opened, before anything is

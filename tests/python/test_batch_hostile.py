@@ -473,6 +473,6 @@ def test_inputs_that_vanish_or_change_kind_between_listing_and_reading(apron, tm
     assert proc.returncode == 5, stderr
     fails = failure_lines(stderr)
     assert fails == ["apron: failed: imgs/v37.pgm: cannot open: No such file or directory",
-                     "apron: failed: imgs/v38.pgm: not a regular file",
-                     "apron: failed: imgs/v39.pgm: is a directory, not an image"], stderr
+                     "apron: failed: imgs/v38.pgm: cannot read: it is a FIFO, not a regular file (apron reads only regular files)",
+                     "apron: failed: imgs/v39.pgm: cannot read: it is a directory, not a regular file (apron reads only regular files)"], stderr
     assert visible_files(tmp_path / "out") == names[:37]
