@@ -350,7 +350,7 @@ int main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         // One line, like every other apron error (CLI11 would add a second "Run with --help" line).
-        std::fprintf(stderr, "apron: %s (see apron --help)\n", e.what());
+        std::fprintf(stderr, "apron: %s (see apron --help)\n", apron::printable_line(e.what()).c_str());
         return 2;
     }
     try {
@@ -367,7 +367,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "apron: out of host memory\n");
         return 1;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "apron: internal error: %s\n", e.what());
+        std::fprintf(stderr, "apron: internal error: %s\n", apron::printable_line(e.what()).c_str());
         return 3;
     }
     return 0;

@@ -239,3 +239,11 @@ def test_ignored_sighup_stays_ignored(tmp_path, large_input):
     assert status == 0
     assert leftovers(tmp_path) == []
     assert read_pnm(out).shape == (SIDE, SIDE, 3)
+
+
+def test_control_bytes_of_a_command_line_argument_are_escaped(apron, tmp_path):
+    # The command-line parser's own messages quote arguments too: one printable line whatever they hold.
+    r = apron.run("filter", tmp_path / "a.pgm", tmp_path / "b.pgm", "--op", "box", "--bogus\nx\x1b[2J", check=False)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "\x1b" not in r.stderr, repr(r.stderr)
+    assert "--bogus\\x0ax\\x1b[2J" in r.stderr, r.stderr
