@@ -227,7 +227,7 @@ TEST(BatchMemoryBudget, TightBudgetSameOutputsTooSmallFailsAlone) {
     ASSERT_EQ(tiny.failed, items.size());
     for (const BatchFailure& f : tiny.failures) {
         EXPECT_NE(f.message.find(f.input + ": needs "), std::string::npos) << f.message;
-        EXPECT_NE(f.message.find("more than the memory budget of 4.00 KiB (raise it with --memory)"), std::string::npos)
+        EXPECT_NE(f.message.find("over the memory budget of 4.00 KiB (raise it with --memory)"), std::string::npos)
             << f.message;
     }
 }

@@ -67,10 +67,9 @@ Charge charge_of(std::uint64_t file_bytes, const ImageShape& in, const BatchOpti
 
 // An image that alone does not fit fails alone.
 void check_fits(const std::string& path, const Charge& c, std::uint64_t budget) {
-    if (c.total() <= budget) return;
-    fail(path, "needs " + format_bytes(c.total()) + " of memory (file " + format_bytes(c.file) + ", image " +
-                   format_bytes(c.decoded) + ", result and its encoding " + format_bytes(c.result) +
-                   "), more than the memory budget of " + format_bytes(budget) + " (raise it with --memory)");
+    require_memory(c.total(), budget, path,
+                   "file " + format_bytes(c.file) + ", image " + format_bytes(c.decoded) + ", result and its encoding " +
+                       format_bytes(c.result));
 }
 
 std::uint64_t budget_of(const BatchOptions& o) { return o.memory_budget ? o.memory_budget : default_memory_budget(); }

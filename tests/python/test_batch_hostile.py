@@ -294,7 +294,7 @@ def test_dry_run_reports_what_the_job_file_and_the_memory_budget_refuse(apron, t
     r = batch(apron, "job.txt", "-o", "out", "--op", "dilate", "--dry-run", cwd=tmp_path, expect=5)
     assert "imgs/big.pgm: is 99x20, larger than the job file's maximum 64x48" in r.stdout, r.stdout
     r = batch(apron, "imgs", "-o", "out", "--op", "dilate", "--dry-run", "--memory", "2K", cwd=tmp_path, expect=5)
-    assert "imgs/a.pgm: needs " in r.stdout and "more than the memory budget of 2.00 KiB" in r.stdout, r.stdout
+    assert "imgs/a.pgm: needs " in r.stdout and "over the memory budget of 2.00 KiB" in r.stdout, r.stdout
     assert "memory budget: 2.00 KiB" in r.stdout, r.stdout
 
 
@@ -366,7 +366,7 @@ def test_memory_budget_bounds_images_in_flight_and_refuses_one_too_large(apron, 
     fails = failure_lines(r.stderr)
     assert len(fails) == 1, r.stderr
     assert fails[0].startswith("apron: failed: imgs/z_huge.pgm: needs "), fails[0]
-    assert fails[0].endswith("more than the memory budget of 64.0 KiB (raise it with --memory)"), fails[0]
+    assert fails[0].endswith("over the memory budget of 64.0 KiB (raise it with --memory)"), fails[0]
     for n in names:
         assert (tmp_path / "out" / n).read_bytes() == (tmp_path / "ref" / n).read_bytes(), n
     for bad in ("0", "-5", "lots", "12x"):
