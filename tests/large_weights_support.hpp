@@ -10,12 +10,15 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "apron/errors.hpp"
 #include "apron/image.hpp"
 #include "apron/ops.hpp"
+#include "apron/pipeline.hpp"
 #include "core/dispatch.hpp"
 #include "core/pixel.hpp"
 #include "test_support.hpp"
@@ -171,5 +174,36 @@ inline int expect_within_spec(const LinearStep& s, ConstImageView in, ConstImage
 
 // "u8->f32" and the like, for messages.
 inline std::string types_of(PixelType in, PixelType out) { return std::string(to_string(in)) + "->" + to_string(out); }
+
+// "%g" of a weight, scale or delta, for messages.
+inline std::string number_text(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", v);
+    return b;
+}
+
+// A pipeline of the one linear step (no op string: the step is built directly with its extreme weights).
+inline Pipeline pipeline_of(const LinearStep& s) {
+    Pipeline p;
+    Step step;
+    step.action = s;
+    p.add(OpProgram{"correlate", {step}});
+    return p;
+}
+
+// Runs `s` on `in` with `o` and checks the result against the float64 one. A path may decline the step
+// (an apron::Error) unless `must_accept`; returns whether it ran.
+inline bool run_and_check(const LinearStep& s, const Image& in, const RunOptions& o, bool must_accept,
+                          const std::string& what) {
+    Image got;
+    try {
+        got = pipeline_of(s).run(in, o);
+    } catch (const Error& e) {
+        if (must_accept) ADD_FAILURE() << what << ": " << e.what();
+        return false;
+    }
+    expect_within_spec(s, in.view(), got.view(), what);
+    return true;
+}
 
 } // namespace apron::test::large

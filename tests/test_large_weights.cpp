@@ -91,20 +91,6 @@ LinearStep step_of(const Mask& m, BorderMode border, double value, Finish f) {
     return s;
 }
 
-Pipeline pipeline_of(const LinearStep& s) {
-    Pipeline p;
-    Step step;
-    step.action = s;
-    p.add(OpProgram{"correlate", {step}});
-    return p;
-}
-
-std::string magnitude_name(double m) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%g", m);
-    return b;
-}
-
 const char* normalise_name(Normalise n) { return n == Normalise::none ? "none" : n == Normalise::sum ? "sum" : "book"; }
 
 // Runs the step on every path against the float64 result; counts the runs.
@@ -120,7 +106,7 @@ int check_everywhere(const WeightCase& wc, const std::string& magnitude, const s
             const LinearStep s = step_of(wc.mask, border, value, f);
             for (Path p : paths) {
                 const std::string what = wc.name + " x " + magnitude + ", normalize=" + normalise_name(f.normalise) +
-                                         " scale=" + magnitude_name(f.scale) + " delta=" + magnitude_name(f.delta) + ", " +
+                                         " scale=" + number_text(f.scale) + " delta=" + number_text(f.delta) + ", " +
                                          types_of(t.in, t.out) + ", border " + to_string(border) + ", " +
                                          std::to_string(size.w) + "x" + std::to_string(size.h) + "x" + std::to_string(size.c) +
                                          ", " + path_name(p);
@@ -129,15 +115,7 @@ int check_everywhere(const WeightCase& wc, const std::string& magnitude, const s
                 o.out_type = t.out;
                 o.algorithm = p.algorithm;
                 o.threads = 2;
-                Image got;
-                try {
-                    got = pipeline_of(s).run(in, o);
-                } catch (const Error& e) {
-                    if (must_accept(p, wc)) ADD_FAILURE() << what << ": " << e.what();
-                    continue;
-                }
-                expect_within_spec(s, in.view(), got.view(), what);
-                ++runs;
+                runs += run_and_check(s, in, o, must_accept(p, wc), what);
             }
         }
     return runs;
@@ -160,7 +138,7 @@ TEST(LargeWeights, UniformHugeMaskWithSumIsTheMean) {
             const Image mean = pipeline_of(step_of(Mask(3, 3, std::vector<double>(9, 1.0)), BorderMode::reflect, 0,
                                                    {Normalise::sum, 1, 0}))
                                    .run(in, {.backend = Backend::reference});
-            EXPECT_TRUE(test::identical(got, mean)) << magnitude_name(v) << " on " << path_name(p) << ": differs from the mean by up to "
+            EXPECT_TRUE(test::identical(got, mean)) << number_text(v) << " on " << path_name(p) << ": differs from the mean by up to "
                                                     << test::max_abs_diff(got, mean);
         }
 }
@@ -170,7 +148,7 @@ TEST(LargeWeights, EveryPathEveryMagnitude) {
     int runs = 0;
     for (double magnitude : magnitudes())
         for (const WeightCase& wc : masks_at(magnitude, seed))
-            runs += check_everywhere(wc, magnitude_name(magnitude), finishes_at(magnitude), seed);
+            runs += check_everywhere(wc, number_text(magnitude), finishes_at(magnitude), seed);
     EXPECT_GT(runs, 2000);
 }
 
@@ -196,7 +174,7 @@ TEST(LargeWeights, UnnormalisedHugeSumsSaturate) {
                 for (int x = 0; x < 5; ++x) in.row<std::uint8_t>(y)[x] = std::uint8_t(1 + x + y);
             for (double sign : {1.0, -1.0}) {
                 const LinearStep s = step_of(Mask(3, 3, std::vector<double>(9, sign * v)), BorderMode::nearest, 0, {Normalise::none, 1, 0});
-                const std::string what = magnitude_name(sign * v) + " on " + path_name(p);
+                const std::string what = number_text(sign * v) + " on " + path_name(p);
                 o.out_type = PixelType::u8;
                 const Image u8 = pipeline_of(s).run(in, o);
                 o.out_type = PixelType::f32;
@@ -321,7 +299,7 @@ TEST(LargeWeights, LowRankSumsBeforeAHugeMultiplier) {
                 o.algorithm = Algorithm::low_rank;
                 o.out_type = out;
                 const Image got = pipeline_of(s).run(in, o);
-                expect_within_spec(s, in.view(), got.view(), "low-rank " + magnitude_name(magnitude) + " scale " + magnitude_name(scale));
+                expect_within_spec(s, in.view(), got.view(), "low-rank " + number_text(magnitude) + " scale " + number_text(scale));
             }
         }
     }
