@@ -21,7 +21,8 @@
 # ($OUT/calibration.tsv, for calibration/) and checks the planner's choices on held-out cases
 # ($OUT/planner-check.md). "cpu" times the CPU backend against OpenCV's filter2D (bench/peers/cpu_peers.py,
 # APRON_CPU_ARGS="--ks 31,63 --size 4096"). "batch" runs bench_batch (APRON_BATCH_ARGS="--count 1000
-# --streams 1,2,3,4 --devices 0,1") and bench/batch_files.py (APRON_BATCH_FILES_ARGS).
+# --streams 1,2,3,4 --devices 0,1") and bench/batch_files.py (APRON_BATCH_FILES_ARGS). "shapes" times 1, 3 and 4
+# channels, u8/u16/f32 and rectangle, ellipse and disk elements through the CLI (bench/shapes_cli.py).
 set -uo pipefail
 OUT=${OUT:-/tmp/apron-gpu-out}
 mkdir -p "$OUT"
@@ -140,6 +141,13 @@ case " $steps " in *" cpu "*)
   log "cpu: apron --backend cpu vs OpenCV filter2D"
   timeout ${APRON_CPU_TIMEOUT:-300} python3 bench/peers/cpu_peers.py --apron build-gpu/tools/apron ${APRON_CPU_ARGS:-} \
     2>&1 | tee -a "$OUT/summary.txt"
+;; esac
+
+case " $steps " in *" shapes "*)
+  # The shapes users feed (1, 3, 4 channels; u8, u16, f32; rectangles, ellipses, disks) through the CLI.
+  log "shapes: channels, types and element shapes (bench/shapes_cli.py)"
+  timeout ${APRON_SHAPES_TIMEOUT:-300} python3 bench/shapes_cli.py --apron build-gpu/tools/apron ${APRON_SHAPES_ARGS:-} \
+    2>&1 | tee "$OUT/shapes.md" | tee -a "$OUT/summary.txt"
 ;; esac
 
 case " $steps " in *" batch "*)
