@@ -50,8 +50,11 @@ def main() -> int:
     d = Path(args.dir)
     d.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(12)
-    (d / "m3.txt").write_text("3 3\n" + "\n".join(" ".join(f"{v:.6f}" for v in r) for r in rng.random((3, 3))) + "\n")
-    (d / "m5.txt").write_text("5 5\n" + "\n".join(" ".join(f"{v:.6f}" for v in r) for r in rng.random((5, 5))) + "\n")
+    # Weights written in full (17 digits): six decimals would be integers over 10^6, an exact plan with
+    # 64-bit sums rather than the float path these rows are about.
+    for k in (3, 5):
+        rows = "\n".join(" ".join(repr(float(v)) for v in r) for r in rng.random((k, k)))
+        (d / f"m{k}.txt").write_text(f"{k} {k}\n{rows}\n")
     n = args.size
     cases = [("u8", 1), ("u8", 3), ("u8", 4), ("u16", 1), ("u16", 3), ("f32", 1), ("f32", 3)]
     print(f"| op | " + " | ".join(f"{t} C{c}" for t, c in cases) + " |")
