@@ -3,22 +3,33 @@
 // the image is device-resident and larger than L2 at the default size), and host-to-host time of one pinned
 // image through a 5x5 filter (copies overlapped with compute). Prints a table and writes CSV in the schema
 // bench/report.py merges with the peers' (bench/peers/):
-//   impl,op,type,param,size,ms,mpix_s,algorithm,roofline_pct,fma_peak
+//   impl,op,type,param,size,ms,mpix_s,algorithm,roofline_pct,fma_peak,channels,shape,gpix_s,gsamples_s,
+//   roofline_gpix_s,kernel,check
 // algorithm: the plan's step label (a low-rank plan: "low-rank, N steps: " and every step's label).
 // roofline_pct: the row's throughput as a share of its roofline, pixels/s. Kernel-only rows: the direct
-// algorithm's FP32 roofline min(bandwidth / bytes per pixel, fma_peak / taps) with taps = k^2 for the
-// correlate cases whatever path ran (an FFT or tensor row can exceed 100%), memory-bound ops bandwidth
-// only; host-to-host rows: pinned PCIe with both directions at once.
+// algorithm's FP32 roofline, channel-scaled: min(bandwidth / (2 C bytes per sample), fma_peak / (taps C))
+// with taps = k^2 for the correlate cases whatever path ran (an FFT or tensor row can exceed 100%),
+// memory-bound ops bandwidth only; host-to-host rows: pinned PCIe with both directions at once.
 // fma_peak: the FP32 FMA ceiling, FMA/s (the same on every row; bench/report.py's large-mask targets).
+// channels: interleaved channels C; shape: the user case's mask, sigma or element ("3x3", "sigma=2",
+// "disk:7", "random:15x15"; bench/user_cases.hpp), empty on the single-channel cases above; gpix_s and
+// gsamples_s: pixels and samples (pixels x C) per second, 1e9; roofline_gpix_s: the roofline in Gpix/s;
+// kernel: what ExecutionPlan::describe() says of the steps (its step lines, '; '-joined); check: the
+// output against the CPU backend on the top and bottom bands of rows before timing (bench/band_check.hpp):
+// "ok (...)" or "MISMATCH (...)"; host-to-host rows are not checked.
 // Rooflines use ceilings measured in the same process on the same GPU: device-to-device copy bandwidth
 // (bytes read + written), pinned PCIe with both directions at once, and the FP32 FMA peak from the SM
 // count and clock (128 lanes per SM on sm_80+).
 //
 //   bench_gpu [--sizes 8192,...] [--sweep] [--book] [--large] [--reps N] [--csv FILE] [--op NAME]
-//             [--type u8|f32] [--k N]
+//             [--type u8|u16|f32] [--k N] [--channels C] [--cases classic,user] [--full]
 // --sweep adds sizes 512 to 16384 for a subset of cases; --book the book chapter's cases (u8 images 512 to
 // 4096, masks 3x3 to 7x7, kernel only and host to host; bench/book_chapter_c2070.md); --op/--type/--k
 // restrict the cases (profiling; --op takes the name without '@').
+// --cases: which case sets run (default both): classic, the single-channel cases of the sizes above;
+// user, the shapes users run (bench/user_cases.hpp: 1, 3 and 4 channels, u8/u16/f32, correlate, gaussian,
+// box, sharpen, and dilate/erode with rect, ellipse, cross, disk and random elements). --full: the user
+// cases' full sweep (every type for every family, erode on every element, elements up to 63x63).
 // --large: masks of any size instead of the default cases (issue "masks of any size"): random non-separable
 // k x k masks, correlate f32 and correlate_int u8 (integer weights, exact) at k = 3..127, and correlate_rank2
 // f32 (a sum of two random outer products) at k = 15, 31, 63, 127. Each case is timed with the planner's
@@ -39,12 +50,15 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "apron/errors.hpp"
 #include "apron/pipeline.hpp"
+#include "band_check.hpp"
 #include "plan/plan.hpp"
+#include "user_cases.hpp"
 
 using namespace apron;
 
@@ -64,6 +78,8 @@ struct Case {
     OpProgram program;  // the apron operation
     double taps;        // multiply-adds per pixel of the direct algorithm, 0: memory-bound algorithm
     Algorithm algorithm = Algorithm::automatic;  // forced path (--large), automatic: the planner's choice
+    int channels = 1;
+    std::string shape;  // the user cases' ("3x3", "disk:7"); empty for the classic cases
 
     // The CSV's op: forced paths carry theirs, "correlate@fft".
     std::string name() const {
@@ -74,8 +90,8 @@ struct Case {
 struct Result {
     Case c;
     int size;
-    double ms, mpix_s, roofline_pct;
-    std::string algorithm;
+    double ms, mpix_s, roofline_pct, roofline_pix_s;
+    std::string algorithm, kernel, check;
 };
 
 double median(std::vector<double> v) {
@@ -133,6 +149,27 @@ std::vector<Case> large_cases() {
     return out;
 }
 
+// The user cases (bench/user_cases.hpp) as bench cases.
+std::vector<Case> user_bench_cases(bool full) {
+    std::vector<Case> out;
+    for (const bench::UserCase& u : bench::user_cases(full))
+        out.push_back({u.op, u.type, u.param, u.program, u.taps, Algorithm::automatic, u.channels, u.shape});
+    return out;
+}
+
+// What ExecutionPlan::describe() says of the steps: its lines after the header, op specs left out, '; '-joined.
+std::string describe_steps(const ExecutionPlan& plan) {
+    std::istringstream in(plan.describe());
+    std::string line, out;
+    std::getline(in, line);  // "backend cuda, input ..."
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] != ' ') continue;
+        line.erase(0, line.find_first_not_of(' '));
+        out += (out.empty() ? "" : "; ") + line;
+    }
+    return out;
+}
+
 // What the plan does: its one step's label, or a low-rank plan's steps ("low-rank, 3 steps: ...; ...").
 std::string plan_label(const OperationPlan& op) {
     if (op.steps.size() == 1) return op.steps[0].label;
@@ -166,14 +203,22 @@ std::vector<Case> cases(bool sweep_subset) {
     return out;
 }
 
+// Random samples: f32 integers 0..255, integer types every bit random (four bytes per draw: a 1 GiB image
+// in about a second).
 void fill_random(Image& img, unsigned seed) {
     std::mt19937 rng(seed);
+    const std::size_t samples = std::size_t(img.width()) * img.channels();
     for (int y = 0; y < img.height(); ++y) {
-        if (img.type() == PixelType::f32)
-            for (int x = 0; x < img.width(); ++x) img.row<float>(y)[x] = float(rng() % 256);
-        else
-            for (std::size_t b = 0; b < img.shape().row_bytes(); ++b)
-                reinterpret_cast<unsigned char*>(img.row<std::uint8_t>(y))[b] = (unsigned char)rng();
+        if (img.type() == PixelType::f32) {
+            for (std::size_t x = 0; x < samples; ++x) img.row<float>(y)[x] = float(rng() % 256);
+            continue;
+        }
+        auto* b = reinterpret_cast<unsigned char*>(img.row<std::uint8_t>(y));
+        const std::size_t n = img.shape().row_bytes();
+        for (std::size_t i = 0; i < n; i += 4) {
+            const std::uint32_t r = rng();
+            std::memcpy(b + i, &r, std::min<std::size_t>(4, n - i));
+        }
     }
 }
 
@@ -199,12 +244,13 @@ public:
     // step of the plan runs (a low-rank plan: its separable passes and the additions), intermediates
     // allocated once beforehand.
     Result kernel_only(const Case& c, int size) {
-        const ImageShape shape{size, size, 1, c.type};
+        const ImageShape shape{size, size, c.channels, c.type};
         const ExecutionPlan plan = make_plan({c.program}, shape, c.type, Backend::cuda, c.algorithm);
         if (plan.operations.size() != 1 || plan.operations[0].steps.empty())
             throw Error("bench_gpu: " + c.program.spec + " is not one operation");
         const std::vector<StepPlan>& steps = plan.operations[0].steps;
-        const Buffer& in = input(shape);
+        const Input& input_pair = input(shape);
+        const Buffer& in = input_pair.device;
         std::vector<Buffer> results;
         for (std::size_t k = 0; k < steps.size(); ++k)
             results.push_back(ex_->allocate(k + 1 == steps.size() ? plan.output : steps[k].out_shape));
@@ -224,11 +270,22 @@ public:
                                  results[k].view);
             }
         };
+        // Checked once, before timing: the whole output down, the CPU backend on its top and bottom bands.
+        launch();
+        ex_->synchronize();
+        Image got(plan.output);
+        ex_->download(results.back().cview(), got.view());
+        ex_->synchronize();
+        const bench::CheckResult check = bench::check_bands(c.program, plan, input_pair.host, got.view(), Backend::cpu);
         const double ms = time_events(launch);
-        const double bpp = 2.0 * bytes_per_sample(c.type);
+        // Channel-scaled roofline: C samples read and written per pixel, taps x C multiply-adds.
+        const double bpp = 2.0 * bytes_per_sample(c.type) * c.channels;
         double roof = ceil_.bandwidth / bpp;
-        if (c.taps > 0) roof = std::min(roof, ceil_.fma_peak / c.taps);
-        return finish(c, size, ms, roof, plan_label(plan.operations[0]));
+        if (c.taps > 0) roof = std::min(roof, ceil_.fma_peak / (c.taps * c.channels));
+        Result r = finish(c, size, ms, roof, plan_label(plan.operations[0]));
+        r.kernel = describe_steps(plan);
+        r.check = check.text();
+        return r;
     }
 
     // Host to host: a pinned image through the whole pipeline (upload, filter, download overlapped).
@@ -291,18 +348,23 @@ public:
     }
 
 private:
-    // The random input image of this shape on the device, made once (the last size's images are kept).
-    const Buffer& input(const ImageShape& shape) {
-        if (!inputs_.empty() && inputs_.begin()->first.first != shape.width) inputs_.clear();
-        const auto key = std::make_pair(shape.width, int(shape.type));
+    struct Input {
+        Image host;     // for the check
+        Buffer device;  // timed
+    };
+
+    // The random input image of this shape on the device (and its host copy), made once (the last size's
+    // images are kept).
+    const Input& input(const ImageShape& shape) {
+        if (!inputs_.empty() && std::get<0>(inputs_.begin()->first) != shape.width) inputs_.clear();
+        const auto key = std::make_tuple(shape.width, shape.channels, int(shape.type));
         auto it = inputs_.find(key);
         if (it == inputs_.end()) {
-            Image host(shape);
-            fill_random(host, unsigned(shape.width));
-            Buffer b = ex_->allocate(shape);
-            ex_->upload(host.view(), b.view);
+            Input in{Image(shape), ex_->allocate(shape)};
+            fill_random(in.host, unsigned(shape.width) + 7919u * unsigned(shape.channels));
+            ex_->upload(apron::as_const(in.host.view()), in.device.view);
             ex_->synchronize();
-            it = inputs_.emplace(key, std::move(b)).first;
+            it = inputs_.emplace(key, std::move(in)).first;
         }
         return it->second;
     }
@@ -333,14 +395,14 @@ private:
 
     static Result finish(const Case& c, int size, double ms, double roof_pix_s, const std::string& algorithm) {
         const double mpix_s = double(size) * size / 1e6 / (ms / 1e3);
-        return {c, size, ms, mpix_s, 100 * mpix_s * 1e6 / roof_pix_s, algorithm};
+        return {c, size, ms, mpix_s, 100 * mpix_s * 1e6 / roof_pix_s, roof_pix_s, algorithm, "", ""};
     }
 
     int reps_;
     cudaStream_t stream_ = nullptr;
     cudaEvent_t a_ = nullptr, b_ = nullptr, fork_ = nullptr;
     std::unique_ptr<Executor> ex_;
-    std::map<std::pair<int, int>, Buffer> inputs_;  // (side, pixel type) -> device image
+    std::map<std::tuple<int, int, int>, Input> inputs_;  // (side, channels, pixel type) -> input
 };
 
 std::vector<int> parse_sizes(const std::string& s) {
@@ -355,9 +417,11 @@ std::vector<int> parse_sizes(const std::string& s) {
 int main(int argc, char** argv) {
     std::vector<int> sizes = {8192};
     int reps = 15;
-    bool sweep = false, book = false, large = false;
+    bool sweep = false, book = false, large = false, full = false;
+    bool classic_cases = true, user_set = true;
     std::string csv, only_op, only_type;
     double only_k = 0;
+    int only_channels = 0;
     for (int k = 1; k < argc; ++k) {
         const std::string a = argv[k];
         auto next = [&]() -> std::string {
@@ -373,6 +437,13 @@ int main(int argc, char** argv) {
         else if (a == "--op") only_op = next();
         else if (a == "--type") only_type = next();
         else if (a == "--k") only_k = std::stod(next());
+        else if (a == "--channels") only_channels = std::stoi(next());
+        else if (a == "--full") full = true;
+        else if (a == "--cases") {
+            const std::string v = "," + next() + ",";
+            classic_cases = v.find(",classic,") != std::string::npos;
+            user_set = v.find(",user,") != std::string::npos;
+        }
         else if (a == "--sweep") sweep = true;
         else if (a == "--book") book = true;
         else if (a == "--large") large = true;
@@ -387,7 +458,7 @@ int main(int argc, char** argv) {
     }
     auto wanted = [&](const Case& c) {
         return (only_op.empty() || c.op == only_op) && (only_type.empty() || only_type == to_string(c.type)) &&
-               (only_k == 0 || c.param == only_k);
+               (only_k == 0 || c.param == only_k) && (only_channels == 0 || c.channels == only_channels);
     };
     Bench bench(reps);
     ceil_ = bench.measure_ceilings();
@@ -397,33 +468,64 @@ int main(int argc, char** argv) {
                 "%.1f GB/s down, %.1f GB/s each way at once\n",
                 prop.name, ceil_.bandwidth / 1e9, ceil_.fma_peak / 1e12, ceil_.h2d / 1e9, ceil_.d2h / 1e9,
                 ceil_.duplex / 1e9);
+    // Rows go out as they are measured, so that a run cut short keeps what it had.
+    std::ofstream f;
+    if (!csv.empty()) {
+        f.open(csv);
+        f << "impl,op,type,param,size,ms,mpix_s,algorithm,roofline_pct,fma_peak,channels,shape,gpix_s,gsamples_s,"
+             "roofline_gpix_s,kernel,check\n";
+        f.flush();
+    }
+    auto quoted = [](std::string v) {
+        for (char& ch : v)
+            if (ch == '"') ch = '\'';
+        return '"' + v + '"';
+    };
+    auto write_row = [&](const Result& r) {
+        if (!f.is_open()) return;
+        f << "apron," << r.c.name() << ',' << to_string(r.c.type) << ',' << r.c.param << ',' << r.size << ','
+          << r.ms << ',' << r.mpix_s << ',' << quoted(r.algorithm) << ',' << r.roofline_pct << ','
+          << ceil_.fma_peak << ',' << r.c.channels << ',' << quoted(r.c.shape) << ',' << r.mpix_s / 1e3 << ','
+          << r.mpix_s * r.c.channels / 1e3 << ',' << r.roofline_pix_s / 1e9 << ',' << quoted(r.kernel) << ','
+          << quoted(r.check) << std::endl;
+    };
     std::vector<Result> results;
     auto run = [&](const Case& c, int size) {
         try {
             results.push_back(c.op == "h2h_correlate" ? bench.host_to_host(c, size) : bench.kernel_only(c, size));
             const Result& r = results.back();
-            std::printf("%-14s %-4s %5g %6d %9.3f ms %10.0f Mpix/s %6.1f%%  %s\n", r.c.name().c_str(),
-                        to_string(r.c.type), r.c.param, r.size, r.ms, r.mpix_s, r.roofline_pct, r.algorithm.c_str());
+            write_row(r);
+            std::printf("%-14s %-4s C%d %-13s %5g %6d %9.3f ms %10.0f Mpix/s %6.1f%%  %s%s%s\n", r.c.name().c_str(),
+                        to_string(r.c.type), r.c.channels, r.c.shape.c_str(), r.c.param, r.size, r.ms, r.mpix_s,
+                        r.roofline_pct, r.algorithm.c_str(), r.check.empty() ? "" : "  check ", r.check.c_str());
             std::fflush(stdout);
         } catch (const Error& e) {
             // A forced path that cannot run the case: the planner's --algo error, no row.
             const bool cannot = c.algorithm != Algorithm::automatic && std::strstr(e.what(), "--algo");
-            std::printf("%-14s %-4s %5g %6d %s: %s\n", c.name().c_str(), to_string(c.type), c.param, size,
-                        cannot ? "skipped" : "failed", e.what());
+            std::printf("%-14s %-4s C%d %-13s %5g %6d %s: %s\n", c.name().c_str(), to_string(c.type), c.channels,
+                        c.shape.c_str(), c.param, size, cannot ? "skipped" : "failed", e.what());
         } catch (const std::exception& e) {
-            std::printf("%-14s %-4s %5g %6d failed: %s\n", c.name().c_str(), to_string(c.type), c.param, size,
-                        e.what());
+            std::printf("%-14s %-4s C%d %-13s %5g %6d failed: %s\n", c.name().c_str(), to_string(c.type), c.channels,
+                        c.shape.c_str(), c.param, size, e.what());
         }
     };
-    std::printf("%-14s %-4s %5s %6s %12s %17s %7s  %s\n", "op", "type", "param", "size", "time", "throughput", "%roof",
-                "algorithm");
+    std::printf("%-14s %-4s %-2s %-13s %5s %6s %12s %17s %7s  %s\n", "op", "type", "C", "shape", "param", "size", "time",
+                "throughput", "%roof", "algorithm");
     const Case h2h{"h2h_correlate", PixelType::u8, 5, random_correlation(5, true), 25};
     if (!large) {
-        for (int size : sizes)
-            for (const Case& c : cases(false))
-                if (wanted(c)) run(c, size);
-        for (int size : sizes)
-            if (wanted(h2h)) run(h2h, size);
+        if (classic_cases) {
+            for (int size : sizes)
+                for (const Case& c : cases(false))
+                    if (wanted(c)) run(c, size);
+            for (int size : sizes)
+                if (wanted(h2h)) run(h2h, size);
+        }
+        if (user_set) {
+            const std::vector<Case> user = user_bench_cases(full);
+            for (int size : sizes)
+                for (const Case& c : user)
+                    if (wanted(c)) run(c, size);
+        }
     } else {
         const std::vector<Case> all = large_cases();
         for (int size : sizes)
@@ -445,13 +547,5 @@ int main(int argc, char** argv) {
                 h2h_k.op = "h2h_correlate";
                 if (wanted(h2h_k)) run(h2h_k, size);
             }
-    if (!csv.empty()) {
-        std::ofstream f(csv);
-        f << "impl,op,type,param,size,ms,mpix_s,algorithm,roofline_pct,fma_peak\n";
-        for (const auto& r : results)
-            f << "apron," << r.c.name() << ',' << to_string(r.c.type) << ',' << r.c.param << ',' << r.size << ','
-              << r.ms << ',' << r.mpix_s << ",\"" << r.algorithm << "\"," << r.roofline_pct << ',' << ceil_.fma_peak
-              << '\n';
-    }
     return 0;
 }
