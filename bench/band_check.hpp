@@ -35,19 +35,25 @@ inline double sample_at(const ConstImageView& v, int y, std::size_t i) {
     }
 }
 
-// Exactness and the sum |m| gain of the plan's linear steps (their product: a chain of steps multiplies).
-inline void plan_gain(const ExecutionPlan& plan, bool& exact, double& gain) {
-    exact = true;
-    gain = 1;
+// Whether every linear step of the plan is exact, and the program's sum |m| gain (the product over its
+// linear steps of sum |w| |scale|, over |sum w| where the step normalises by the sum; at least 1 each).
+inline bool plan_exact(const ExecutionPlan& plan) {
     for (const OperationPlan& op : plan.operations)
         for (const StepPlan& s : op.steps)
-            if (auto* l = std::get_if<LinearPlan>(&s.what)) {
-                exact = exact && l->exact;
-                double g = l->step.mask.abs_sum() * std::abs(l->step.scale);
-                const double sum = l->step.mask.sum();
-                if (l->step.normalise == Normalise::sum && sum != 0) g /= std::abs(sum);
-                gain *= std::max(g, 1.0);
-            }
+            if (auto* l = std::get_if<LinearPlan>(&s.what); l && !l->exact) return false;
+    return true;
+}
+
+inline double program_gain(const OpProgram& program) {
+    double gain = 1;
+    for (const Step& s : program.steps)
+        if (auto* l = std::get_if<LinearStep>(&s.action)) {
+            double g = l->mask.abs_sum() * std::abs(l->scale);
+            const double sum = l->mask.sum();
+            if (l->normalise == Normalise::sum && sum != 0) g /= std::abs(sum);
+            gain *= std::max(g, 1.0);
+        }
+    return gain;
 }
 
 // Rows of every step's mask or element added up: how far a band's input must reach beyond it.
@@ -63,9 +69,8 @@ inline int reach_rows(const OpProgram& program) {
 // `result` (host, the whole image) against `reference` recomputing the bands of `band` rows.
 inline CheckResult check_bands(const OpProgram& program, const ExecutionPlan& plan, const Image& input,
                                ConstImageView result, Backend reference, int band = 32) {
-    bool exact = true;
-    double gain = 1;
-    plan_gain(plan, exact, gain);
+    const bool exact = plan_exact(plan);
+    const double gain = program_gain(program);
     const PixelType t = result.type();
     Pipeline p;
     p.add(program);
