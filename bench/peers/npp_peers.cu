@@ -1,8 +1,11 @@
 // NPP peer benchmark: the NPP counterparts of the cases bench/bench_gpu.cpp times for apron, timed the same way
-// (device-resident single-channel square images, random input with a fixed seed, CUDA events on one stream,
-// warm-up, median of repetitions). Writes CSV in the common schema bench/report.py merges:
-//   impl,op,type,param,size,ms,mpix_s
-// Rows (impl npp, border replicate everywhere, the only border these NPP calls support):
+// (device-resident square images, random input with a fixed seed, CUDA events on one stream, warm-up, median
+// of repetitions). Writes CSV in the common schema bench/report.py merges:
+//   impl,op,type,param,size,ms,mpix_s,channels,shape
+// channels and shape: the user cases' (bench/peers/npp_user_cases.cuh: 1, 3 and 4 channels, u8/u16/f32,
+// FilterBorder, FilterGaussBorder, DilateBorder and ErodeBorder with bench_gpu's elements), 1 and empty on the
+// single-channel cases below.
+// Single-channel rows (impl npp, border replicate everywhere, the only border these NPP calls support):
 //   correlate      f32  k   nppiFilterBorder_32f_C1R_Ctx, random float k x k kernel
 //   correlate      u8   k   nppiFilterBorder32f_8u_C1R_Ctx, random float k x k kernel on 8-bit pixels
 //   correlate_int  u8   k   nppiFilterBorder_8u_C1R_Ctx, random integer kernel (-3..3) with divisor 8
@@ -14,7 +17,9 @@
 //
 // Build and run (on the GPU machine):
 //   nvcc -O3 -arch=sm_90 bench/peers/npp_peers.cu -o npp_peers -lnppif -lnppim -lnppc
-//   ./npp_peers --sizes 8192[,4096,...] --csv npp.csv [--reps 15] [--warmup 3] [--large]
+//   ./npp_peers --sizes 8192[,4096,...] --csv npp.csv [--reps 15] [--warmup 3] [--large] [--full]
+//               [--cases classic,user]
+// --cases: which case sets run (default both); --full: the user cases' full sweep (bench_gpu --full).
 #include <cuda_runtime.h>
 #include <npp.h>
 
@@ -156,11 +161,13 @@ std::vector<int> parse_sizes(const std::string& s) {
 
 } // namespace
 
+#include "npp_user_cases.cuh"
+
 int main(int argc, char** argv) {
     std::vector<int> sizes = {8192};
     std::string csv;
     int reps = 15, warmup = 3;
-    bool large = false;
+    bool large = false, full = false, classic_cases = true, user_set = true;
     for (int k = 1; k < argc; ++k) {
         const std::string a = argv[k];
         auto next = [&]() -> std::string {
@@ -175,9 +182,16 @@ int main(int argc, char** argv) {
         else if (a == "--reps") reps = std::max(1, std::stoi(next()));
         else if (a == "--warmup") warmup = std::max(1, std::stoi(next()));
         else if (a == "--large") large = true;
+        else if (a == "--full") full = true;
+        else if (a == "--cases") {
+            const std::string v = "," + next() + ",";
+            classic_cases = v.find(",classic,") != std::string::npos;
+            user_set = v.find(",user,") != std::string::npos;
+        }
         else {
             std::fprintf(stderr,
-                         "usage: npp_peers --sizes 8192[,4096...] --csv FILE [--reps N] [--warmup N] [--large]\n");
+                         "usage: npp_peers --sizes 8192[,4096...] --csv FILE [--reps N] [--warmup N] [--large] "
+                         "[--full] [--cases classic,user]\n");
             return 2;
         }
     }
@@ -199,20 +213,23 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "npp_peers: cannot write %s\n", csv.c_str());
             return 1;
         }
-        std::fprintf(out, "impl,op,type,param,size,ms,mpix_s\n");
+        std::fprintf(out, "impl,op,type,param,size,ms,mpix_s,channels,shape\n");
         std::fflush(out);
     }
     int rows = 0;
 
-    auto record = [&](const char* op, const char* type, int param, int size, double ms) {
+    auto record = [&](const char* op, const char* type, int param, int size, double ms, int channels = 1,
+                      const std::string& shape = "") {
         if (ms <= 0) return;
         const double mpix_s = double(size) * size / 1e6 / (ms / 1e3);
         ++rows;
         if (out) {
-            std::fprintf(out, "npp,%s,%s,%d,%d,%.6g,%.6g\n", op, type, param, size, ms, mpix_s);
+            std::fprintf(out, "npp,%s,%s,%d,%d,%.6g,%.6g,%d,\"%s\"\n", op, type, param, size, ms, mpix_s, channels,
+                         shape.c_str());
             std::fflush(out);
         }
-        std::printf("npp %-14s %-4s %3d %6d %9.3f ms %10.0f Mpix/s\n", op, type, param, size, ms, mpix_s);
+        std::printf("npp %-14s %-4s C%d %-13s %3d %6d %9.3f ms %10.0f Mpix/s\n", op, type, channels, shape.c_str(),
+                    param, size, ms, mpix_s);
         std::fflush(stdout);
     };
 
@@ -222,7 +239,7 @@ int main(int argc, char** argv) {
     const std::vector<int> gauss_ws = {3, 5, 7, 9, 11, 13, 15};
     const std::vector<int> morph_ks = {3, 5, 7, 9, 15, 21, 31};
 
-    for (const int size : sizes) {
+    for (const int size : classic_cases ? sizes : std::vector<int>{}) {
         DeviceImage src32(size, 4), dst32(size, 4), src8(size, 1), dst8(size, 1);
         {
             std::mt19937 rng{unsigned(size)};
@@ -310,6 +327,13 @@ int main(int argc, char** argv) {
             cudaFree(mask);
         }
     }
+
+    if (user_set)
+        for (const int size : sizes) {
+            user_cases::run_type<Npp8u>("u8", true, full, size, timer, ctx, record);
+            user_cases::run_type<Npp16u>("u16", full, full, size, timer, ctx, record);
+            user_cases::run_type<Npp32f>("f32", full, full, size, timer, ctx, record);
+        }
 
     if (out) {
         std::fclose(out);
