@@ -3,9 +3,11 @@
 apron, timed the same way (device-resident single-channel square images, random input with a fixed seed, CUDA
 events, warm-up, median of repetitions). Writes CSV in the common schema bench/report.py merges:
 
-    impl,op,type,param,size,ms,mpix_s
+    impl,op,type,param,size,ms,mpix_s,channels,shape
 
-Rows:
+channels and shape: the user cases' (bench/user_cases.hpp's names; below), 1 and empty on the single-channel rows.
+
+Single-channel rows:
     cudnn      correlate      f32  k      torch conv2d, 1x1xNxN f32, random k x k weights, zero padding k//2
                                           (constant border), cudnn.allow_tf32 False, cudnn.benchmark True
     cudnn-f16  correlate      f32  k      the same in float16 (input, weights and output; listed as f32 since it
@@ -19,6 +21,18 @@ Rows:
                                           wall clock of the whole region (one stream, no overlap)
     torch      h2h_correlate  u8   5      the same with u8 pixels on both ends, converted to f32 on the device
 
+User cases (--cases user; 1, 3 and 4 interleaved channels, H x W x C arrays; C = 1 is a plain H x W array):
+    cupy       correlate      u8/u16/f32 3x3, 5x5   cupyx.scipy.ndimage.correlate, float32 weights[..., None]
+                                                     (a size-1 channel axis), mode 'nearest'
+    cupy       gaussian       u8/u16/f32 sigma=S    gaussian_filter, sigma (S, S, 0), truncate 3, 'nearest'
+    cupy       dilate         u8  rect/ellipse/cross/disk/random, sides 7 and 15: grey_dilation with
+                                                     footprint[..., None] (the elements of bench_gpu)
+    cudnn      correlate      f32 3x3, 5x5          torch conv2d(groups=C) on planar 1 x C x H x W data (another
+                                                     layout than apron's interleaved pixels), zero padding
+    cudnn      gaussian       f32 sigma=0.6, 2      the same with the sampled 2-D Gaussian (5x5, 13x13)
+Default types as bench_gpu's: u8 for every family, u16 and f32 too for correlate and gaussian sigma 0.6 and 2;
+--full: every type for every family, sides 31 and 63, erode too.
+
 Each section runs in its own try/except: a missing library or a failing case only drops its rows.
 
 --large adds the masks of any size (bench_gpu --large) to the correlate cases: k = 41, 51, 63, 85, 127 for cuDNN
@@ -26,6 +40,7 @@ f32 (cuDNN f16 stays at k <= 31), and CuPy's correlate up to k = 63. A call slow
 last warm-up) is timed over SLOW_REPS repetitions.
 
     python3 bench/peers/torch_cupy_peers.py --sizes 8192[,4096...] --csv FILE [--reps 15] [--warmup 3] [--large]
+                                            [--full] [--cases classic,user]
 """
 import argparse
 import csv
@@ -42,7 +57,10 @@ SIGMAS = [1, 2, 3, 4, 8]
 MORPH_KS = [3, 5, 7, 9, 15, 21, 31]
 SLOW_MS = 50.0   # a call slower than this is timed over SLOW_REPS repetitions only
 SLOW_REPS = 5
-HEADER = ["impl", "op", "type", "param", "size", "ms", "mpix_s"]
+HEADER = ["impl", "op", "type", "param", "size", "ms", "mpix_s", "channels", "shape"]
+USER_SIGMAS = [0.6, 1, 2, 4, 8]
+USER_CHANNELS = [1, 3, 4]
+ELEMENT_KINDS = ["rect", "ellipse", "cross", "disk", "random"]
 
 
 class Runner:
@@ -57,13 +75,13 @@ class Runner:
         self.writer.writerow(HEADER)
         csv_file.flush()
 
-    def add(self, impl, op, typ, param, size, ms):
+    def add(self, impl, op, typ, param, size, ms, channels=1, shape=""):
         mpix_s = size * size / 1e6 / (ms / 1e3)
-        self.writer.writerow([impl, op, typ, param, size, "%.6g" % ms, "%.6g" % mpix_s])
+        self.writer.writerow([impl, op, typ, param, size, "%.6g" % ms, "%.6g" % mpix_s, channels, shape])
         self.file.flush()
         self.rows += 1
-        print("%-10s %-14s %-4s %5s %6d %9.3f ms %10.0f Mpix/s" % (impl, op, typ, param, size, ms, mpix_s),
-              flush=True)
+        print("%-10s %-14s %-4s C%d %-13s %5s %6d %9.3f ms %10.0f Mpix/s"
+              % (impl, op, typ, channels, shape, param, size, ms, mpix_s), flush=True)
 
     def median_ms(self, fn, new_event, elapsed_ms):
         """Median of CUDA-event times of fn() after warm-up; the last warm-up's time decides the repetitions."""
@@ -259,6 +277,147 @@ def cupy_sections(run, sizes, large=False):
     run.section("CuPy grey_dilation / grey_erosion", body_morph)
 
 
+def element(kind, k):
+    """bench_gpu's elements as a k x k uint8 array: OpenCV's ellipse and cross, scikit-image's disk (k = 2R + 1),
+    and the random 0/1 element (x = k; x = (1103515245 x + 12345) mod 2^31 per cell, row-major; cell =
+    (x >> 16) & 1; the centre set)."""
+    import numpy as np
+
+    r = k // 2
+    m = np.zeros((k, k), dtype=np.uint8)
+    if kind == "rect":
+        m[:] = 1
+    elif kind == "cross":
+        m[r, :] = 1
+        m[:, r] = 1
+    elif kind == "disk":
+        y, x = np.mgrid[:k, :k]
+        m[(x - r) ** 2 + (y - r) ** 2 <= r * r] = 1
+    elif kind == "ellipse":
+        inv_r2 = 1.0 / (r * r) if r else 0.0
+        for y in range(k):
+            dy = y - r
+            dx = int(round(r * ((r * r - dy * dy) * inv_r2) ** 0.5))  # round half to even, as nearbyint
+            m[y, max(r - dx, 0):min(r + dx + 1, k)] = 1
+    else:
+        x = k
+        flat = m.reshape(-1)
+        for i in range(k * k):
+            x = (1103515245 * x + 12345) & 0x7FFFFFFF
+            flat[i] = (x >> 16) & 1
+        m[r, r] = 1
+    return m
+
+
+def element_name(kind, k):
+    return "disk:%d" % (k // 2) if kind == "disk" else "%s:%dx%d" % (kind, k, k)
+
+
+def user_types(family, full, sigma=None):
+    """The types a user case runs on (bench/user_cases.hpp's default and --full)."""
+    if full:
+        return ["u8", "u16", "f32"]
+    if family == "correlate" or (family == "gaussian" and sigma in (0.6, 2)):
+        return ["u8", "u16", "f32"]
+    return ["u8"]
+
+
+def cupy_user_sections(run, sizes, full=False):
+    def images(cupy, size, typ, c):
+        rs = cupy.random.RandomState(seed=size + 7919 * c)
+        shape = (size, size) if c == 1 else (size, size, c)
+        if typ == "f32":
+            return rs.randint(0, 256, size=shape, dtype=cupy.int32).astype(cupy.float32)
+        hi = 256 if typ == "u8" else 65536
+        return rs.randint(0, hi, size=shape, dtype=cupy.int32).astype(cupy.uint8 if typ == "u8" else cupy.uint16)
+
+    def body():
+        import cupy
+        import cupyx.scipy.ndimage as ndi
+
+        def ev():
+            return cupy.cuda.Event()
+
+        def el(a, b):
+            return cupy.cuda.get_elapsed_time(a, b)
+
+        sides = [7, 15] + ([31, 63] if full else [])
+        for size in sizes:
+            for typ in ["u8", "u16", "f32"]:
+                for c in USER_CHANNELS:
+                    x = images(cupy, size, typ, c)
+                    out = cupy.empty_like(x)
+                    for k in (3, 5):
+                        if typ not in user_types("correlate", full):
+                            continue
+                        w = (cupy.random.RandomState(seed=k).uniform(-1, 1, size=(k, k)) / k).astype(cupy.float32)
+                        w = w if c == 1 else w[..., None]
+                        ms = run.median_ms(lambda: ndi.correlate(x, w, output=out, mode="nearest"), ev, el)
+                        run.add("cupy", "correlate", typ, k, size, ms, c, "%dx%d" % (k, k))
+                    for s in USER_SIGMAS:
+                        if typ not in user_types("gaussian", full, s):
+                            continue
+                        sig = s if c == 1 else (s, s, 0)
+                        ms = run.median_ms(lambda: ndi.gaussian_filter(x, sig, output=out, mode="nearest",
+                                                                       truncate=3.0), ev, el)
+                        run.add("cupy", "gaussian", typ, s, size, ms, c, "sigma=%g" % s)
+                    for op, fn in (("dilate", ndi.grey_dilation), ("erode", ndi.grey_erosion)):
+                        if typ not in user_types("dilate", full) or (op == "erode" and not full):
+                            continue
+                        for k in sides:
+                            for kind in ELEMENT_KINDS:
+                                fp = cupy.asarray(element(kind, k)).astype(bool)
+                                fp = fp if c == 1 else fp[..., None]
+                                ms = run.median_ms(lambda: fn(x, footprint=fp, output=out, mode="nearest"), ev, el)
+                                run.add("cupy", op, typ, k, size, ms, c, element_name(kind, k))
+                    del x, out
+                    cupy.get_default_memory_pool().free_all_blocks()
+
+    run.section("CuPy, 1/3/4 channels (user cases)", body)
+
+
+def torch_user_sections(run, sizes):
+    def body():
+        import math
+
+        import torch
+        import torch.nn.functional as F
+
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = True
+
+        def ev():
+            return torch.cuda.Event(enable_timing=True)
+
+        def el(a, b):
+            return a.elapsed_time(b)
+
+        gen = torch.Generator(device="cuda")
+        for size in sizes:
+            for c in USER_CHANNELS:
+                gen.manual_seed(size + 7919 * c)
+                x = torch.randint(0, 256, (1, c, size, size), generator=gen, device="cuda").float()  # planar
+                kernels = []
+                for k in (3, 5):
+                    gen.manual_seed(k)
+                    w = (torch.rand((c, 1, k, k), generator=gen, device="cuda") * 2 - 1) / k
+                    kernels.append(("correlate", k, "%dx%d" % (k, k), w))
+                for s in (0.6, 2):
+                    r = math.ceil(3 * s - 1e-9)
+                    g = torch.exp(-torch.arange(-r, r + 1, device="cuda", dtype=torch.float32) ** 2 / (2 * s * s))
+                    g = g / g.sum()
+                    kernels.append(("gaussian", s, "sigma=%g" % s, torch.outer(g, g).expand(c, 1, -1, -1).contiguous()))
+                for op, param, shape, w in kernels:
+                    pad = w.shape[-1] // 2
+                    with torch.no_grad():
+                        ms = run.median_ms(lambda: F.conv2d(x, w, padding=pad, groups=c), ev, el)
+                    run.add("cudnn", op, "f32", param, size, ms, c, shape)
+                del x
+                torch.cuda.empty_cache()
+
+    run.section("cuDNN depthwise conv2d (PyTorch, planar), 1/3/4 channels", body)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="8192", help="comma-separated image sides (square, one channel)")
@@ -267,13 +426,20 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--large", action="store_true",
                     help="masks of any size: cuDNN f32 up to 127x127, CuPy correlate up to 63x63")
+    ap.add_argument("--full", action="store_true", help="the user cases' full sweep (bench_gpu --full)")
+    ap.add_argument("--cases", default="classic,user", help="case sets: classic (one channel), user (1/3/4 channels)")
     args = ap.parse_args(argv)
+    case_sets = set(args.cases.split(","))
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     t0 = time.perf_counter()
     with open(args.csv, "w", newline="") as f:
         run = Runner(max(1, args.reps), max(1, args.warmup), f)
-        torch_sections(run, sizes, args.large)
-        cupy_sections(run, sizes, args.large)
+        if "classic" in case_sets:
+            torch_sections(run, sizes, args.large)
+            cupy_sections(run, sizes, args.large)
+        if "user" in case_sets:
+            torch_user_sections(run, sizes)
+            cupy_user_sections(run, sizes, args.full)
     print("torch_cupy_peers: %d rows to %s in %.0f s" % (run.rows, args.csv, time.perf_counter() - t0))
     return 0
 
