@@ -39,6 +39,10 @@ targets, pass or fail:
   - every class: chosen >= the best peer at every k, >= 5x from k 31 up, and never more than 10% slower than the
     fastest forced path (time <= 1.1x, i.e. throughput ratio >= 1/1.1).
 The OP@PATH and correlate_rank2 rows appear only in this section.
+
+Rows with a `shape` column set are the cases users run (1, 3 and 4 channels, u8/u16/f32, element shapes; bench_gpu's
+and bench_cpu_user's, and the peers' rows of the same cases, cpu_peers.py --user's among them): they appear only in
+"Colour, types and element shapes (GPU)" and "Colour on the CPU" (bench/report_user.py says how they are joined).
 """
 import argparse
 import csv
@@ -48,6 +52,9 @@ import os
 import subprocess
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report_user  # noqa: E402
 
 CORE = ["impl", "op", "type", "param", "size", "ms", "mpix_s"]
 
@@ -611,6 +618,8 @@ def main(argv=None):
     rows, problems = read_rows(args.csv)
     for p in problems:
         print("report.py: " + p, file=sys.stderr)
+    user_rows = [r for r in rows if report_user.is_user_row(r)]
+    rows = [r for r in rows if not report_user.is_user_row(r)]
     table = index(rows)
     matcher = Matcher(table)
 
@@ -625,7 +634,7 @@ def main(argv=None):
                "fixed masks of its own sigma up to 15x15, the width used shown; or a peer case of another type or op). Borders: apron "
                "and NPP replicate, CuPy 'nearest' (replicate), cuDNN zero padding. cuDNN f16 computes in "
                "half precision.\n" % ", ".join(os.path.basename(p) for p in args.csv))
-    if not table:
+    if not table and not user_rows:
         out.append("No rows.\n")
         print("\n".join(out))
         return 1
@@ -644,6 +653,7 @@ def main(argv=None):
     if len(apron_sizes) > 1:
         size_sweep_table(out, table, matcher, apron_sizes)
     large_mask_section(out, full, matcher)
+    report_user.user_sections(out, user_rows)
     book_table(out, table, read_book(args.book_csv))
     print("\n".join(out))
     return 0

@@ -1,6 +1,8 @@
 """bench/report.py's section "The book chapter's cases": apron's correlate / h2h_correlate u8 rows of the chapter's
-sizes and masks set beside the chapter's Tesla C2070 figures; and its section "Masks of any size": bench_gpu --large's
-rows (the planner's choice, every path forced as OP@PATH) against the peers, with the issue's targets.
+sizes and masks set beside the chapter's Tesla C2070 figures; its section "Masks of any size": bench_gpu --large's
+rows (the planner's choice, every path forced as OP@PATH) against the peers, with the issue's targets; and the
+sections on the cases users run (rows with a `shape` column: 1, 3 and 4 channels, element shapes) on the GPU and
+the CPU (bench/report_user.py).
 
 These tests run report.py on small synthetic CSVs and need neither the apron binary nor a GPU (nor numpy).
 """
@@ -360,3 +362,127 @@ def test_no_large_section_without_large_rows(tmp_path, large_peers_csv):
     out = run_report(tmp_path, apron, large_peers_csv).stdout
     assert "Masks of any size" not in out
     assert "### correlate f32, 8192x8192" in out
+
+
+# The cases users run: rows with channels and shape (bench_gpu's user cases, npp_peers' and torch_cupy_peers'
+# rows of the same cases; bench_cpu_user's and cpu_peers.py --user's on the CPU).
+USER_HEADER = LARGE_HEADER + ["channels", "shape", "gpix_s", "gsamples_s", "roofline_gpix_s", "kernel", "check"]
+PEER_USER_HEADER = APRON_HEADER[:7] + ["channels", "shape"]
+GPU_USER_SECTION = "## Colour, types and element shapes (GPU)"
+CPU_USER_SECTION = "## Colour on the CPU"
+
+
+def user_row(op, typ, param, c, shape, gpix, pct=50, kernel="step 0: k", check="ok (max diff 0, tolerance 0)"):
+    mpix = gpix * 1e3
+    return ["apron", op, typ, param, SIZE, SIZE * SIZE / 1e3 / mpix, mpix, "label", pct, 33.5e12, c, shape, gpix,
+            gpix * c, 2000 / c, kernel, check]
+
+
+def peer_user_row(impl, op, typ, param, c, shape, gpix):
+    mpix = gpix * 1e3
+    return [impl, op, typ, param, SIZE, SIZE * SIZE / 1e3 / mpix, mpix, c, shape]
+
+
+def tables_under(out: str, heading: str) -> dict[str, dict[tuple[str, str], dict[str, str]]]:
+    """The section's tables: '### title' -> {(first cell, second cell): {column header: cell}}."""
+    assert out.count(heading) == 1, out
+    section = out.split(heading, 1)[1].split("\n## ", 1)[0]
+    tables = {}
+    for block in section.split("### ")[1:]:
+        title, _, body = block.partition("\n")
+        lines = [l for l in body.splitlines() if l.startswith("|")]
+        header = [c.strip() for c in lines[0].strip("|").split("|")]
+        rows = {}
+        for line in lines[2:]:
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            rows[(cells[0], cells[1])] = dict(zip(header, cells))
+        tables[title.strip()] = rows
+    return tables
+
+
+@pytest.fixture
+def user_csvs(tmp_path):
+    apron = write_csv(tmp_path / "apron.csv", USER_HEADER, [
+        user_row("correlate", "u8", 3, 1, "", 671)[:11] + ["", 671, 671, 2000, "", ""],  # a classic row
+        user_row("correlate", "u8", 3, 1, "3x3", 800, 40),
+        user_row("correlate", "u8", 3, 3, "3x3", 240, 35),
+        user_row("gaussian", "u8", 2, 3, "sigma=2", 200, 30, check="MISMATCH (max diff 3, tolerance 1)"),
+        user_row("dilate", "u8", 15, 1, "rect:15x15", 400),
+        user_row("dilate", "u8", 15, 1, "disk:7", 100, kernel="step 0: dilate 15x15 direct"),
+        user_row("dilate", "u8", 15, 4, "random:15x15", 50),
+    ])
+    peers = write_csv(tmp_path / "peers.csv", PEER_USER_HEADER, [
+        peer_user_row("npp", "correlate", "u8", 3, 1, "", 712),  # classic: the single-channel table
+        peer_user_row("npp", "correlate", "u8", 3, 1, "3x3", 700),
+        peer_user_row("npp", "correlate", "u8", 3, 3, "3x3", 200),
+        peer_user_row("npp", "gaussian_mask", "u8", 13, 3, "13x13", 36),
+        peer_user_row("npp", "gaussian_mask", "u8", 5, 3, "5x5", 91),
+        peer_user_row("cupy", "gaussian", "u8", 2, 3, "sigma=2", 12.5),
+        peer_user_row("npp", "dilate", "u8", 15, 1, "disk:7", 5),
+        peer_user_row("npp", "dilate", "u8", 15, 3, "disk:7", 4.3),  # apron has no RGB disk row
+        peer_user_row("cudnn", "correlate", "f32", 3, 3, "3x3", 20),
+    ])
+    return apron, peers
+
+
+def test_user_rows_have_their_own_tables(tmp_path, user_csvs):
+    out = run_report(tmp_path, *user_csvs).stdout
+    before = out.split(GPU_USER_SECTION, 1)[0]
+    # The classic single-channel table keeps its one row; the user rows are not in it.
+    assert "| 3 | 671 [50%] | 712 | **0.94x** NPP |" in before
+    assert "3x3" not in before and "sigma=2" not in before and "disk:7" not in before
+    tables = tables_under(out, GPU_USER_SECTION)
+    corr = tables["correlate u8, 8192x8192"]
+    assert corr[("3x3", "1")]["apron Gpix/s [roofline]"] == "800 [40%]"
+    assert corr[("3x3", "3")]["Gsamples/s"] == "720"
+    assert corr[("3x3", "3")]["vs C1"] == "90%"  # 720 samples/s against 800
+    assert corr[("3x3", "3")]["NPP Gpix/s"] == "200"
+    assert corr[("3x3", "3")]["apron / best peer"] == "**1.2x** NPP"
+    assert corr[("3x3", "1")]["kernel"] == "step 0: k"
+    gauss = tables["gaussian u8, 8192x8192"]
+    row = gauss[("sigma=2", "3")]
+    assert row["NPP Gpix/s"] == "36.0~ (13x13)"  # the fixed mask of the same width, approximate
+    assert row["CuPy Gpix/s"] == "12.5"
+    assert row["apron / each peer"] == "5.6x NPP~, 16x CuPy"
+    assert "**MISMATCH (max diff 3, tolerance 1)**" in row["kernel"]
+    dil = tables["dilate u8, 8192x8192"]
+    assert dil[("disk:7", "1")]["vs rect"] == "25%"
+    assert dil[("disk:7", "1")]["apron / best peer"] == "**20x** NPP"
+    assert dil[("rect:15x15", "1")]["vs rect"] == "–"
+    assert dil[("random:15x15", "4")]["vs rect"] == "–"  # no RGBA rectangle measured
+    assert list(dil) == [("rect:15x15", "1"), ("disk:7", "1"), ("random:15x15", "4")]
+    rest = tables["peer user cases without an apron row"]
+    assert set(rest) == {("NPP", "dilate"), ("NPP", "gaussian_mask"), ("cuDNN (planar)", "correlate")}
+    assert CPU_USER_SECTION not in out
+
+
+def test_cpu_user_section(tmp_path):
+    cpu = write_csv(tmp_path / "cpu.csv", ["impl", "op", "type", "param", "size", "ms", "mpix_s", "channels",
+                                           "shape", "kernel", "check", "threads"], [
+        ["apron-cpu", "gaussian", "u8", 1, 4096, 10, 1677.7, 3, "sigma=1", "step 0: x", "ok", 16],
+        ["apron-cpu", "dilate", "u8", 9, 4096, 4, 4194.3, 4, "ellipse:9x9", "step 0: y", "ok", 16],
+    ])
+    peers = write_csv(tmp_path / "cpu_peers.csv", ["impl", "op", "type", "param", "size", "ms", "mpix_s", "channels",
+                                                   "shape", "threads", "max_diff"], [
+        ["opencv", "gaussian", "u8", 1, 4096, 5, 3355.4, 3, "sigma=1", 16, ""],
+        ["apron-cli", "gaussian", "u8", 1, 4096, 11, 1525.2, 3, "sigma=1", 16, "1"],
+        ["opencv", "dilate", "u8", 9, 4096, 8, 2097.2, 4, "ellipse:9x9", 16, ""],
+    ])
+    out = run_report(tmp_path, cpu, peers).stdout
+    assert GPU_USER_SECTION not in out
+    tables = tables_under(out, CPU_USER_SECTION)
+    g = tables["gaussian u8, 4096x4096"][("sigma=1", "3")]
+    assert (g["apron in process Gpix/s"], g["apron CLI Gpix/s"], g["OpenCV Gpix/s"]) == ("1.68", "1.53", "3.36")
+    assert g["apron / OpenCV"] == "**0.50x**"
+    assert g["CLI / in-process"] == "1.10"  # 11 ms against 10 ms
+    assert g["CLI max diff vs OpenCV"] == "1"
+    d = tables["dilate u8, 4096x4096"][("ellipse:9x9", "4")]
+    assert d["apron / OpenCV"] == "**2.0x**" and d["apron CLI Gpix/s"] == "–" and d["CLI / in-process"] == "–"
+
+
+def test_no_user_sections_without_user_rows(tmp_path, peers_csv):
+    apron = write_csv(tmp_path / "apron.csv", USER_HEADER, [
+        user_row("correlate", "u8", 3, 1, "", 671)[:11] + ["", 671, 671, 2000, "", ""]])
+    out = run_report(tmp_path, apron, peers_csv).stdout
+    assert GPU_USER_SECTION not in out and CPU_USER_SECTION not in out
+    assert "### correlate u8, 8192x8192" in out
