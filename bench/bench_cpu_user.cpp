@@ -13,7 +13,8 @@
 //   dilate    rect:9x9, rect:21x21, ellipse:9x9, ellipse:21x21          [dilate, getStructuringElement]
 // Every output is checked once against the reference backend on the top and bottom bands of rows
 // (bench/band_check.hpp). A time is the median of R runs after one warm-up, wall clock. CSV columns:
-//   impl,op,type,param,size,ms,mpix_s,channels,shape,gpix_s,gsamples_s,kernel,check,threads   (impl apron-cpu)
+//   impl,op,type,param,size,ms,mpix_s,channels,shape,gpix_s,gsamples_s,kernel,check,threads,max_diff
+// (impl apron-cpu; max_diff empty: cpu_peers.py --user's column, the same header so the files concatenate)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -139,7 +140,7 @@ int main(int argc, char** argv) {
         std::ofstream f;
         if (!csv.empty()) {
             f.open(csv);
-            f << "impl,op,type,param,size,ms,mpix_s,channels,shape,gpix_s,gsamples_s,kernel,check,threads\n";
+            f << "impl,op,type,param,size,ms,mpix_s,channels,shape,gpix_s,gsamples_s,kernel,check,threads,max_diff\n";
         }
         const RunOptions options{.backend = Backend::cpu, .threads = threads};
         for (const std::string& tname : split(types)) {
@@ -173,7 +174,7 @@ int main(int argc, char** argv) {
                     if (f.is_open())
                         f << "apron-cpu," << k.op << ',' << tname << ',' << k.param << ',' << size << ',' << med << ','
                           << mpix_s << ',' << c << ",\"" << k.shape << "\"," << mpix_s / 1e3 << ',' << mpix_s * c / 1e3
-                          << ",\"" << kernel << "\",\"" << check.text() << "\"," << used << std::endl;
+                          << ",\"" << kernel << "\",\"" << check.text() << "\"," << used << ",\n" << std::flush;
                 }
             }
         }

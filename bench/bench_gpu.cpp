@@ -513,18 +513,19 @@ int main(int argc, char** argv) {
                 "throughput", "%roof", "algorithm");
     const Case h2h{"h2h_correlate", PixelType::u8, 5, random_correlation(5, true), 25};
     if (!large) {
+        // The user cases first: a run cut short by its time limit keeps them.
+        if (user_set) {
+            const std::vector<Case> user = user_bench_cases(full);
+            for (int size : sizes)
+                for (const Case& c : user)
+                    if (wanted(c)) run(c, size);
+        }
         if (classic_cases) {
             for (int size : sizes)
                 for (const Case& c : cases(false))
                     if (wanted(c)) run(c, size);
             for (int size : sizes)
                 if (wanted(h2h)) run(h2h, size);
-        }
-        if (user_set) {
-            const std::vector<Case> user = user_bench_cases(full);
-            for (int size : sizes)
-                for (const Case& c : user)
-                    if (wanted(c)) run(c, size);
         }
     } else {
         const std::vector<Case> all = large_cases();

@@ -4,7 +4,11 @@
 # and initcheck) on the GPU tests, apron's GPU benchmark and the peers' (NPP, cuDNN through PyTorch, CuPy) in
 # the same call (bench/peers/), merged by bench/report.py into report.md. Everything it learns goes under
 # $OUT, in at most eight files: summary.txt, build.log, tests.txt, sanitizers.txt, bench_gpu.csv, peers.csv,
-# report.md, profile.txt.
+# report.md, profile.txt (and cpu.csv with the step cpu-user).
+# bench and peers time the single-channel cases and the cases users run (bench/user_cases.hpp: 1, 3 and 4
+# channels, u8/u16/f32, rect/ellipse/cross/disk/random elements; the user cases first). Their full sweep
+# (every type for every family, elements up to 63x63, about three times the default) is APRON_USER_FULL=1;
+# APRON_BENCH_CASES / APRON_PEERS_CASES pick the sets (classic, user; default both).
 #
 # The GPU machine lacks Debian's Highway and FFTW; carry them in .device-carry/ (ignored by git):
 #   mkdir -p .device-carry/debs && (cd .device-carry/debs && apt-get download libhwy-dev libhwy1 libfftw3-dev libfftw3-double3 libfftw3-single3)
@@ -23,6 +27,9 @@
 # APRON_CPU_ARGS="--ks 31,63 --size 4096"). "batch" runs bench_batch (APRON_BATCH_ARGS="--count 1000
 # --streams 1,2,3,4 --devices 0,1") and bench/batch_files.py (APRON_BATCH_FILES_ARGS). "shapes" times 1, 3 and 4
 # channels, u8/u16/f32 and rectangle, ellipse and disk elements through the CLI (bench/shapes_cli.py).
+# "cpu-user" times the CPU backend on 1, 3 and 4 channels in process (bench_cpu_user) against OpenCV in
+# process and apron's CLI step time (bench/peers/cpu_peers.py --user) on this machine's cores, into
+# $OUT/cpu.csv, which the report step adds (APRON_CPU_USER_ARGS="--size 4096 --types u8").
 set -uo pipefail
 OUT=${OUT:-/tmp/apron-gpu-out}
 mkdir -p "$OUT"
@@ -117,7 +124,8 @@ case " $steps " in *" stress "*)
 
 case " $steps " in *" bench "*)
   log "apron bench_gpu"
-  timeout ${APRON_BENCH_TIMEOUT:-200} build-gpu/bench/bench_gpu --sizes "${APRON_BENCH_SIZE:-8192}" ${APRON_BENCH_ARGS:-} --csv "$OUT/bench_gpu.csv" 2>&1 |
+  timeout ${APRON_BENCH_TIMEOUT:-240} build-gpu/bench/bench_gpu --sizes "${APRON_BENCH_SIZE:-8192}" \
+    --cases "${APRON_BENCH_CASES:-classic,user}" ${APRON_USER_FULL:+--full} ${APRON_BENCH_ARGS:-} --csv "$OUT/bench_gpu.csv" 2>&1 |
     tee -a "$OUT/summary.txt"
 ;; esac
 
@@ -143,6 +151,16 @@ case " $steps " in *" cpu "*)
     2>&1 | tee -a "$OUT/summary.txt"
 ;; esac
 
+case " $steps " in *" cpu-user "*)
+  # The CPU backend on 1, 3 and 4 channels: in process, through the CLI, and OpenCV in process, same cores.
+  log "cpu-user: bench_cpu_user, then OpenCV and apron's CLI (cpu_peers.py --user)"
+  timeout ${APRON_CPU_TIMEOUT:-300} build-gpu/bench/bench_cpu_user ${APRON_CPU_USER_ARGS:---size 4096 --types u8} --csv /tmp/cpu_user.csv \
+    2>&1 | tee -a "$OUT/summary.txt"
+  timeout ${APRON_CPU_TIMEOUT:-300} python3 bench/peers/cpu_peers.py --user --apron build-gpu/tools/apron \
+    ${APRON_CPU_USER_ARGS:---size 4096 --types u8} --dir /dev/shm --csv /tmp/cpu_peers_user.csv 2>&1 | tee -a "$OUT/summary.txt"
+  { cat /tmp/cpu_user.csv 2>/dev/null; tail -n +2 /tmp/cpu_peers_user.csv 2>/dev/null; } > "$OUT/cpu.csv"  # one header
+;; esac
+
 case " $steps " in *" shapes "*)
   # The shapes users feed (1, 3, 4 channels; u8, u16, f32; rectangles, ellipses, disks) through the CLI.
   log "shapes: channels, types and element shapes (bench/shapes_cli.py)"
@@ -163,11 +181,13 @@ case " $steps " in *" batch "*)
 case " $steps " in *" peers "*)
   # NPP, cuDNN (PyTorch) and CuPy on the same cases, in the same call (bench/peers/).
   log "peers: NPP"
+  peer_sets=(--cases "${APRON_PEERS_CASES:-classic,user}" ${APRON_USER_FULL:+--full})
   nvcc -O3 -arch=sm_90 bench/peers/npp_peers.cu -o /tmp/npp_peers -lnppif -lnppim -lnppc > /tmp/npp_build.txt 2>&1 &&
-    /tmp/npp_peers --sizes "${APRON_BENCH_SIZE:-8192}" ${APRON_PEERS_ARGS:-} --csv /tmp/npp.csv > /tmp/npp.txt 2>&1 || tail -5 /tmp/npp_build.txt /tmp/npp.txt
+    timeout ${APRON_NPP_TIMEOUT:-180} /tmp/npp_peers --sizes "${APRON_BENCH_SIZE:-8192}" "${peer_sets[@]}" ${APRON_PEERS_ARGS:-} \
+      --csv /tmp/npp.csv > /tmp/npp.txt 2>&1 || tail -5 /tmp/npp_build.txt /tmp/npp.txt
   log "peers: cuDNN (PyTorch), CuPy"
-  timeout ${APRON_PEERS_TIMEOUT:-240} python3 bench/peers/torch_cupy_peers.py --sizes "${APRON_BENCH_SIZE:-8192}" ${APRON_PEERS_ARGS:-} --csv /tmp/torch_cupy.csv \
-    > /tmp/torch_cupy.txt 2>&1 || tail -5 /tmp/torch_cupy.txt
+  timeout ${APRON_PEERS_TIMEOUT:-240} python3 bench/peers/torch_cupy_peers.py --sizes "${APRON_BENCH_SIZE:-8192}" "${peer_sets[@]}" \
+    ${APRON_PEERS_ARGS:-} --csv /tmp/torch_cupy.csv > /tmp/torch_cupy.txt 2>&1 || tail -5 /tmp/torch_cupy.txt
   { cat /tmp/npp.csv 2>/dev/null; tail -n +2 /tmp/torch_cupy.csv 2>/dev/null; } > "$OUT/peers.csv"
 ;; esac
 
@@ -185,7 +205,9 @@ case " $steps " in *" calibrate "*)
 case " $steps " in *" report "*)
   log "report"
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-  python3 bench/report.py "$OUT/bench_gpu.csv" "$OUT/peers.csv" --gpu "$gpu" \
+  cpu_csv=()
+  [ -s "$OUT/cpu.csv" ] && cpu_csv=("$OUT/cpu.csv")
+  python3 bench/report.py "$OUT/bench_gpu.csv" "$OUT/peers.csv" "${cpu_csv[@]}" --gpu "$gpu" \
     --commit "${APRON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" > "$OUT/report.md" 2>&1
 ;; esac
 log "done"

@@ -13,7 +13,8 @@ compared with the other (max abs difference relative to the largest output magni
 --user: the cases users run on 1, 3 and 4 interleaved channels, the same as bench/bench_cpu_user.cpp (which
 times apron's CPU backend in process): OpenCV in this process (impl opencv) and apron's CLI step time
 (`apron filter --backend cpu --timing`, impl apron-cli), each output compared with OpenCV's (max_diff). Rows in
-bench/report.py's schema: impl,op,type,param,size,ms,mpix_s,channels,shape,threads,max_diff.
+bench/report.py's schema, the header of bench_cpu_user's CSV (so the two concatenate):
+impl,op,type,param,size,ms,mpix_s,channels,shape,gpix_s,gsamples_s,kernel,check,threads,max_diff.
     gaussian  sigma=1, sigma=2      GaussianBlur(ksize 2 ceil(3 S) + 1, BORDER_REFLECT_101)   gaussian:sigma=S,border=mirror
     correlate 3x3, 5x5, 7x7         filter2D, the weights of user_cpu_mask(k)                 correlate:mask=FILE,border=mirror
     box       5x5                   blur                                                      box:width=5,border=mirror
@@ -122,7 +123,8 @@ def user_main(a):
     n = a.size
     print("cpu_peers --user: %dx%d, OpenCV %s, %d threads" % (n, n, cv2.__version__, cv2.getNumThreads()), flush=True)
     out_f = open(a.csv, "w", newline="") if a.csv else None
-    fields = ["impl", "op", "type", "param", "size", "ms", "mpix_s", "channels", "shape", "threads", "max_diff"]
+    fields = ["impl", "op", "type", "param", "size", "ms", "mpix_s", "channels", "shape", "gpix_s", "gsamples_s",
+              "kernel", "check", "threads", "max_diff"]
     writer = csv.DictWriter(out_f, fieldnames=fields) if out_f else None
     if writer:
         writer.writeheader()
@@ -193,7 +195,8 @@ def user_main(a):
                     for impl, ms, diff in found:
                         row = dict(impl=impl, op=op, type=typ, param=param, size=n, ms="%.6g" % ms,
                                    mpix_s="%.6g" % (n * n / 1e3 / ms), channels=c, shape=shp,
-                                   threads=cv2.getNumThreads(), max_diff=diff)
+                                   gpix_s="%.6g" % (n * n / 1e6 / ms), gsamples_s="%.6g" % (n * n * c / 1e6 / ms),
+                                   kernel="", check="", threads=cv2.getNumThreads(), max_diff=diff)
                         rows.append(row)
                         if writer:
                             writer.writerow(row)
