@@ -22,10 +22,11 @@
 // count and clock (128 lanes per SM on sm_80+).
 //
 //   bench_gpu [--sizes 8192,...] [--sweep] [--book] [--large] [--reps N] [--csv FILE] [--op NAME]
-//             [--type u8|u16|f32] [--k N] [--channels C] [--cases classic,user] [--full]
+//             [--type u8|u16|f32] [--k N] [--channels C] [--shape S] [--cases classic,user] [--full]
 // --sweep adds sizes 512 to 16384 for a subset of cases; --book the book chapter's cases (u8 images 512 to
 // 4096, masks 3x3 to 7x7, kernel only and host to host; bench/book_chapter_c2070.md); --op/--type/--k
-// restrict the cases (profiling; --op takes the name without '@').
+// restrict the cases (profiling; --op takes the name without '@'; --channels and --shape the user cases', e.g.
+// --shape disk:7).
 // --cases: which case sets run (default both): classic, the single-channel cases of the sizes above;
 // user, the shapes users run (bench/user_cases.hpp: 1, 3 and 4 channels, u8/u16/f32, correlate, gaussian,
 // box, sharpen, and dilate/erode with rect, ellipse, cross, disk and random elements). --full: the user
@@ -419,7 +420,7 @@ int main(int argc, char** argv) {
     int reps = 15;
     bool sweep = false, book = false, large = false, full = false;
     bool classic_cases = true, user_set = true;
-    std::string csv, only_op, only_type;
+    std::string csv, only_op, only_type, only_shape;
     double only_k = 0;
     int only_channels = 0;
     for (int k = 1; k < argc; ++k) {
@@ -438,6 +439,7 @@ int main(int argc, char** argv) {
         else if (a == "--type") only_type = next();
         else if (a == "--k") only_k = std::stod(next());
         else if (a == "--channels") only_channels = std::stoi(next());
+        else if (a == "--shape") only_shape = next();
         else if (a == "--full") full = true;
         else if (a == "--cases") {
             const std::string v = "," + next() + ",";
@@ -458,7 +460,8 @@ int main(int argc, char** argv) {
     }
     auto wanted = [&](const Case& c) {
         return (only_op.empty() || c.op == only_op) && (only_type.empty() || only_type == to_string(c.type)) &&
-               (only_k == 0 || c.param == only_k) && (only_channels == 0 || c.channels == only_channels);
+               (only_k == 0 || c.param == only_k) && (only_channels == 0 || c.channels == only_channels) &&
+               (only_shape.empty() || c.shape == only_shape);
     };
     Bench bench(reps);
     ceil_ = bench.measure_ceilings();

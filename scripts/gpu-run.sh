@@ -131,6 +131,7 @@ case " $steps " in *" bench "*)
 
 case " $steps " in *" profile "*)
   # Nsight Compute on bench cases, ';'-separated: APRON_PROFILE="--op correlate --type u8 --k 5; --op dilate --k 3"
+  # (the single-channel cases; "--cases user --channels 3 --op dilate --shape disk:7" for a user case)
   # (speed of light, memory, stalls, occupancy, and the source counters of the hottest instructions).
   IFS=';' read -ra profiles <<< "${APRON_PROFILE:---op correlate --type u8 --k 5}"
   : > "$OUT/profile.txt"
@@ -139,7 +140,7 @@ case " $steps " in *" profile "*)
     ncu -k "regex:${APRON_PROFILE_KERNEL:-direct|separable|morph|linear}" --launch-skip 2 --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
         --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
         --section InstructionStats --section SchedulerStats \
-        build-gpu/bench/bench_gpu --reps 2 $args >> "$OUT/profile.txt" 2>&1
+        build-gpu/bench/bench_gpu --reps 2 --cases classic $args >> "$OUT/profile.txt" 2>&1  # args may say --cases user
   done
   grep -E "^  [a-z_]+.*\(|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|No Eligible" "$OUT/profile.txt" | tee -a "$OUT/summary.txt"
 ;; esac
