@@ -8,7 +8,11 @@
 # bench and peers time the single-channel cases and the cases users run (bench/user_cases.hpp: 1, 3 and 4
 # channels, u8/u16/f32, rect/ellipse/cross/disk/random elements; the user cases first). Their full sweep
 # (every type for every family, elements up to 63x63, about three times the default) is APRON_USER_FULL=1;
-# APRON_BENCH_CASES / APRON_PEERS_CASES pick the sets (classic, user; default both).
+# APRON_BENCH_CASES / APRON_PEERS_CASES pick the sets (classic, user; default both). Estimated on the H200 from
+# the rates of shared/GPU-MACHINE.md: bench about 1.5-2 minutes (the user cases' 93 about 45-60 s, the slow ones
+# today's generic morphology kernels on 15x15 colour elements), NPP about 40 s, cuDNN and CuPy about 80 s; the
+# time limits (APRON_BENCH_TIMEOUT 200 s, APRON_NPP_TIMEOUT 120 s, APRON_PEERS_TIMEOUT 240 s) keep the rows
+# written before them.
 #
 # The GPU machine lacks Debian's Highway and FFTW; carry them in .device-carry/ (ignored by git):
 #   mkdir -p .device-carry/debs && (cd .device-carry/debs && apt-get download libhwy-dev libhwy1 libfftw3-dev libfftw3-double3 libfftw3-single3)
@@ -124,7 +128,7 @@ case " $steps " in *" stress "*)
 
 case " $steps " in *" bench "*)
   log "apron bench_gpu"
-  timeout ${APRON_BENCH_TIMEOUT:-240} build-gpu/bench/bench_gpu --sizes "${APRON_BENCH_SIZE:-8192}" \
+  timeout ${APRON_BENCH_TIMEOUT:-200} build-gpu/bench/bench_gpu --sizes "${APRON_BENCH_SIZE:-8192}" \
     --cases "${APRON_BENCH_CASES:-classic,user}" ${APRON_USER_FULL:+--full} ${APRON_BENCH_ARGS:-} --csv "$OUT/bench_gpu.csv" 2>&1 |
     tee -a "$OUT/summary.txt"
 ;; esac
@@ -184,7 +188,7 @@ case " $steps " in *" peers "*)
   log "peers: NPP"
   peer_sets=(--cases "${APRON_PEERS_CASES:-classic,user}" ${APRON_USER_FULL:+--full})
   nvcc -O3 -arch=sm_90 bench/peers/npp_peers.cu -o /tmp/npp_peers -lnppif -lnppim -lnppc > /tmp/npp_build.txt 2>&1 &&
-    timeout ${APRON_NPP_TIMEOUT:-180} /tmp/npp_peers --sizes "${APRON_BENCH_SIZE:-8192}" "${peer_sets[@]}" ${APRON_PEERS_ARGS:-} \
+    timeout ${APRON_NPP_TIMEOUT:-120} /tmp/npp_peers --sizes "${APRON_BENCH_SIZE:-8192}" "${peer_sets[@]}" ${APRON_PEERS_ARGS:-} \
       --csv /tmp/npp.csv > /tmp/npp.txt 2>&1 || tail -5 /tmp/npp_build.txt /tmp/npp.txt
   log "peers: cuDNN (PyTorch), CuPy"
   timeout ${APRON_PEERS_TIMEOUT:-240} python3 bench/peers/torch_cupy_peers.py --sizes "${APRON_BENCH_SIZE:-8192}" "${peer_sets[@]}" \
