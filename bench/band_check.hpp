@@ -66,39 +66,64 @@ inline int reach_rows(const OpProgram& program) {
     return rows;
 }
 
-// `result` (host, the whole image) against `reference` recomputing the bands of `band` rows.
-inline CheckResult check_bands(const OpProgram& program, const ExecutionPlan& plan, const Image& input,
-                               ConstImageView result, Backend reference, int band = 32) {
-    const bool exact = plan_exact(plan);
-    const double gain = program_gain(program);
-    const PixelType t = result.type();
+// The reference's results on the top and bottom bands (`band` rows each, every column), and max |in| over the
+// input rows they read. Computed once per case: the forced paths of one case share them.
+struct ReferenceBands {
+    int band = 0;
+    Image top, bottom;
+    double max_in = 0;
+};
+
+inline ReferenceBands reference_bands(const OpProgram& program, const Image& input, PixelType out_type,
+                                      Backend reference, int band = 32) {
     Pipeline p;
     p.add(program);
     const int h = input.height(), reach = reach_rows(program);
-    band = std::min(band, h);
-    struct Band { int in_y, in_rows, out_y, first; };  // input rows [in_y, +in_rows), compare from band row first
+    ReferenceBands r;
+    r.band = band = std::min(band, h);
     const int top_rows = std::min(h, band + reach), bottom_y = std::max(0, h - band - reach);
-    // max |in| over the rows the bands read (the tolerance's scale; f32 float plans only)
-    double max_in = 0;
-    if (t == PixelType::f32 && !exact)
+    if (input.type() == PixelType::f32)
         for (int y = 0; y < h; y = (y + 1 == top_rows && bottom_y > y) ? bottom_y : y + 1)
             for (std::size_t i = 0; i < std::size_t(input.width()) * input.channels(); ++i)
-                max_in = std::max(max_in, std::abs(double(input.view().row<float>(y)[i])));
-    CheckResult r;
-    r.tolerance = exact ? 0 : t == PixelType::f32 ? 2e-5 * gain * std::max(max_in, 1.0) : 1;
-    for (const Band& b : {Band{0, top_rows, 0, 0}, Band{bottom_y, h - bottom_y, h - band, (h - bottom_y) - band}}) {
-        const ConstImageView in = input.view().roi(0, b.in_y, input.width(), b.in_rows);
-        Image out(ImageShape{input.width(), b.in_rows, result.channels(), t});
+                r.max_in = std::max(r.max_in, std::abs(double(input.view().row<float>(y)[i])));
+    // input rows [in_y, in_y + in_rows); the band's rows start at row `first` of that run's result
+    auto run = [&](int in_y, int in_rows, int first) {
+        const ConstImageView in = input.view().roi(0, in_y, input.width(), in_rows);
+        Image out(ImageShape{input.width(), in_rows, input.channels(), out_type});
         p.run(in, out.view(), RunOptions{.backend = reference});
-        const std::size_t n = std::size_t(input.width()) * input.channels();
+        Image rows(ImageShape{input.width(), band, input.channels(), out_type});
         for (int y = 0; y < band; ++y)
+            std::memcpy(rows.row<std::byte>(y), std::as_const(out).row<std::byte>(first + y), rows.shape().row_bytes());
+        return rows;
+    };
+    r.top = run(0, top_rows, 0);
+    r.bottom = run(bottom_y, h - bottom_y, (h - bottom_y) - band);
+    return r;
+}
+
+// `result` (host, the whole image) against the reference's bands: bit for bit for exact plans and morphology,
+// else within twice SPEC.md's tolerance.
+inline CheckResult compare_bands(const ReferenceBands& ref, const OpProgram& program, const ExecutionPlan& plan,
+                                 ConstImageView result) {
+    const bool exact = plan_exact(plan);
+    const PixelType t = result.type();
+    CheckResult r;
+    r.tolerance = exact ? 0 : t == PixelType::f32 ? 2e-5 * program_gain(program) * std::max(ref.max_in, 1.0) : 1;
+    const std::size_t n = std::size_t(result.width()) * result.channels();
+    const int h = result.height();
+    for (const auto& [band, out_y] : {std::pair<const Image*, int>{&ref.top, 0}, {&ref.bottom, h - ref.band}})
+        for (int y = 0; y < ref.band; ++y)
             for (std::size_t i = 0; i < n; ++i) {
-                const double d = std::abs(sample_at(std::as_const(out).view(), b.first + y, i) - sample_at(result, b.out_y + y, i));
+                const double d = std::abs(sample_at(band->view(), y, i) - sample_at(result, out_y + y, i));
                 if (!(d <= r.max_diff)) r.max_diff = std::isnan(d) ? INFINITY : std::max(r.max_diff, d);
             }
-    }
     r.ok = r.max_diff <= r.tolerance;
     return r;
+}
+
+inline CheckResult check_bands(const OpProgram& program, const ExecutionPlan& plan, const Image& input,
+                               ConstImageView result, Backend reference, int band = 32) {
+    return compare_bands(reference_bands(program, input, result.type(), reference, band), program, plan, result);
 }
 
 } // namespace apron::bench
