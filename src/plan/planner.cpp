@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "apron/errors.hpp"
+#include "plan/backend_caps.hpp"
 #include "plan/cost_model.hpp"
 #include "plan/linear_paths.hpp"
 #include "plan/plan.hpp"
@@ -344,19 +345,43 @@ int expand_low_rank(const LinearPlan& whole, const LowRankMask& lr, int input, c
     return sum;
 }
 
+// The kernel of every step, from the backend's capabilities, shown at the end of its label. A rectangle
+// the backend's fast kernel does not take is planned direct first, so the label says what runs.
+void choose_kernels(std::vector<StepPlan>& steps, const ImageShape& shape, const BackendCaps& caps) {
+    for (StepPlan& sp : steps) {
+        const KernelChoice* kernel = nullptr;
+        if (auto* l = std::get_if<LinearPlan>(&sp.what)) {
+            l->kernel = caps.linear_kernel(*l, shape);
+            kernel = &l->kernel;
+        } else if (auto* m = std::get_if<MorphPlan>(&sp.what)) {
+            if (m->algorithm == MorphAlgorithm::separable_rect && !caps.morph_rect_supported(*m, shape)) {
+                m->algorithm = MorphAlgorithm::direct;
+                sp.label = label_of(sp);
+            }
+            m->kernel = caps.morph_kernel(*m, shape);
+            kernel = &m->kernel;
+        } else {
+            auto& c = std::get<CombinePlan>(sp.what);
+            c.kernel = caps.combine_kernel(c, shape);
+            kernel = &c.kernel;
+        }
+        sp.label += " kernel=" + kernel->name();
+    }
+}
+
 } // namespace
 
 ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape& input, PixelType out_type,
-                        Backend backend, Algorithm algorithm) {
+                        const BackendCaps& caps, Algorithm algorithm) {
     validate_shape(input, "input image");
+    const Backend backend = caps.backend();
     ExecutionPlan plan;
     plan.backend = backend;
     plan.input = input;
     plan.output = input;
     plan.output.type = out_type;
-    const CostTable* table = backend == Backend::cuda || backend == Backend::cpu
-                                 ? cost_table_for(backend, backend == Backend::cuda ? cuda_device_arch() : 0)
-                                 : nullptr;
+    const CostTable* table =
+        backend == Backend::cuda || backend == Backend::cpu ? cost_table_for(backend, caps.cost_arch()) : nullptr;
     if (table) plan.cost_source = table->source + (table->device.empty() ? "" : " (" + table->device + ")");
     PixelType op_in = input.type;
     MaskMemo memo;
@@ -385,7 +410,7 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
                 check_border_value(op.spec, l->border, l->border_value, in);
                 out = last ? out_type : PixelType::f32;
                 PlannedLinear planned = plan_linear(*l, in, out, memo);
-                LinearChoice choice = choose_linear_path(std::move(planned.plan), input, backend, algorithm, table, op.spec);
+                LinearChoice choice = choose_linear_path(std::move(planned.plan), input, caps, algorithm, table, op.spec);
                 int result;
                 if (choice.low_rank) {
                     const std::size_t first = oplan.steps.size();
@@ -434,6 +459,7 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
             conv.label = "convert " + label_of(conv);
             oplan.steps.push_back(std::move(conv));
         }
+        choose_kernels(oplan.steps, input, caps);
         plan.operations.push_back(std::move(oplan));
         op_in = out_type;
     }
