@@ -2,9 +2,11 @@
 # depends on (APRON_LAYER_DEPENDS_<layer>, followed transitively). Anything else fails with the file, the
 # line and the allowed layers, so an upward include (a cycle in the making) stops the configure.
 #
-# Used from src/CMakeLists.txt (apron_check_layers), and as a script by the tests:
+# Used from src/CMakeLists.txt: at configure time (apron_check_layers), and again at build time whenever a
+# file of src/ changes (the target apron_layer_check, which libapron depends on). As a script:
 #   cmake -DAPRON_LAYER_SRC=<dir> -P cmake/check_layers.cmake
 # where <dir> holds the layer folders; the script then uses apron's own graph (read from src/CMakeLists.txt).
+cmake_policy(VERSION 3.25)  # IN_LIST, also when run as a script
 
 function(apron_layer_closure layer out)
   set(seen "")
@@ -23,8 +25,8 @@ function(apron_check_layers src_dir)
   set(problems "")
   foreach(layer IN LISTS APRON_LAYERS)
     apron_layer_closure(${layer} allowed)
-    file(GLOB_RECURSE files CONFIGURE_DEPENDS ${src_dir}/${layer}/*.cpp ${src_dir}/${layer}/*.hpp
-         ${src_dir}/${layer}/*.cu ${src_dir}/${layer}/*.cuh ${src_dir}/${layer}/*.h)
+    file(GLOB_RECURSE files ${src_dir}/${layer}/*.cpp ${src_dir}/${layer}/*.hpp ${src_dir}/${layer}/*.cu
+         ${src_dir}/${layer}/*.cuh ${src_dir}/${layer}/*.h)
     foreach(file IN LISTS files)
       file(STRINGS ${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"[a-z_]+/")
       foreach(line IN LISTS includes)
