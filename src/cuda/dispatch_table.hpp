@@ -69,8 +69,8 @@ KernelChoice choose_linear(const LinearPlan& plan, const ImageShape& shape, int 
 KernelChoice choose_morph(const MorphPlan& plan, const ImageShape& shape, int arch);
 KernelChoice choose_combine(const CombinePlan& plan, const ImageShape& shape);
 
-// The family a recorded kernel name belongs to; nullopt-like `false` for names of another backend (a plan
-// made for the CPU run on CUDA: the executor then asks choose_linear itself).
+// The family a recorded kernel name belongs to; false for a name of another backend (a plan made for the
+// CPU, run on CUDA: the executor then asks choose_linear itself).
 bool linear_family_of(const KernelChoice& k, LinearFamily* out);
 bool morph_family_of(const KernelChoice& k, MorphFamily* out);
 
