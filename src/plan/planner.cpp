@@ -347,25 +347,25 @@ int expand_low_rank(const LinearPlan& whole, const LowRankMask& lr, int input, c
 
 // The kernel of every step, from the backend's capabilities, shown at the end of its label. A rectangle
 // the backend's fast kernel does not take is planned direct first, so the label says what runs.
+struct KernelChooser {
+    const BackendCaps& caps;
+    const ImageShape& shape;
+    StepPlan& sp;
+    KernelChoice& operator()(LinearPlan& l) const { return l.kernel = caps.linear_kernel(l, shape); }
+    KernelChoice& operator()(MorphPlan& m) const {
+        if (m.algorithm == MorphAlgorithm::separable_rect && !caps.morph_rect_supported(m, shape)) {
+            m.algorithm = MorphAlgorithm::direct;
+            sp.label = label_of(sp);
+        }
+        return m.kernel = caps.morph_kernel(m, shape);
+    }
+    KernelChoice& operator()(CombinePlan& c) const { return c.kernel = caps.combine_kernel(c, shape); }
+};
+
 void choose_kernels(std::vector<StepPlan>& steps, const ImageShape& shape, const BackendCaps& caps) {
     for (StepPlan& sp : steps) {
-        const KernelChoice* kernel = nullptr;
-        if (auto* l = std::get_if<LinearPlan>(&sp.what)) {
-            l->kernel = caps.linear_kernel(*l, shape);
-            kernel = &l->kernel;
-        } else if (auto* m = std::get_if<MorphPlan>(&sp.what)) {
-            if (m->algorithm == MorphAlgorithm::separable_rect && !caps.morph_rect_supported(*m, shape)) {
-                m->algorithm = MorphAlgorithm::direct;
-                sp.label = label_of(sp);
-            }
-            m->kernel = caps.morph_kernel(*m, shape);
-            kernel = &m->kernel;
-        } else {
-            auto& c = std::get<CombinePlan>(sp.what);
-            c.kernel = caps.combine_kernel(c, shape);
-            kernel = &c.kernel;
-        }
-        sp.label += " kernel=" + kernel->name();
+        const KernelChoice& kernel = std::visit(KernelChooser{caps, shape, sp}, sp.what);
+        sp.label += " kernel=" + kernel.name();
     }
 }
 
