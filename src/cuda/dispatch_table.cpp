@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "apron/errors.hpp"
 #include "cuda/direct_dp4a.hpp"
 #include "cuda/direct_imma.hpp"
 #include "cuda/direct_tiled.hpp"
@@ -114,10 +115,20 @@ bool try_family(LinearFamily f, const LinearPlan& p, const ImageShape& shape, co
         if (!direct_tiled_supports(p)) return false;
         *out = direct_tiled_form(p, shape, policy);
         return true;
-    case LinearFamily::runtime_direct:
-        if (o.runtime_off || !runtime_direct_supports(p)) return false;
+    case LinearFamily::runtime_direct: {
+        if (o.runtime_off) return false;
+        // It asks the current device for its shared memory; planning on a machine without one (apron plan
+        // --backend cuda) names the family that needs no device instead.
+        bool takes = false;
+        try {
+            takes = runtime_direct_supports(p);
+        } catch (const Error&) {
+            takes = false;
+        }
+        if (!takes) return false;
         *out = {name_of(f), o.rtc_integer ? "integer" : ""};
         return true;
+    }
     case LinearFamily::linear_direct: *out = {name_of(f), ""}; return true;
     }
     return false;
