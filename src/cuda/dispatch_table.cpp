@@ -34,7 +34,8 @@ constexpr ArchPolicy sm90 = {
     "sm_90",
     // The planner's choice first (fft, tensor, separable: each runs only for plans of that algorithm), then
     // the direct kernels from the most to the least specialised:
-    //  - fft: H100 f32 31x31 31.2 Gpix/s, 127x127 23.3 (direct 22.9 at 31x31, 0.04 at 127x127 baseline);
+    //  - fft: H100 f32 31x31 31.2 Gpix/s, 127x127 23.3 (H200 direct tiles 22.9 at 31x31; the baseline 0.04
+    //    at 127x127);
     //  - tensor (IMMA): u8-int 3x3-9x9 ~270 Gpix/s, 15x15 193, 31x31 141 (tiles: 20.5 at 31x31);
     //  - separable_fused: f32 Gaussian sigma 1-8 at 74-39 % of the roofline, 2.4-4.9x NPP's fixed masks;
     //  - direct_tiled: f32 5x5 326 Gpix/s, 31x31 22.9 (54-66 % of the roofline; 5.7x NPP at 31x31);
@@ -54,9 +55,7 @@ constexpr ArchPolicy sm90 = {
     4,
 };
 
-// Architectures apron was not measured on: sm_90's order and values (the kernels are compiled for the
-// build's CUDA_ARCHITECTURES; none of the families needs more than sm_80's instructions except where the
-// kernel itself checks).
+// Architectures apron was not measured on: sm_90's order and values, untuned.
 constexpr ArchPolicy fallback = [] {
     ArchPolicy p = sm90;
     p.arch = 0;
@@ -72,7 +71,9 @@ ConstImageView own_buffer(const ImageShape& shape) {
 }
 
 // The form direct_tiled takes for a plan (direct_tiled.cu: dp4a first, then the register kernel's rule of
-// direct_regs_impl.cuh, then the tiles), for the executor's own aligned buffers.
+// direct_regs_impl.cuh, then the tiles), for the executor's own aligned buffers. The register kernel still
+// applies its own copy of that rule (outputs_per_thread, usable in direct_regs_impl.cuh); the values here
+// name it in the plan, and the two must change together.
 KernelChoice direct_tiled_form(const LinearPlan& p, const ImageShape& shape, const ArchPolicy& policy) {
     const Overrides& o = overrides();
     const Mask& m = p.step.mask;
