@@ -4,6 +4,8 @@
 // f32 image still takes the direct sum there, a fact of the pixels the plan cannot know), `cpu.separable`
 // (row then column passes of the Highway kernels), `cpu.direct`, `cpu.morph_rect`, `cpu.morph_runs` (the
 // element's runs of cells with a min/max table per run length), `cpu.combine`.
+#include <cstdlib>
+
 #include "cpu/fft_linear.hpp"
 #include "plan/backend_caps.hpp"
 
@@ -13,6 +15,10 @@ namespace {
 class CpuCaps final : public BackendCaps {
 public:
     Backend backend() const override { return Backend::cpu; }
+    std::string overrides() const override {
+        const char* side = std::getenv("APRON_FFT_SIDE");  // fft_linear.cpp: the FFT's tile side
+        return side && *side ? std::string("APRON_FFT_SIDE=") + side : "";
+    }
 
     std::string fft_unavailable(const LinearPlan& p, const ImageShape& shape) const override {
         if (!cpu::fft_available()) return "this build has no FFTW";

@@ -12,6 +12,7 @@ class CudaCaps final : public BackendCaps {
 public:
     Backend backend() const override { return Backend::cuda; }
     int cost_arch() const override { return cuda_device_arch(); }
+    std::string overrides() const override { return cuda::overrides().describe(); }
 
     std::string fft_unavailable(const LinearPlan& p, const ImageShape& shape) const override {
         if (cuda_fft_supports(p, shape)) return "";

@@ -87,6 +87,7 @@ struct ExecutionPlan {
     ImageShape input, output;
     std::vector<OperationPlan> operations;
     std::string cost_source;  // the calibration table the estimates come from ("" when none)
+    std::string overrides;    // environment overrides that changed the backend's choices ("" when none)
     std::string describe(bool estimates = false) const;  // one line per step (and its candidates)
 };
 

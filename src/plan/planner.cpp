@@ -383,6 +383,10 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
     const CostTable* table =
         backend == Backend::cuda || backend == Backend::cpu ? cost_table_for(backend, caps.cost_arch()) : nullptr;
     if (table) plan.cost_source = table->source + (table->device.empty() ? "" : " (" + table->device + ")");
+    // APRON_FFT=0|1 (linear_paths.cpp) steers the planner itself; the rest are the backend's.
+    const char* fft = std::getenv("APRON_FFT");
+    plan.overrides = fft && *fft ? std::string("APRON_FFT=") + fft : "";
+    if (const std::string b = caps.overrides(); !b.empty()) plan.overrides += (plan.overrides.empty() ? "" : " ") + b;
     PixelType op_in = input.type;
     MaskMemo memo;
     for (const OpProgram& op : pipeline) {
@@ -472,6 +476,7 @@ std::string ExecutionPlan::describe(bool with_estimates) const {
       << input.channels << ' ' << to_string(input.type) << ", output " << to_string(output.type) << '\n';
     if (with_estimates)
         o << "cost model: " << (cost_source.empty() ? "none for this backend (fixed preferences)" : cost_source) << '\n';
+    if (!overrides.empty()) o << "overrides: " << overrides << '\n';
     for (const auto& op : operations) {
         o << op.spec << '\n';
         for (std::size_t k = 0; k < op.steps.size(); ++k) {

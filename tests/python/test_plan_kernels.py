@@ -80,3 +80,16 @@ def test_cuda_plans_say_what_runs(apron, mask3):
     # An exact u8 3x3 mask with byte weights: the byte dot-product form of the direct_tiled family, or the
     # tensor cores where the cost table prefers them.
     assert "kernel=cuda.direct_dp4a k=3" in lines[3] or "kernel=cuda.direct_imma k=3x3" in lines[3], out
+
+
+def test_overrides_are_shown_in_the_plan(apron):
+    import os
+    import subprocess
+    from conftest import APRON_PATH
+    args = [str(APRON_PATH), "plan", "--op", "box:width=41", "--size", "512x512", "--type", "f32", "--backend", "cpu"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("APRON_")}
+    plain = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+    assert plain.returncode == 0 and "overrides:" not in plain.stdout, plain.stdout
+    forced = subprocess.run(args, capture_output=True, text=True, env={**env, "APRON_FFT": "0"}, timeout=60)
+    assert "overrides: APRON_FFT=0" in forced.stdout, forced.stdout
+    assert "fft" in forced.stdout and "APRON_FFT=0" in forced.stdout.split("overrides:")[1]
