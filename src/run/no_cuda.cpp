@@ -17,9 +17,6 @@ void* allocate_pinned(std::size_t) { return nullptr; }
 void free_pinned(void*) {}
 bool is_pinned(const void*) { return false; }
 
-} // namespace apron
-
-namespace apron {
 namespace {
 
 // `apron plan --backend cuda` still plans in a build without CUDA (what the GPU would be asked to do),
