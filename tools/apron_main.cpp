@@ -1,6 +1,6 @@
 // The apron command line. Subcommands: filter (run operations on an image), batch (many images, on every
-// GPU and across MPI ranks: batch_command.cpp), plan (what the planner would do, with the predicted time of
-// every path), calibrate (measure the paths for the planner's table), ops
+// GPU and across MPI ranks: batch_command.cpp), plan (what the planner would do: each step's path and kernel,
+// with the predicted time of every path), calibrate (measure the paths for the planner's table), ops
 // (the registry's operations, parameters, defaults and limits), info (backends, devices, formats).
 // Every failure prints one line "apron: <what>: <problem>" and exits non-zero; outputs are written
 // atomically, so a failed run never leaves a partial file.
@@ -301,7 +301,7 @@ int main(int argc, char** argv) {
     filter->add_flag("--timing", fa.timing, "print the time of each stage (read, each operation, write) to stderr");
     filter->add_option("--algo", fa.algo, "force a path on every linear step: auto, direct, separable, low-rank, fft or tensor")
         ->capture_default_str();
-    filter->add_flag("--plan", fa.plan_only, "print the plan (algorithm of each step) and exit");
+    filter->add_flag("--plan", fa.plan_only, "print the plan (algorithm and kernel of each step) and exit");
     filter->add_option("--memory", fa.memory,
                        "host memory the run may take, e.g. 8G, 512M, 75% (default: 3/4 of physical memory); a run "
                        "that cannot fit fails before reading its pixels");
@@ -310,7 +310,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
 
     PlanArgs pa;
-    auto* plan = app.add_subcommand("plan", "print the plan: each step's path and every candidate's predicted time");
+    auto* plan = app.add_subcommand("plan", "print the plan: each step's path and kernel, and every candidate's predicted time");
     plan->add_option("--op", pa.ops, "NAME[:key=value,...], applied in order (see `apron ops`)")->required();
     plan->add_option("--input", pa.input, "plan for this image file (else --size, --channels, --type)");
     plan->add_option("--size", pa.size, "image size WIDTHxHEIGHT")->capture_default_str();

@@ -1,13 +1,11 @@
 #include "apron/mask.hpp"
 
 #include <cmath>
-#include <filesystem>
 #include <numeric>
 #include <sstream>
 
 #include "apron/errors.hpp"
 #include "core/number_text.hpp"
-#include "io/file_io.hpp"
 
 namespace apron {
 
@@ -100,12 +98,6 @@ Mask parse_mask_text(std::string_view text, const std::string& source) {
         }
     }
     return Mask(w, h, std::move(values));
-}
-
-Mask read_mask_file(const std::string& path) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a mask file");
-    return parse_mask_text(io::read_file(path, "mask file", std::size_t(64) << 20), path);
 }
 
 std::optional<IntegerMask> integer_form(const Mask& m) {

@@ -2,9 +2,10 @@
 // stream, and device memory comes from the stream-ordered pool (cudaMallocAsync), so the buffers of a
 // pipeline are recycled without synchronising.
 //
-// Odd square masks up to 31x31 run the tiled kernel (direct_tiled.cu). Everything else still runs the
-// straightforward baseline kernels below (one thread per output sample, border through map_index, the
-// same finish functions as every backend) until specialised kernels replace them.
+// Each step runs the kernel family the plan records (chosen from the dispatch table, dispatch_table.hpp);
+// a plan made for another backend is dispatched through the same table here. The baseline kernels below
+// (one thread per output sample, border through map_index, the same finish functions as every backend)
+// are the families linear_direct and morph_direct, which take any mask and element.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_view.hpp"
 #include "cuda/direct_imma.hpp"
+#include "cuda/dispatch_table.hpp"
 #include "cuda/direct_tiled.hpp"
 #include "cuda/fft_linear.hpp"
 #include "cuda/morph_rect.hpp"
@@ -188,44 +190,39 @@ public:
     void synchronize() override { APRON_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
     void linear(const LinearPlan& p, ConstImageView in, ImageView out) override {
-        // Kernel families in order of preference; the baseline below takes whatever none of them handles.
-        // The FFT path declines (returns false) what the direct kernels must compute: see fft_linear.hpp.
-        if (p.algorithm == LinearAlgorithm::fft && launch_fft_linear(p, in, out, stream_)) return;
-        if (p.algorithm == LinearAlgorithm::tensor && direct_imma_supports(p, in))
-            return launch_direct_imma(p, in, out, stream_);
-        if (p.algorithm == LinearAlgorithm::separable && separable_fused_supports(p))
-            return launch_separable_fused(p, in, out, stream_);
-        if (direct_tiled_supports(p)) return launch_direct_tiled(p, in, out, stream_);
-        if (runtime_direct_supports(p)) return launch_runtime_direct(p, in, out, stream_);
-        const Mask& m = p.step.mask;
-        // Weights go up per call (stream-ordered, from a host copy kept alive until the stream passes).
-        std::shared_ptr<void> weights;
-        if (p.exact) {
-            std::vector<long long> w(p.integer_mask.weights.begin(), p.integer_mask.weights.end());
-            weights = to_device(w.data(), w.size() * sizeof(long long));
-        } else {
-            std::vector<float> w(m.weights.begin(), m.weights.end());
-            weights = to_device(w.data(), w.size() * sizeof(float));
+        // The recorded family; a plan made for another backend (no CUDA kernel recorded) asks the table now.
+        LinearFamily family = LinearFamily::linear_direct;
+        if (!linear_family_of(p.kernel, &family)) linear_family_of(choose_linear(p, in.shape, cuda_device_arch()), &family);
+        // Each family still checks the plan (cheap): a hand-made plan may name a family that cannot run it.
+        switch (family) {
+        case LinearFamily::fft:
+            if (launch_fft_linear(p, in, out, stream_)) return;
+            break;  // declined at run time (a non-finite f32 sample: see fft_linear.hpp)
+        case LinearFamily::tensor:
+            if (direct_imma_supports(p, in)) return launch_direct_imma(p, in, out, stream_);
+            break;  // a view the kernel does not take
+        case LinearFamily::separable_fused:
+            if (separable_fused_supports(p)) return launch_separable_fused(p, in, out, stream_);
+            break;
+        case LinearFamily::direct_tiled: break;  // the first of the direct families below
+        case LinearFamily::runtime_direct:
+            if (runtime_direct_supports(p)) return launch_runtime_direct(p, in, out, stream_);
+            break;
+        case LinearFamily::linear_direct: return launch_linear_direct(p, in, out);
         }
-        const dim3 block(64, 4), grid = grid_for(out.shape, block);
-        with_type(p.in, [&]<class In>() {
-            with_type(p.out, [&]<class Out>() {
-                const In outside = store_pixel<In>(p.step.border_value);
-                if (p.exact)
-                    linear_direct<In, Out, true><<<grid, block, 0, stream_>>>(
-                        device_view(in), out.data, out.pitch, weights.get(), m.width, m.height, m.anchor_x, m.anchor_y,
-                        p.step.border, outside, p.finish, false);
-                else
-                    linear_direct<In, Out, false><<<grid, block, 0, stream_>>>(
-                        device_view(in), out.data, out.pitch, weights.get(), m.width, m.height, m.anchor_x, m.anchor_y,
-                        p.step.border, outside, p.finish, false);
-            });
-        });
-        APRON_CUDA_CHECK_LAUNCH("linear_direct");
+        // direct_tiled, or the recorded family declined: the direct families in the table's order compute
+        // the same sum (direct_tiled picks dp4a, registers or tiles by the view's alignment).
+        if (direct_tiled_supports(p)) return launch_direct_tiled(p, in, out, stream_);
+        if (!overrides().runtime_off && runtime_direct_supports(p)) return launch_runtime_direct(p, in, out, stream_);
+        launch_linear_direct(p, in, out);
     }
 
     void morph(const MorphPlan& p, ConstImageView in, ImageView out) override {
-        if (morph_rect_supports(p)) return launch_morph_rect(p, in, out, stream_);
+        MorphFamily family = MorphFamily::morph_direct;
+        if (!morph_family_of(p.kernel, &family)) morph_family_of(choose_morph(p, in.shape, cuda_device_arch()), &family);
+        // morph_rect's launcher takes its fast path or its general kernel by the view's alignment.
+        if (family == MorphFamily::morph_rect && morph_rect_supports(p)) return launch_morph_rect(p, in, out, stream_);
+        // MorphFamily::morph_chords: its launcher goes here. morph_direct takes every element.
         const Mask& e = p.step.element;
         std::vector<unsigned char> cells(e.weights.size());
         for (std::size_t k = 0; k < cells.size(); ++k) cells[k] = e.weights[k] != 0;
@@ -304,6 +301,35 @@ public:
     }
 
 private:
+    // The family linear_direct: any mask, one thread per output sample.
+    void launch_linear_direct(const LinearPlan& p, ConstImageView in, ImageView out) {
+        const Mask& m = p.step.mask;
+        // Weights go up per call (stream-ordered, from a host copy kept alive until the stream passes).
+        std::shared_ptr<void> weights;
+        if (p.exact) {
+            std::vector<long long> w(p.integer_mask.weights.begin(), p.integer_mask.weights.end());
+            weights = to_device(w.data(), w.size() * sizeof(long long));
+        } else {
+            std::vector<float> w(m.weights.begin(), m.weights.end());
+            weights = to_device(w.data(), w.size() * sizeof(float));
+        }
+        const dim3 block(64, 4), grid = grid_for(out.shape, block);
+        with_type(p.in, [&]<class In>() {
+            with_type(p.out, [&]<class Out>() {
+                const In outside = store_pixel<In>(p.step.border_value);
+                if (p.exact)
+                    linear_direct<In, Out, true><<<grid, block, 0, stream_>>>(
+                        device_view(in), out.data, out.pitch, weights.get(), m.width, m.height, m.anchor_x, m.anchor_y,
+                        p.step.border, outside, p.finish, false);
+                else
+                    linear_direct<In, Out, false><<<grid, block, 0, stream_>>>(
+                        device_view(in), out.data, out.pitch, weights.get(), m.width, m.height, m.anchor_x, m.anchor_y,
+                        p.step.border, outside, p.finish, false);
+            });
+        });
+        APRON_CUDA_CHECK_LAUNCH("linear_direct");
+    }
+
     // Makes `waiter` wait for what `s` holds now. One event serves every hand-over: a wait binds to the
     // record before it, so re-recording afterwards is safe.
     void order(cudaStream_t s, cudaStream_t waiter) {

@@ -13,9 +13,9 @@
 // Untuned on a GPU: APRON_FFT_SIDE measures other sides.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <vector>
 
+#include "cuda/dispatch_table.hpp"
 #include "cuda/fft_support.hpp"
 #include "plan/fft_bound.hpp"
 #include "plan/plan.hpp"
@@ -42,11 +42,6 @@ double sample_cost(int nx, int ny, bool f64) {
     double bytes = 11 * s + log_n * (f64 ? 0.5 : 0.25);
     bytes += (nx > one_pass ? 4 * s : 0) + (ny > one_pass ? 4 * s : 0);
     return bytes;
-}
-
-int env_int(const char* name) {
-    const char* v = std::getenv(name);
-    return v ? std::atoi(v) : 0;
 }
 
 // Transform sides: powers of two. 3 x 2^a sides were tried and measured slower (H100, 8192^2, 127x127 f32:
@@ -79,7 +74,7 @@ FftTiling choose_fft_tiling(const LinearPlan& plan, const ImageShape& shape) {
         return nx >= m.width && ny >= m.height && nx <= max_side && ny <= max_side && tiles(nx, ny) <= max_tiles &&
                (!plan.exact || double_fft_error_bound(plan, nx, ny) < fft_exact_error_limit);
     };
-    const int forced = env_int("APRON_FFT_SIDE");
+    const int forced = overrides().fft_side;  // APRON_FFT_SIDE, read by the dispatch table
     if (forced > 0 && fits(forced, forced)) {
         t.nx = t.ny = forced;
     } else {
@@ -97,7 +92,7 @@ FftTiling choose_fft_tiling(const LinearPlan& plan, const ImageShape& shape) {
     t.tiles_x = tiles_for(shape.width, t.vx);
     t.tiles_y = tiles_for(shape.height, t.vy);
     const std::size_t tile_bytes = t.transform_reals() * (t.f64 ? 8 : 4) * std::size_t(std::max(shape.channels, 1));
-    long long per_batch = env_int("APRON_FFT_BATCH");
+    long long per_batch = overrides().fft_batch;  // APRON_FFT_BATCH
     if (per_batch <= 0) per_batch = (long long)std::max<std::size_t>(1, batch_bytes / tile_bytes);
     per_batch = std::min<long long>({per_batch, t.tiles(), max_batch_tiles});
     // Batches of equal size: the last one then wastes fewer than `batches` tile slots (every batch runs

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "apron/errors.hpp"
-#include "cpu/fft_linear.hpp"
+#include "plan/backend_caps.hpp"
 
 namespace apron {
 namespace {
@@ -28,7 +28,7 @@ bool env_is(const char* name, std::string_view value) {
 }
 
 // Why `path` cannot compute the plan on this backend and image ("" when it can).
-std::string unavailable(Algorithm path, const LinearPlan& p, const ImageShape& shape, Backend backend,
+std::string unavailable(Algorithm path, const LinearPlan& p, const ImageShape& shape, const BackendCaps& caps,
                         const std::optional<LowRankMask>& lr) {
     const Mask& m = p.step.mask;
     switch (path) {
@@ -47,27 +47,8 @@ std::string unavailable(Algorithm path, const LinearPlan& p, const ImageShape& s
         return "no rank <= 8 is within SPEC.md's tolerance";
     case Algorithm::fft:
         if (env_is("APRON_FFT", "0")) return "APRON_FFT=0";
-        if (backend == Backend::cuda) {
-            if (cuda_fft_supports(p, shape)) return "";
-            return p.exact ? "the double transform's error bound could reach 1/4: the exact sum would not survive"
-                           : "this build has no CUDA FFT path";
-        }
-        if (backend != Backend::cpu) return "the reference backend computes every sum directly";
-        if (!cpu::fft_available()) return "this build has no FFTW";
-        {
-            const cpu::FftTile tile = cpu::choose_fft_tile(m.width, m.height, shape.width, shape.height);
-            if (!tile.nx) return "the mask is wider than the largest transform";
-            if (p.exact && !(cpu::fft_exact_error_bound(p, tile) < 0.25))
-                return "the double transform's error bound could reach 1/4: the exact sum would not survive";
-        }
-        return "";
-    case Algorithm::tensor:
-        if (backend != Backend::cuda) return "tensor cores are a CUDA path";
-        if (cost_class(p) != "u8-int") return "needs a u8 image and integer weights in -128..127";
-        if (shape.channels != 1) return "one channel only";
-        if (m.width > 31 || m.height > 31) return "masks up to 31x31";
-        if (p.accumulator != Accumulator::f32) return "the sum could exceed 2^24";
-        return "";
+        return caps.fft_unavailable(p, shape);
+    case Algorithm::tensor: return caps.tensor_unavailable(p, shape);
     }
     return "";
 }
@@ -129,7 +110,7 @@ LinearAlgorithm algorithm_of(Algorithm a) {
 
 } // namespace
 
-LinearChoice choose_linear_path(LinearPlan p, const ImageShape& shape, Backend backend, Algorithm force,
+LinearChoice choose_linear_path(LinearPlan p, const ImageShape& shape, const BackendCaps& caps, Algorithm force,
                                 const CostTable* table, const std::string& spec) {
     const Mask& m = p.step.mask;
     LinearChoice c;
@@ -142,7 +123,7 @@ LinearChoice choose_linear_path(LinearPlan p, const ImageShape& shape, Backend b
     for (Algorithm a : all_paths) {
         PathEstimate e;
         e.path = a;
-        e.unavailable = unavailable(a, p, shape, backend, lr);
+        e.unavailable = unavailable(a, p, shape, caps, lr);
         e.seconds = e.unavailable.empty() ? predict(a, p, shape, table, lr) : std::numeric_limits<double>::quiet_NaN();
         c.estimates.push_back(std::move(e));
     }

@@ -19,7 +19,9 @@ struct LinearChoice {
 
 // `table` may be null (no calibration for this backend): the fixed preferences then apply (separable,
 // then the CPU's FFT from 25x25, else direct). `spec` names the operation in errors.
-LinearChoice choose_linear_path(LinearPlan plan, const ImageShape& shape, Backend backend, Algorithm force,
+class BackendCaps;
+// The FFT and tensor paths are offered where `caps` (the chosen backend's) says they can run.
+LinearChoice choose_linear_path(LinearPlan plan, const ImageShape& shape, const BackendCaps& caps, Algorithm force,
                                 const CostTable* table, const std::string& spec);
 
 // The most terms a low-rank plan may have: past 8, the passes and additions cost more than the FFT.

@@ -21,6 +21,15 @@ namespace apron {
 enum class LinearAlgorithm : unsigned char { direct, separable, fft, tensor };
 enum class Accumulator : unsigned char { f32, f64 };
 
+// The kernel that runs a step, chosen by the planner through the backend's capabilities (backend_caps.hpp)
+// and printed by `apron plan` / `--plan`: family "cuda.direct_regs", detail "rx=8". Executors dispatch on
+// the family (the CUDA executor: cuda/dispatch_table.hpp); empty before planning.
+struct KernelChoice {
+    std::string family;  // "<backend>.<family>": "reference.direct", "cpu.separable", "cuda.morph_rect", ...
+    std::string detail;  // launch shape or tuning value that tells kernels of one family apart; may be empty
+    std::string name() const { return detail.empty() ? family : family + ' ' + detail; }
+};
+
 struct LinearPlan {
     LinearStep step;            // mask already in correlation form (anchor set)
     PixelType in = PixelType::u8, out = PixelType::u8;
@@ -33,6 +42,7 @@ struct LinearPlan {
     std::optional<IntegerSeparableMask> integer_separable;  // exact + separable
     std::optional<SeparableMask> separable;       // float + separable
     LinearFinish finish;
+    KernelChoice kernel;
 };
 
 enum class MorphAlgorithm : unsigned char { direct, separable_rect };
@@ -41,11 +51,13 @@ struct MorphPlan {
     MorphStep step;
     PixelType type = PixelType::u8;  // input and output
     MorphAlgorithm algorithm = MorphAlgorithm::direct;
+    KernelChoice kernel;
 };
 
 struct CombinePlan {
     CombineStep step;
     PixelType a_type = PixelType::u8, b_type = PixelType::u8, out = PixelType::u8;
+    KernelChoice kernel;
 };
 
 // A path the planner considered for a linear step: its predicted time (NaN where the cost table has no
@@ -75,16 +87,25 @@ struct ExecutionPlan {
     ImageShape input, output;
     std::vector<OperationPlan> operations;
     std::string cost_source;  // the calibration table the estimates come from ("" when none)
+    std::string overrides;    // environment overrides that changed the backend's choices ("" when none)
     std::string describe(bool estimates = false) const;  // one line per step (and its candidates)
 };
 
-// Chooses algorithms for a pipeline on an image of `input` shape, producing `out_type`.
-// `algorithm` forces one path on every linear step (fails naming --algo where a step cannot take it).
+class BackendCaps;
+
+// Chooses algorithms, and the kernel of every step, for a pipeline on an image of `input` shape, producing
+// `out_type`, on the backend whose capabilities are `caps` (backend_caps.hpp). `algorithm` forces one path
+// on every linear step (fails naming --algo where a step cannot take it).
+ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape& input, PixelType out_type,
+                        const BackendCaps& caps, Algorithm algorithm = Algorithm::automatic);
+// The same for a backend by name. Defined above the planner, in src/run/backends.cpp, where the backends'
+// capabilities are known (the planner itself never calls into a backend).
 ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape& input, PixelType out_type,
                         Backend backend, Algorithm algorithm = Algorithm::automatic);
 
 // Whether the CUDA backend's FFT path can compute this plan on an image of this shape (cuFFT; exact plans
-// only while the double transform's error bound keeps the rounded sum exact). False without CUDA.
+// only while the double transform's error bound keeps the rounded sum exact). False without CUDA. Defined
+// by the CUDA backend (fft_tiling.cpp); the planner asks through the CUDA backend's BackendCaps.
 bool cuda_fft_supports(const LinearPlan& plan, const ImageShape& shape);
 
 // An image in whatever memory an executor works in (host or device), freed with its last owner.
@@ -118,6 +139,8 @@ public:
     }
 };
 
+// The backends' entry points: declared here with the interface they implement, defined by each backend
+// (src/cpu/, src/cuda/; src/run/no_cuda.cpp without the CUDA toolkit) and called from src/run/.
 std::unique_ptr<Executor> make_reference_executor();
 std::unique_ptr<Executor> make_cpu_executor(int threads);  // threads <= 0: all cores
 // nullptr when this build has no CUDA backend; throws apron::Error when it has one but no device.

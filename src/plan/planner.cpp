@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "apron/errors.hpp"
+#include "plan/backend_caps.hpp"
 #include "plan/cost_model.hpp"
 #include "plan/linear_paths.hpp"
 #include "plan/plan.hpp"
@@ -344,20 +345,48 @@ int expand_low_rank(const LinearPlan& whole, const LowRankMask& lr, int input, c
     return sum;
 }
 
+// The kernel of every step, from the backend's capabilities, shown at the end of its label. A rectangle
+// the backend's fast kernel does not take is planned direct first, so the label says what runs.
+struct KernelChooser {
+    const BackendCaps& caps;
+    const ImageShape& shape;
+    StepPlan& sp;
+    KernelChoice& operator()(LinearPlan& l) const { return l.kernel = caps.linear_kernel(l, shape); }
+    KernelChoice& operator()(MorphPlan& m) const {
+        if (m.algorithm == MorphAlgorithm::separable_rect && !caps.morph_rect_supported(m, shape)) {
+            m.algorithm = MorphAlgorithm::direct;
+            sp.label = label_of(sp);
+        }
+        return m.kernel = caps.morph_kernel(m, shape);
+    }
+    KernelChoice& operator()(CombinePlan& c) const { return c.kernel = caps.combine_kernel(c, shape); }
+};
+
+void choose_kernels(std::vector<StepPlan>& steps, const ImageShape& shape, const BackendCaps& caps) {
+    for (StepPlan& sp : steps) {
+        const KernelChoice& kernel = std::visit(KernelChooser{caps, shape, sp}, sp.what);
+        sp.label += " kernel=" + kernel.name();
+    }
+}
+
 } // namespace
 
 ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape& input, PixelType out_type,
-                        Backend backend, Algorithm algorithm) {
+                        const BackendCaps& caps, Algorithm algorithm) {
     validate_shape(input, "input image");
+    const Backend backend = caps.backend();
     ExecutionPlan plan;
     plan.backend = backend;
     plan.input = input;
     plan.output = input;
     plan.output.type = out_type;
-    const CostTable* table = backend == Backend::cuda || backend == Backend::cpu
-                                 ? cost_table_for(backend, backend == Backend::cuda ? cuda_device_arch() : 0)
-                                 : nullptr;
+    const CostTable* table =
+        backend == Backend::cuda || backend == Backend::cpu ? cost_table_for(backend, caps.cost_arch()) : nullptr;
     if (table) plan.cost_source = table->source + (table->device.empty() ? "" : " (" + table->device + ")");
+    // APRON_FFT=0|1 (linear_paths.cpp) steers the planner itself; the rest are the backend's.
+    const char* fft = std::getenv("APRON_FFT");
+    plan.overrides = fft && *fft ? std::string("APRON_FFT=") + fft : "";
+    if (const std::string b = caps.overrides(); !b.empty()) plan.overrides += (plan.overrides.empty() ? "" : " ") + b;
     PixelType op_in = input.type;
     MaskMemo memo;
     for (const OpProgram& op : pipeline) {
@@ -385,7 +414,7 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
                 check_border_value(op.spec, l->border, l->border_value, in);
                 out = last ? out_type : PixelType::f32;
                 PlannedLinear planned = plan_linear(*l, in, out, memo);
-                LinearChoice choice = choose_linear_path(std::move(planned.plan), input, backend, algorithm, table, op.spec);
+                LinearChoice choice = choose_linear_path(std::move(planned.plan), input, caps, algorithm, table, op.spec);
                 int result;
                 if (choice.low_rank) {
                     const std::size_t first = oplan.steps.size();
@@ -434,6 +463,7 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
             conv.label = "convert " + label_of(conv);
             oplan.steps.push_back(std::move(conv));
         }
+        choose_kernels(oplan.steps, input, caps);
         plan.operations.push_back(std::move(oplan));
         op_in = out_type;
     }
@@ -446,6 +476,7 @@ std::string ExecutionPlan::describe(bool with_estimates) const {
       << input.channels << ' ' << to_string(input.type) << ", output " << to_string(output.type) << '\n';
     if (with_estimates)
         o << "cost model: " << (cost_source.empty() ? "none for this backend (fixed preferences)" : cost_source) << '\n';
+    if (!overrides.empty()) o << "overrides: " << overrides << '\n';
     for (const auto& op : operations) {
         o << op.spec << '\n';
         for (std::size_t k = 0; k < op.steps.size(); ++k) {

@@ -1,0 +1,231 @@
+// The CUDA dispatch table (see dispatch_table.hpp). Measurements are on 8192^2 images, one channel, kernel
+// time only, unless said otherwise; the full tables are in docs/perf-notes.md and docs/gpu-benchmark.md.
+#include "cuda/dispatch_table.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "apron/errors.hpp"
+#include "cuda/direct_dp4a.hpp"
+#include "cuda/direct_imma.hpp"
+#include "cuda/direct_tiled.hpp"
+#include "cuda/fft_support.hpp"
+#include "cuda/morph_rect.hpp"
+#include "cuda/runtime_direct_api.hpp"
+#include "cuda/separable_fused.hpp"
+
+namespace apron::cuda {
+namespace {
+
+int env_int(const char* name, int unset) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::atoi(v) : unset;
+}
+
+bool env_is(const char* name, const char* value) {
+    const char* v = std::getenv(name);
+    return v && std::strcmp(v, value) == 0;
+}
+
+// sm_90 (H100, H200): the policy every kernel was tuned on.
+constexpr ArchPolicy sm90 = {
+    90,
+    "sm_90",
+    // The planner's choice first (fft, tensor, separable: each runs only for plans of that algorithm), then
+    // the direct kernels from the most to the least specialised:
+    //  - fft: H100 f32 31x31 31.2 Gpix/s, 127x127 23.3 (H200 direct tiles 22.9 at 31x31; the baseline 0.04
+    //    at 127x127);
+    //  - tensor (IMMA): u8-int 3x3-9x9 ~270 Gpix/s, 15x15 193, 31x31 141 (tiles: 20.5 at 31x31);
+    //  - separable_fused: f32 Gaussian sigma 1-8 at 74-39 % of the roofline, 2.4-4.9x NPP's fixed masks;
+    //  - direct_tiled: f32 5x5 326 Gpix/s, 31x31 22.9 (54-66 % of the roofline; 5.7x NPP at 31x31);
+    //  - runtime_direct: sides up to 63 that are not odd squares, one kernel per mask (NVRTC);
+    //  - linear_direct: the baseline, any mask (85x85 0.09 Gpix/s: the planner takes the FFT there).
+    {LinearFamily::fft, LinearFamily::tensor, LinearFamily::separable_fused, LinearFamily::direct_tiled,
+     LinearFamily::runtime_direct, LinearFamily::linear_direct},
+    // Register kernel up to 5x5 (direct_regs_impl.cuh): past it the window outgrows the registers.
+    5,
+    // f32 with 4 outputs per thread (single channel, 16-byte shared loads): 31x31 11.3 -> 21.2 Gpix/s,
+    // 5x5 274 -> 323 against one output per thread.
+    4,
+    // u8 3x3 with 8 outputs per thread: H100 493 Gpix/s against 445 tiled and 435 with 4; at 5x5 the tiles
+    // win (393 against 340 with 8 and 342 with 4), so 5x5 integer images stay on the tiles.
+    8,
+    // Tiled kernel, one channel: 4 outputs per thread along x (direct_tiled_rx); several channels: 1.
+    4,
+};
+
+// Architectures apron was not measured on: sm_90's order and values, untuned.
+constexpr ArchPolicy fallback = [] {
+    ArchPolicy p = sm90;
+    p.arch = 0;
+    p.name = "default";
+    return p;
+}();
+
+// A view of the executor's own allocation for `shape` (rows 256-byte aligned): what the kernels' own
+// `*_supports(plan, view)` see for the images apron allocates. It is never read.
+ConstImageView own_buffer(const ImageShape& shape) {
+    static const std::byte* aligned = reinterpret_cast<const std::byte*>(std::uintptr_t(256));
+    return ConstImageView{aligned, shape, (shape.row_bytes() + 255) / 256 * 256, Memory::device};
+}
+
+// The form direct_tiled takes for a plan (direct_tiled.cu: dp4a first, then the register kernel's rule of
+// direct_regs_impl.cuh, then the tiles), for the executor's own aligned buffers. The register kernel still
+// applies its own copy of that rule (outputs_per_thread, usable in direct_regs_impl.cuh); the values here
+// name it in the plan, and the two must change together.
+KernelChoice direct_tiled_form(const LinearPlan& p, const ImageShape& shape, const ArchPolicy& policy) {
+    const Overrides& o = overrides();
+    const Mask& m = p.step.mask;
+    const std::string size = "k=" + std::to_string(m.width);
+    // IDP.4A for exact u8 masks with byte weights (direct_dp4a_supports): H100 3x3 351 -> 565 Gpix/s,
+    // 5x5 296 -> 416, 7x7 221 -> 366, 9x9 167 -> 281 against the float kernels (APRON_DP4A=0 in one call).
+    if (!o.dp4a_off && direct_dp4a_supports(p, own_buffer(shape))) return {"cuda.direct_dp4a", size};
+    int rx = 0;
+    if (o.direct_regs != 0 && m.width <= policy.regs_max_k && shape.channels == 1) {
+        if (p.in == PixelType::f32) rx = policy.regs_rx_float;
+        else if (o.direct_regs == 4 || o.direct_regs == 8) rx = o.direct_regs;
+        else if (m.width == 3) rx = policy.regs_rx_int_3x3;
+    }
+    if (rx) return {"cuda.direct_regs", size + " rx=" + std::to_string(rx)};
+    return {"cuda.direct_tiled", size + " rx=" + std::to_string(shape.channels == 1 ? policy.tiled_rx : 1)};
+}
+
+// Whether `family` runs this plan, and in which form.
+bool try_family(LinearFamily f, const LinearPlan& p, const ImageShape& shape, const ArchPolicy& policy,
+                KernelChoice* out) {
+    const Overrides& o = overrides();
+    switch (f) {
+    case LinearFamily::fft: {
+        if (p.algorithm != LinearAlgorithm::fft || !cuda_fft_supports(p, shape)) return false;
+        const FftTiling t = choose_fft_tiling(p, shape);
+        *out = {name_of(f), "tile=" + std::to_string(t.nx) + "x" + std::to_string(t.ny) + (t.f64 ? " f64" : " f32") +
+                                " batch=" + std::to_string(t.batch_tiles)};
+        return true;
+    }
+    case LinearFamily::tensor:
+        if (p.algorithm != LinearAlgorithm::tensor || o.imma_off || !direct_imma_supports(p, own_buffer(shape)))
+            return false;
+        *out = {name_of(f), "k=" + std::to_string(p.step.mask.width) + "x" + std::to_string(p.step.mask.height)};
+        return true;
+    case LinearFamily::separable_fused:
+        if (p.algorithm != LinearAlgorithm::separable || !separable_fused_supports(p)) return false;
+        *out = {name_of(f), ""};
+        return true;
+    case LinearFamily::direct_tiled:
+        if (!direct_tiled_supports(p)) return false;
+        *out = direct_tiled_form(p, shape, policy);
+        return true;
+    case LinearFamily::runtime_direct: {
+        if (o.runtime_off) return false;
+        // It asks the current device for its shared memory; planning on a machine without one (apron plan
+        // --backend cuda) names the family that needs no device instead.
+        bool takes = false;
+        try {
+            takes = runtime_direct_supports(p);
+        } catch (const Error&) {
+            takes = false;
+        }
+        if (!takes) return false;
+        *out = {name_of(f), o.rtc_integer ? "integer" : ""};
+        return true;
+    }
+    case LinearFamily::linear_direct: *out = {name_of(f), ""}; return true;
+    }
+    return false;
+}
+
+} // namespace
+
+std::string Overrides::describe() const {
+    std::string s;
+    auto add = [&](const std::string& part) { s += (s.empty() ? "" : " ") + part; };
+    if (imma_off) add("APRON_IMMA=0");
+    if (dp4a_off) add("APRON_DP4A=0");
+    if (direct_regs >= 0) add("APRON_DIRECT_REGS=" + std::to_string(direct_regs));
+    if (runtime_off) add("APRON_RUNTIME_DIRECT=0");
+    if (rtc_integer) add("APRON_RTC_INTEGER=1");
+    if (fft_side) add("APRON_FFT_SIDE=" + std::to_string(fft_side));
+    if (fft_batch) add("APRON_FFT_BATCH=" + std::to_string(fft_batch));
+    return s;
+}
+
+const Overrides& overrides() {
+    static const Overrides o = [] {
+        Overrides r;
+        r.imma_off = env_is("APRON_IMMA", "0");
+        r.dp4a_off = env_is("APRON_DP4A", "0");
+        r.direct_regs = env_int("APRON_DIRECT_REGS", -1);
+        r.runtime_off = env_is("APRON_RUNTIME_DIRECT", "0");
+        r.rtc_integer = env_is("APRON_RTC_INTEGER", "1");
+        r.fft_side = env_int("APRON_FFT_SIDE", 0);
+        r.fft_batch = env_int("APRON_FFT_BATCH", 0);
+        return r;
+    }();
+    return o;
+}
+
+const ArchPolicy& policy_for(int arch) { return arch >= 90 ? sm90 : fallback; }
+
+KernelChoice choose_linear(const LinearPlan& p, const ImageShape& shape, int arch) {
+    const ArchPolicy& policy = policy_for(arch);
+    KernelChoice k;
+    for (LinearFamily f : policy.linear_order)
+        if (try_family(f, p, shape, policy, &k)) return k;
+    return {name_of(LinearFamily::linear_direct), ""};
+}
+
+KernelChoice choose_morph(const MorphPlan& p, const ImageShape& shape, int arch) {
+    (void)arch;  // one policy so far: measured on sm_90 only
+    // 1. morph_rect: full rectangles up to 64 on a side (morph_rect_supports). u8 3x3-31x31 at 68-21 % of
+    //    the roofline, 1.9x NPP at 3x3, 10-15x CuPy; its fast path (u8/u16, one channel, W <= 16, H <= 64,
+    //    aligned views) ~5.5 thread-instructions per pixel against 63 for the general kernel at 3x3.
+    if (morph_rect_supports(p)) {
+        const Mask& e = p.step.element;
+        const bool fast = (p.type == PixelType::u8 || p.type == PixelType::u16) && shape.channels == 1 &&
+                          e.width <= 16 && e.height <= 64;
+        return {name_of(MorphFamily::morph_rect), fast ? "fast" : ""};
+    }
+    // 2. morph_chords goes here: the chord-table kernel for any flat element (MorphAlgorithm::chords).
+    // 3. morph_direct: every cell of the element per sample (disk:7 u8 4.3 Gpix/s on the H200).
+    return {name_of(MorphFamily::morph_direct), ""};
+}
+
+KernelChoice choose_combine(const CombinePlan&, const ImageShape&) { return {"cuda.combine", ""}; }
+
+const char* name_of(LinearFamily f) {
+    switch (f) {
+    case LinearFamily::fft: return "cuda.fft";
+    case LinearFamily::tensor: return "cuda.direct_imma";
+    case LinearFamily::separable_fused: return "cuda.separable_fused";
+    case LinearFamily::direct_tiled: return "cuda.direct_tiled";
+    case LinearFamily::runtime_direct: return "cuda.runtime_direct";
+    case LinearFamily::linear_direct: return "cuda.linear_direct";
+    }
+    return "cuda.?";
+}
+
+const char* name_of(MorphFamily f) {
+    switch (f) {
+    case MorphFamily::morph_rect: return "cuda.morph_rect";
+    case MorphFamily::morph_chords: return "cuda.morph_chords";
+    case MorphFamily::morph_direct: return "cuda.morph_direct";
+    }
+    return "cuda.?";
+}
+
+bool linear_family_of(const KernelChoice& k, LinearFamily* out) {
+    // direct_dp4a and direct_regs are forms of the direct_tiled family (direct_tiled.cu picks among them).
+    if (k.family == "cuda.direct_dp4a" || k.family == "cuda.direct_regs") return *out = LinearFamily::direct_tiled, true;
+    for (int i = 0; i < linear_family_count; ++i)
+        if (k.family == name_of(LinearFamily(i))) return *out = LinearFamily(i), true;
+    return false;
+}
+
+bool morph_family_of(const KernelChoice& k, MorphFamily* out) {
+    for (MorphFamily f : {MorphFamily::morph_rect, MorphFamily::morph_chords, MorphFamily::morph_direct})
+        if (k.family == name_of(f)) return *out = f, true;
+    return false;
+}
+
+} // namespace apron::cuda

@@ -1,0 +1,80 @@
+#pragma once
+// The CUDA backend's dispatch table, in the spirit of CUB's tuning policies: per GPU architecture, the
+// kernel families in order of preference with their launch shapes and tuning values (each with the
+// measurement behind it, in dispatch_table.cpp). The planner asks it through the CUDA backend's
+// capabilities (capabilities.cpp) which family runs each step and records the answer in the plan
+// (`apron plan` prints it); the executor (cuda_executor.cu) then dispatches on the recorded family.
+//
+// What the plan cannot know: a caller's device view (a ROI) may break the row alignment a family's fast
+// form needs, and an f32 image may hold NaN or infinities the FFT must not spread. The table chooses for the
+// executor's own buffers (rows 256-byte aligned) and finite images; at run time a family's launcher falls
+// back inside the family (direct_tiled: registers -> tiles; morph_rect: its fast path -> its general
+// kernel) and, where the recorded family declines a plan at all (fft on a non-finite image, the tensor
+// cores on a view they cannot stage), the executor takes the direct families in the table's order.
+//
+// The environment overrides used for A/B measurements are read here once (overrides()), so a plan shows
+// the overridden choice. Plain C++: it compiles and plans without a GPU.
+#include <string>
+
+#include "plan/plan.hpp"
+
+namespace apron::cuda {
+
+// Linear steps. In the order the table tries them (per policy, see ArchPolicy::linear_order).
+enum class LinearFamily : unsigned char {
+    fft,              // fft_linear.cu: overlap-save tiles through cuFFT (the planner chose the FFT)
+    tensor,           // direct_imma.cu: u8 x s8 matrix products on the tensor cores (planner chose tensor)
+    separable_fused,  // separable_fused*.cu: row and column passes in one kernel (planner chose separable)
+    direct_tiled,     // direct_tiled*.cu: odd square masks 3..31, itself direct_dp4a / direct_regs / tiles
+    runtime_direct,   // runtime_direct.cu: NVRTC-compiled for the mask, sides up to 63
+    linear_direct,    // cuda_executor.cu: one thread per output sample, any mask
+};
+constexpr int linear_family_count = 6;
+
+// Morphology. `chords` is reserved for the chord-table kernel of any flat element (MorphAlgorithm::chords):
+// it slots in between the rectangle and the direct kernel, see morph_policy() in dispatch_table.cpp.
+enum class MorphFamily : unsigned char {
+    morph_rect,    // morph_rect.cu: van Herk / Gil-Werman rows and columns, full rectangles up to 64x64
+    morph_chords,  // (reserved) chord tables for any flat element
+    morph_direct,  // cuda_executor.cu: every cell of the element from global memory
+};
+
+// The environment overrides of the CUDA backend, read once (for measurement; unset in normal use).
+struct Overrides {
+    bool imma_off = false;     // APRON_IMMA=0: no tensor-core kernel
+    bool dp4a_off = false;     // APRON_DP4A=0: no byte dot-product kernel
+    int direct_regs = -1;      // APRON_DIRECT_REGS=0|4|8: the register kernel off / its outputs per thread
+    bool runtime_off = false;  // APRON_RUNTIME_DIRECT=0: no run-time compiled kernel
+    bool rtc_integer = false;  // APRON_RTC_INTEGER=1: the run-time kernel accumulates integers where it can
+    int fft_side = 0;          // APRON_FFT_SIDE=N: N x N transforms (fft_tiling.cpp)
+    int fft_batch = 0;         // APRON_FFT_BATCH=B: B tiles per cuFFT batch (fft_tiling.cpp)
+    std::string describe() const;  // "" when none is set, else e.g. "APRON_DP4A=0"
+};
+const Overrides& overrides();
+
+// One architecture's policy. Tuning values the kernels were measured with; see dispatch_table.cpp.
+struct ArchPolicy {
+    int arch = 0;             // compute capability x 10 it was measured on; 0: the default
+    const char* name = "";
+    LinearFamily linear_order[linear_family_count];
+    int regs_max_k = 5;       // the register kernel takes odd square masks up to this side, one channel
+    int regs_rx_float = 4;    // its outputs per thread on f32 images
+    int regs_rx_int_3x3 = 8;  // ... on u8/u16 images at 3x3 (5x5 and up: the tiles)
+    int tiled_rx = 4;         // outputs per thread of the tiled kernel on one channel (1 on several)
+};
+const ArchPolicy& policy_for(int arch);
+
+// The family and form that run a planned step on the device of compute capability `arch` (x 10).
+KernelChoice choose_linear(const LinearPlan& plan, const ImageShape& shape, int arch);
+KernelChoice choose_morph(const MorphPlan& plan, const ImageShape& shape, int arch);
+KernelChoice choose_combine(const CombinePlan& plan, const ImageShape& shape);
+
+// The family a recorded kernel name belongs to; false for a name of another backend (a plan made for the
+// CPU, run on CUDA: the executor then asks choose_linear itself).
+bool linear_family_of(const KernelChoice& k, LinearFamily* out);
+bool morph_family_of(const KernelChoice& k, MorphFamily* out);
+
+const char* name_of(LinearFamily f);  // "cuda.fft", ...
+const char* name_of(MorphFamily f);
+
+} // namespace apron::cuda

@@ -1,0 +1,46 @@
+// The CUDA backend's entry points when apron is built without the CUDA toolkit: no devices, no executor.
+#include "apron/devices.hpp"
+#include "apron/errors.hpp"
+#include "core/host_memory.hpp"
+#include "plan/backend_caps.hpp"
+#include "plan/plan.hpp"
+
+namespace apron {
+
+std::vector<std::string> cuda_devices() { return {}; }
+std::string cuda_status() { return "not built (no CUDA toolkit at configure time)"; }
+std::unique_ptr<Executor> make_cuda_executor(void*) { return nullptr; }
+bool cuda_available() { return false; }
+int cuda_device_arch() { return 0; }
+bool cuda_fft_supports(const LinearPlan&, const ImageShape&) { return false; }
+void* allocate_pinned(std::size_t) { return nullptr; }
+void free_pinned(void*) {}
+bool is_pinned(const void*) { return false; }
+
+namespace {
+
+// `apron plan --backend cuda` still plans in a build without CUDA (what the GPU would be asked to do),
+// with the tensor-core rules of the plan alone and no FFT; no kernel can be named.
+class NoCudaCaps final : public BackendCaps {
+public:
+    Backend backend() const override { return Backend::cuda; }
+    std::string fft_unavailable(const LinearPlan&, const ImageShape&) const override {
+        return "this build has no CUDA FFT path";
+    }
+    std::string tensor_unavailable(const LinearPlan& p, const ImageShape& shape) const override {
+        return tensor_plan_unavailable(p, shape);
+    }
+    bool morph_rect_supported(const MorphPlan&, const ImageShape&) const override { return true; }
+    KernelChoice linear_kernel(const LinearPlan&, const ImageShape&) const override { return {"cuda", "(not built)"}; }
+    KernelChoice morph_kernel(const MorphPlan&, const ImageShape&) const override { return {"cuda", "(not built)"}; }
+    KernelChoice combine_kernel(const CombinePlan&, const ImageShape&) const override { return {"cuda", "(not built)"}; }
+};
+
+} // namespace
+
+const BackendCaps& cuda_caps() {
+    static const NoCudaCaps caps;
+    return caps;
+}
+
+} // namespace apron
