@@ -22,6 +22,7 @@
 #include "cuda/direct_imma.hpp"
 #include "cuda/direct_tiled.hpp"
 #include "cuda/fft_linear.hpp"
+#include "cuda/morph_chords.hpp"
 #include "cuda/morph_rect.hpp"
 #include "cuda/runtime_direct.hpp"
 #include "cuda/separable_fused.hpp"
@@ -226,6 +227,7 @@ public:
 
     void morph(const MorphPlan& p, ConstImageView in, ImageView out) override {
         if (morph_rect_supports(p)) return launch_morph_rect(p, in, out, stream_);
+        if (p.algorithm == MorphAlgorithm::chords && morph_chords_supports(p)) return launch_morph_chords(p, in, out, stream_);
         const Mask& e = p.step.element;
         std::vector<unsigned char> cells(e.weights.size());
         for (std::size_t k = 0; k < cells.size(); ++k) cells[k] = e.weights[k] != 0;
