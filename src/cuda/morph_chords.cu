@@ -30,12 +30,12 @@
 //     word an earlier chunk has already rewritten.
 //  3. the accumulated words leave as u8 pairs / u16 pairs (2- or 4-byte stores when aligned) or f32.
 //
-// Cost, disk:7 (15x15, 15 chords, powers 1..8: 4 levels) u8 gray, gx = 32 (64 x 64 outputs per block,
-// staged 78 x 78 samples, 25 KB): per output word (2 samples) the chords take 28 LDS + 15 VIMNMX3; the
-// doubling (3 levels over 1.49 staged words per output word, both planes) 9 LDS + 4.5 STS + 4.5 VIMNMX;
-// staging ~1.5 x (2 LDG + 3 STS). About 45 shared accesses per 2 pixels: at 32 words per clock per SM
-// (132 SMs x 1.98 GHz on the H200) the shared-memory bound is ~370 Gpix/s; issue (~60 instructions per 2
-// pixels) ~1.1 Tpix/s; DRAM (2 B/pixel) ~2 Tpix/s. Shared-memory bound: near 50 % of rect 7x7 (839).
+// Cost model (shared-memory accesses per output pixel, the limit: 132 SMs x 32 words per clock x 1.98 GHz
+// = 8.4 T accesses/s on the H200), disk:7 u8 gray: gx = 32, 64 x 128 outputs per block, 142 staged rows of
+// 78 samples (44 KB, 4 blocks per SM): staging 2.0, doubling (tables 2, 4, 8 where read: 3 levels x 2
+// planes x 3 accesses x 1.35 staged samples per output) 11.5, chords (28 reads per word) 14.0: 27.6, so
+// ~300 Gpix/s at best. Issue (~60 instructions per word) and DRAM (2 B/pixel) allow more. disk:3 ~580,
+// disk:15 ~160 (C = 3: 280 and 140). 47 registers (u8, u16: 48; f32: 40), no spills.
 #include "cuda/morph_chords.hpp"
 
 #include <algorithm>
@@ -58,7 +58,7 @@ namespace {
 using u32 = std::uint32_t;
 
 constexpr int block_threads = 256;
-constexpr int rows_per_thread = 8;  // outputs per thread along y
+constexpr int rows_per_thread = 16;  // outputs per thread along y (8: 1.22x the staged rows of 16 at 15x15)
 constexpr int max_levels = 7;       // tables of 1, 2, .., 64 samples (chords up to max_chord_side)
 constexpr int chunk_items = 4;      // doubling items per thread between two barriers
 
@@ -76,6 +76,9 @@ struct Params {
     int sx_lo, y_lo;            // staged sample 0 and row 0 relative to the tile's first output sample / row
     int blocks_x;
     int levels;                    // tables 1, 2, .., 2^(levels-1)
+    // Table 2^l is built (l >= 1) only where a chord reads it or a larger table needs it: staged rows
+    // level_row0[l] .. + level_rows[l], and level_items[l] words per plane (u8/u16) or samples (f32) a row.
+    int level_row0[max_levels], level_rows[max_levels], level_items[max_levels];
     int level_end[max_levels];     // chords [level_end[l-1], level_end[l]) read table 2^l
     int chord_row[max_chords];     // staged row read by the tile's output row 0
     int chord_a[max_chords];       // word offset of the first read (relative to the thread's column)
@@ -176,8 +179,10 @@ __global__ void __launch_bounds__(block_threads) morph_chords_kernel(const __gri
         if (level + 1 == p.levels) break;
         // 2b. T_2p(s) = ext(T_p(s), T_p(s + p*C)), in place, forward along each row
         const int shift = (1 << level) * C;
+        const int per_row = p.level_items[level + 1], r0 = p.level_row0[level + 1];
+        const int items = p.level_rows[level + 1] * per_row;
         if constexpr (pairs) {
-            const int items = p.rows * p.half;  // item (r, m): the words of s = 2m (plane 0) and 2m + 1 (plane 1)
+            // item (r, m): the words of s = 2m (plane 0) and 2m + 1 (plane 1)
             const int e0 = shift & 1, i0 = shift >> 1, e1 = (shift + 1) & 1, i1 = (shift + 1) >> 1;
             for (int chunk = 0; chunk < items; chunk += chunk_items * block_threads) {
                 u32 v0[chunk_items], v1[chunk_items];
@@ -185,8 +190,8 @@ __global__ void __launch_bounds__(block_threads) morph_chords_kernel(const __gri
                 for (int u = 0; u < chunk_items; ++u) {
                     const int id = chunk + u * block_threads + tid;
                     if (id >= items) break;
-                    const int r = id / p.half, m = id - r * p.half;
-                    const u32* w = tile + r * p.pitch;
+                    const int q = id / per_row, m = id - q * per_row;
+                    const u32* w = tile + (r0 + q) * p.pitch;
                     v0[u] = w[m];
                     v1[u] = w[p.half + m];
                     if (m + i0 < p.half) v0[u] = ext<T, Dilate>(v0[u], w[e0 * p.half + m + i0]);
@@ -197,30 +202,31 @@ __global__ void __launch_bounds__(block_threads) morph_chords_kernel(const __gri
                 for (int u = 0; u < chunk_items; ++u) {
                     const int id = chunk + u * block_threads + tid;
                     if (id >= items) break;
-                    const int r = id / p.half, m = id - r * p.half;
-                    tile[r * p.pitch + m] = v0[u];
-                    tile[r * p.pitch + p.half + m] = v1[u];
+                    const int q = id / per_row, m = id - q * per_row;
+                    tile[(r0 + q) * p.pitch + m] = v0[u];
+                    tile[(r0 + q) * p.pitch + p.half + m] = v1[u];
                 }
                 __syncthreads();
             }
         } else {
-            const int items = p.rows * p.pitch;
             for (int chunk = 0; chunk < items; chunk += chunk_items * block_threads) {
                 u32 v[chunk_items];
 #pragma unroll
                 for (int u = 0; u < chunk_items; ++u) {
                     const int id = chunk + u * block_threads + tid;
                     if (id >= items) break;
-                    const int s = id % p.pitch;
-                    v[u] = tile[id];
-                    if (s + shift < p.pitch) v[u] = ext<T, Dilate>(v[u], tile[id + shift]);
+                    const int q = id / per_row, s = id - q * per_row;
+                    const u32* w = tile + (r0 + q) * p.pitch;
+                    v[u] = w[s];
+                    if (s + shift < p.pitch) v[u] = ext<T, Dilate>(v[u], w[s + shift]);
                 }
                 __syncthreads();
 #pragma unroll
                 for (int u = 0; u < chunk_items; ++u) {
                     const int id = chunk + u * block_threads + tid;
                     if (id >= items) break;
-                    tile[id] = v[u];
+                    const int q = id / per_row, s = id - q * per_row;
+                    tile[(r0 + q) * p.pitch + s] = v[u];
                 }
                 __syncthreads();
             }
@@ -394,6 +400,23 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
         p.chord_a[k] = word_offset((c.dx - e.lo) * C);
         p.chord_b[k] = power == c.length ? -1 : word_offset((c.dx + c.length - power - e.lo) * C);
         for (int l = level; l < max_levels; ++l) p.level_end[l] = int(k) + 1;
+    }
+    // Where each table is needed, from the largest down: the staged rows and the last sample position
+    // its chords read (output samples 0 .. tile_samples - 1 plus the read's offset), and for a table
+    // that builds the next one, that one's range shifted by the next one's half length.
+    int row_lo = g.rows, row_hi = 0, last = -1;
+    for (int l = p.levels - 1; l >= 1; --l) {
+        if (l + 1 < p.levels) last += (1 << l) * C;  // T_2^(l+1)(s) reads T_2^l(s + 2^l C)
+        for (const MorphChord& c : plan.chords)
+            if (level_of(c.length) == l) {
+                row_lo = std::min(row_lo, c.dy - e.dy_lo);
+                row_hi = std::max(row_hi, c.dy - e.dy_lo + g.th);
+                const int power = 1 << l;
+                last = std::max(last, g.tile_samples - 1 + (std::max(c.dx, c.dx + c.length - power) - e.lo) * C);
+            }
+        p.level_row0[l] = row_lo;
+        p.level_rows[l] = std::max(0, row_hi - row_lo);
+        p.level_items[l] = pairs ? std::min(g.half, last / 2 + 1) : std::min(g.pitch, last + 1);
     }
     with_type(plan.type, [&]<class T>() {
         // Outside pixels: the identity when ignored, the border value (as the type stores it) for constant.
