@@ -18,24 +18,32 @@
 //
 // One block of 256 threads makes a tile of gx words (gx*2 u8/u16 samples, gx f32) by th = (256/gx)*8 rows;
 // thread = one word column x 8 rows (rows_per_thread). gx (32..256) is chosen per element and channel
-// count for the least staged halo with the tile in shared memory (choose_geometry). Phases:
-//  1. stage rows y0 + min dy .. y0 + th - 1 + max dy, samples x0 + lo*C .. (lo, hi: the element's first
-//     and last set column relative to the anchor), through map_index for the border modes; the identity
-//     (ignore) or the constant value outside. This is table T_1.
-//  2. for each level p = 1, 2, 4, ..: apply the chords whose power (largest power of two <= length) is p:
-//     acc = ext(acc, T_p(x + dx*C, y + dy), T_p(x + (dx + len - p)*C, y + dy)): one VIMNMX3.U16x2
-//     (__vimax3_u16x2) and two loads per chord and word (one load when len == p). Then T_2p(s) =
-//     ext(T_p(s), T_p(s + p*C)) in place: in chunks of 1024 items, every thread reading its items
-//     before a barrier and writing after it; reads only go forward along a row, so no item reads a
-//     word an earlier chunk has already rewritten.
-//  3. the accumulated words leave as u8 pairs / u16 pairs (2- or 4-byte stores when aligned) or f32.
+// count for the least staged halo with the tile in shared memory (choose_geometry). The staged region:
+// rows y0 + min dy .. y0 + th - 1 + max dy, samples x0 + lo*C .. (lo, hi: the element's first and last
+// set column relative to the anchor), read through map_index for the border modes, the identity (ignore)
+// or the constant value outside. Two ways to build the tables T_p, p = 1, 2, 4, .. <= the longest chord:
+//  - register-built (Reg, when (P-1)*C is at most 15..28 samples, reg_reach_of, and the kept tables fit
+//    112 KB): a thread loads `segment` positions of a staged row plus (P-1)*C from global memory (L1
+//    serves the overlap), doubles them in registers (T_2p(s) = ext(T_p(s), T_p(s + p*C))) and stores
+//    each table some chord reads, on its chords' rows only, each table in its own region. One barrier, then
+//    every chord: acc = ext(acc, T_p(x + dx*C, y + dy), T_p(x + (dx + len - p)*C, y + dy)) with p the
+//    largest power of two <= len: one VIMNMX3.U16x2 (__vimax3_u16x2) and two loads per chord and word
+//    (one load when len == p).
+//  - in place (larger reach, or tiles too big): stage T_1; for p = 1, 2, 4, ..: apply the chords of power
+//    p, then T_2p(s) = ext(T_p(s), T_p(s + p*C)) in place, on the rows and columns later chords read, in
+//    chunks of 1024 items, every thread reading its items before a barrier and writing after it (reads only
+//    go forward along a row, so no item reads a word an earlier chunk has already rewritten).
+// The accumulated words leave as u8 pairs / u16 pairs (2- or 4-byte stores when aligned) or f32.
 //
-// Cost model (shared-memory accesses per output pixel, the limit: 132 SMs x 32 words per clock x 1.98 GHz
-// = 8.4 T accesses/s on the H200), disk:7 u8 gray: gx = 32, 64 x 128 outputs per block, 142 staged rows of
-// 78 samples (44 KB, 4 blocks per SM): staging 2.0, doubling (tables 2, 4, 8 where read: 3 levels x 2
-// planes x 3 accesses x 1.35 staged samples per output) 11.5, chords (28 reads per word) 14.0: 27.6, so
-// ~300 Gpix/s at best. Issue (~60 instructions per word) and DRAM (2 B/pixel) allow more. disk:3 ~580,
-// disk:15 ~160 (C = 3: 280 and 140). 47 registers (u8, u16: 48; f32: 40), no spills.
+// Cost model (shared-memory accesses per output pixel; the limit: 132 SMs x 32 words per clock x 1.98 GHz
+// = 8.4 T accesses/s on the H200), disk:7 (15 chords, tables 1, 4, 8 kept) u8 gray: gx = 32, 64 x 64
+// outputs per block, 78 staged rows of 78 samples; register-built: stores 4.3 + chords 14.0 (28 reads a
+// word) = 18.3, so ~450 Gpix/s at best (71 KB: 3 blocks per SM by shared memory); global loads 2.5 per
+// pixel, through L1. In place it would be 2.2 + 12.5 (doubling: 3 levels x 2 planes x 3 accesses) + 14.0
+// = 28.7, ~290 Gpix/s. Register-built, C = 3 / 4: ~430 / 420; disk:3: ~1000 (then DRAM bound, 2 B/pixel:
+// ~2 Tpix/s). disk:15 (in place for C > 1): C = 1 ~230, C = 3 ~120. Issue: ~60 instructions per word.
+// ptxas (sm_90): in place 40 registers, no spills; register-built 76-100 registers (ptxas holds C = 1 and
+// 3 at 80, 3 blocks per SM: u8 C = 1 spills 4 bytes, C = 3 40 bytes, in the table build, once a segment).
 #include "cuda/morph_chords.hpp"
 
 #include <algorithm>
@@ -58,9 +66,21 @@ namespace {
 using u32 = std::uint32_t;
 
 constexpr int block_threads = 256;
-constexpr int rows_per_thread = 16;  // outputs per thread along y (8: 1.22x the staged rows of 16 at 15x15)
+constexpr int rows_per_thread = 8;  // outputs per thread along y (16 halves the halo rows but doubles the kept tables)
 constexpr int max_levels = 7;       // tables of 1, 2, .., 64 samples (chords up to max_chord_side)
 constexpr int chunk_items = 4;      // doubling items per thread between two barriers
+// Register-built tables: a thread makes `segment` consecutive positions of one staged row (u8/u16: 18,
+// 9 words a plane; f32: 17; odd word strides between lanes, so no bank conflicts on the stores) from
+// segment + (P-1)*C (+1) samples loaded from global memory, doubling in registers up to the largest
+// table P; taken while (P-1)*C <= reg_reach_of(C) (C = 1: P <= 16; 2, 3, 4: P <= 8, 28 samples at most:
+// u8 C = 1 needs 80 registers then, the others ~100, 2 blocks per SM).
+constexpr int reg_reach = 28;
+constexpr int reg_reach_of(int C) {
+    int P = 1;
+    while ((2 * P - 1) * C <= reg_reach) P *= 2;
+    return (P - 1) * C;
+}
+template <bool Pairs> constexpr int segment = Pairs ? 18 : 17;
 
 struct Params {
     const std::byte* in;
@@ -80,9 +100,14 @@ struct Params {
     // level_row0[l] .. + level_rows[l], and level_items[l] words per plane (u8/u16) or samples (f32) a row.
     int level_row0[max_levels], level_rows[max_levels], level_items[max_levels];
     int level_end[max_levels];     // chords [level_end[l-1], level_end[l]) read table 2^l
-    int chord_row[max_chords];     // staged row read by the tile's output row 0
-    int chord_a[max_chords];       // word offset of the first read (relative to the thread's column)
-    int chord_b[max_chords];       // of the second read; -1: one read (length a power of two)
+    // Register-built tables (Reg): table 2^l (if a chord reads it) at word store_base[l], its rows the staged
+    // rows store_row0[l] .. + store_rows[l]; load: samples a segment reads.
+    int store_base[max_levels], store_row0[max_levels], store_rows[max_levels];
+    int positions, load;
+    // Word offset of a chord's first read relative to the thread's first output word (row0 * pitch + col):
+    // table base, staged row and position; second read likewise, -1: one read (length a power of two).
+    int chord_a[max_chords];
+    int chord_b[max_chords];
 };
 
 template <class T, bool Dilate>
@@ -124,7 +149,36 @@ __device__ __forceinline__ u32 read_sample(const Params& p, int row, int s) {
     return bits_of<T>(__ldg(r + map_index(px, p.width, BorderMode(p.mode)) * C + ch));
 }
 
-template <class T, bool Dilate, int C>
+// Register-built tables, level L onwards: stores positions 0 .. N-1 of v (table 2^L from position s0 of
+// staged row r) where table 2^L is kept, then doubles v in registers for the next level.
+template <class T, bool Dilate, int C, int L, int N>
+__device__ __forceinline__ void store_levels(const Params& p, u32* tile, u32 (&v)[N], int r, int s0) {
+    constexpr bool pairs = sizeof(T) < 4;
+    constexpr int seg = segment<pairs>;
+    if constexpr (L < max_levels) {
+        if (L >= p.levels) return;
+        const int q = r - p.store_row0[L];
+        if (q >= 0 && q < p.store_rows[L]) {
+            u32* w = tile + p.store_base[L] + q * p.pitch;
+#pragma unroll
+            for (int i = 0; i < seg; ++i) {
+                if (s0 + i >= p.positions) break;
+                if constexpr (pairs) w[(i & 1) * p.half + s0 / 2 + (i >> 1)] = v[i];
+                else w[s0 + i] = v[i];
+            }
+        }
+        constexpr int shift = (1 << L) * C;
+        if constexpr (((2 << L) - 1) * C <= reg_reach_of(C)) {  // table 2^(L+1) fits the window
+            if (L + 1 < p.levels) {
+#pragma unroll
+                for (int i = 0; i + shift < N; ++i) v[i] = ext<T, Dilate>(v[i], v[i + shift]);
+                store_levels<T, Dilate, C, L + 1, N>(p, tile, v, r, s0);
+            }
+        }
+    }
+}
+
+template <class T, bool Dilate, int C, bool Reg>
 __global__ void __launch_bounds__(block_threads) morph_chords_kernel(const __grid_constant__ Params p) {
     constexpr bool pairs = sizeof(T) < 4;  // two samples per word
     extern __shared__ __align__(16) u32 tile[];
@@ -132,7 +186,43 @@ __global__ void __launch_bounds__(block_threads) morph_chords_kernel(const __gri
     const int by = int(blockIdx.x) / p.blocks_x, bx = int(blockIdx.x) - by * p.blocks_x;
     const int x0 = bx * p.tile_samples, y0 = by * p.th;
     const int sx0 = x0 + p.sx_lo, gy0 = y0 + p.y_lo;
+    const int col = tid % p.gx, row0 = (tid / p.gx) * rows_per_thread;
+    u32 acc[rows_per_thread];
+#pragma unroll
+    for (int t = 0; t < rows_per_thread; ++t) acc[t] = p.identity;
 
+    if constexpr (Reg) {
+        // 1'. every kept table straight from global memory, doubling in registers
+        constexpr int seg = segment<pairs>, N = seg + reg_reach_of(C) + (pairs ? 1 : 0);
+        const int segs = (p.positions + seg - 1) / seg;
+        for (int id = tid; id < p.rows * segs; id += block_threads) {
+            const int r = id / segs, s0 = (id - r * segs) * seg;
+            const int row = source_row(p, gy0 + r);
+            u32 v[N];
+#pragma unroll
+            for (int i = 0; i < N; ++i) v[i] = i < p.load ? read_sample<T, C>(p, row, sx0 + s0 + i) : 0u;
+            if constexpr (pairs) {
+#pragma unroll
+                for (int i = 0; i + 1 < N; ++i) v[i] |= v[i + 1] << 16;  // word of position i: samples i, i+1
+            }
+            store_levels<T, Dilate, C, 0, N>(p, tile, v, r, s0);
+        }
+        __syncthreads();
+        // 2'. every chord
+        const u32* base = tile + row0 * p.pitch + col;
+        for (int k = 0; k < p.level_end[max_levels - 1]; ++k) {
+            const u32* a = base + p.chord_a[k];
+            const int b = p.chord_b[k];
+            if (b < 0) {
+#pragma unroll
+                for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext<T, Dilate>(acc[t], a[t * p.pitch]);
+            } else {
+                const u32* bp = base + b;
+#pragma unroll
+                for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext3<T, Dilate>(acc[t], a[t * p.pitch], bp[t * p.pitch]);
+            }
+        }
+    } else {
     // 1. stage T_1
     if constexpr (pairs) {
         const int items = p.rows * p.half;  // item (r, m): samples 2m, 2m+1
@@ -155,16 +245,11 @@ __global__ void __launch_bounds__(block_threads) morph_chords_kernel(const __gri
     }
     __syncthreads();
 
-    const int col = tid % p.gx, row0 = (tid / p.gx) * rows_per_thread;
-    u32 acc[rows_per_thread];
-#pragma unroll
-    for (int t = 0; t < rows_per_thread; ++t) acc[t] = p.identity;
-
     for (int level = 0; level < p.levels; ++level) {
         // 2a. chords of power 2^level (uniform loop: the bounds are kernel parameters)
         const int k0 = level ? p.level_end[level - 1] : 0, k1 = p.level_end[level];
         for (int k = k0; k < k1; ++k) {
-            const u32* base = tile + (row0 + p.chord_row[k]) * p.pitch + col;
+            const u32* base = tile + row0 * p.pitch + col;
             const u32* a = base + p.chord_a[k];
             const int b = p.chord_b[k];
             if (b < 0) {
@@ -232,6 +317,7 @@ __global__ void __launch_bounds__(block_threads) morph_chords_kernel(const __gri
             }
         }
     }
+    }
 
     // 3. store
     const int xs = x0 + col * (pairs ? 2 : 1);
@@ -288,7 +374,13 @@ struct Geometry {
     double staged_per_output = 0;  // staged words per output word: the halo's cost
 };
 
-Geometry make_geometry(int gx, bool pairs, int C, const Extent& e) {
+// Register-built tables kept at once: `tables` of them, their row spans (max dy - min dy of their chords)
+// adding to `span` (0 tables: the in-place tables, one staged tile).
+struct Kept {
+    int tables = 0, span = 0;
+};
+
+Geometry make_geometry(int gx, bool pairs, int C, const Extent& e, Kept kept) {
     Geometry g;
     g.gx = gx;
     g.th = (block_threads / gx) * rows_per_thread;
@@ -297,19 +389,21 @@ Geometry make_geometry(int gx, bool pairs, int C, const Extent& e) {
     g.rows = g.th + e.dy_hi - e.dy_lo;
     g.half = pairs ? (staged + 1) / 2 : 0;
     g.pitch = pairs ? 2 * g.half : staged;
-    g.bytes = std::size_t(g.rows) * g.pitch * sizeof(u32);
+    const int rows = kept.tables ? kept.tables * g.th + kept.span : g.rows;
+    g.bytes = std::size_t(rows) * g.pitch * sizeof(u32);
     g.staged_per_output = double(g.rows) * g.pitch / (double(gx) * g.th);
     return g;
 }
 
 // The tile with the least halo among those of up to 56 KB (four blocks, 32 warps per SM), else 112 KB
-// (two blocks), else the opt-in limit; gx = 0 when none fits.
-Geometry choose_geometry(bool pairs, int C, const Extent& e) {
+// (two blocks), else the opt-in limit (register-built tables: at most 112 KB); gx = 0 when none fits.
+Geometry choose_geometry(bool pairs, int C, const Extent& e, Kept kept = {}) {
     static const int limit = smem_optin_limit();
     for (std::size_t budget : {std::size_t(56) << 10, std::size_t(112) << 10, std::size_t(limit)}) {
+        if (kept.tables && budget > (std::size_t(112) << 10)) break;
         Geometry best;
         for (int gx : {32, 64, 128, 256}) {
-            const Geometry g = make_geometry(gx, pairs, C, e);
+            const Geometry g = make_geometry(gx, pairs, C, e, kept);
             if (g.bytes <= budget && g.bytes <= std::size_t(limit) &&
                 (best.gx == 0 || g.staged_per_output < best.staged_per_output))
                 best = g;
@@ -325,22 +419,22 @@ int level_of(int length) {
     return l;
 }
 
-template <class T, bool Dilate, int C>
+template <class T, bool Dilate, int C, bool Reg>
 void launch_typed(Params& p, std::size_t bytes, int blocks, cudaStream_t stream) {
-    auto kernel = morph_chords_kernel<T, Dilate, C>;
+    auto kernel = morph_chords_kernel<T, Dilate, C, Reg>;
     if (bytes > 48 * 1024)
         APRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
     kernel<<<unsigned(blocks), block_threads, bytes, stream>>>(p);
     APRON_CUDA_CHECK_LAUNCH("morph_chords");
 }
 
-template <class T, bool Dilate>
+template <class T, bool Dilate, bool Reg>
 void launch_channels(int C, Params& p, std::size_t bytes, int blocks, cudaStream_t stream) {
     switch (C) {
-    case 1: return launch_typed<T, Dilate, 1>(p, bytes, blocks, stream);
-    case 2: return launch_typed<T, Dilate, 2>(p, bytes, blocks, stream);
-    case 3: return launch_typed<T, Dilate, 3>(p, bytes, blocks, stream);
-    default: return launch_typed<T, Dilate, 4>(p, bytes, blocks, stream);
+    case 1: return launch_typed<T, Dilate, 1, Reg>(p, bytes, blocks, stream);
+    case 2: return launch_typed<T, Dilate, 2, Reg>(p, bytes, blocks, stream);
+    case 3: return launch_typed<T, Dilate, 3, Reg>(p, bytes, blocks, stream);
+    default: return launch_typed<T, Dilate, 4, Reg>(p, bytes, blocks, stream);
     }
 }
 
@@ -362,7 +456,21 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
     const int C = in.channels();
     const bool pairs = plan.type != PixelType::f32;
     const Extent e = extent_of(plan.chords);
-    const Geometry g = choose_geometry(pairs, C, e);
+    const int levels = level_of(e.longest) + 1;
+    // Tables kept at once by the register path: those some chord reads, each on its chords' rows.
+    int dy_min[max_levels], dy_max[max_levels];
+    for (int l = 0; l < max_levels; ++l) dy_min[l] = 1 << 20, dy_max[l] = -(1 << 20);
+    for (const MorphChord& c : plan.chords) {
+        const int l = level_of(c.length);
+        dy_min[l] = std::min(dy_min[l], c.dy);
+        dy_max[l] = std::max(dy_max[l], c.dy);
+    }
+    Kept kept;
+    for (int l = 0; l < levels; ++l)
+        if (dy_min[l] <= dy_max[l]) ++kept.tables, kept.span += dy_max[l] - dy_min[l];
+    Geometry g;
+    const bool reg = ((1 << (levels - 1)) - 1) * C <= reg_reach_of(C) && (g = choose_geometry(pairs, C, e, kept)).gx != 0;
+    if (!reg) g = choose_geometry(pairs, C, e);
     const bool dilate = plan.step.kind == MorphKind::dilate;
     Params p{};
     p.in = in.data;
@@ -389,16 +497,29 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
                      [&](int a, int b) { return level_of(plan.chords[a].length) < level_of(plan.chords[b].length); });
-    p.levels = level_of(e.longest) + 1;
-    // Word offset of a read starting `s` staged samples after the thread's first output sample (even for pairs).
-    auto word_offset = [&](int s) { return pairs ? (s & 1) * g.half + (s >> 1) : s; };
+    p.levels = levels;
+    p.positions = pairs ? 2 * g.half : g.pitch;
+    p.load = (pairs ? segment<true> + 1 : segment<false>) + ((1 << (levels - 1)) - 1) * C;
+    int words = 0;  // register path: the kept tables one after the other
+    for (int l = 0; l < max_levels; ++l) {
+        const bool keep = reg && l < levels && dy_min[l] <= dy_max[l];
+        p.store_base[l] = words;
+        p.store_row0[l] = keep ? dy_min[l] - e.dy_lo : 0;
+        p.store_rows[l] = keep ? dy_max[l] - dy_min[l] + g.th : 0;
+        words += p.store_rows[l] * g.pitch;
+    }
+    // Word offset of a read starting `s` staged samples after the thread's first output sample (even for
+    // pairs), in staged row `r` of the tile (in-place tables) or of table `l` (register path).
+    auto word_offset = [&](int l, int r, int s) {
+        const int row = reg ? p.store_base[l] / g.pitch + r - p.store_row0[l] : r;
+        return row * g.pitch + (pairs ? (s & 1) * g.half + (s >> 1) : s);
+    };
     for (int l = 0; l < max_levels; ++l) p.level_end[l] = 0;
     for (std::size_t k = 0; k < order.size(); ++k) {
         const MorphChord& c = plan.chords[order[k]];
-        const int level = level_of(c.length), power = 1 << level;
-        p.chord_row[k] = c.dy - e.dy_lo;
-        p.chord_a[k] = word_offset((c.dx - e.lo) * C);
-        p.chord_b[k] = power == c.length ? -1 : word_offset((c.dx + c.length - power - e.lo) * C);
+        const int level = level_of(c.length), power = 1 << level, r = c.dy - e.dy_lo;
+        p.chord_a[k] = word_offset(level, r, (c.dx - e.lo) * C);
+        p.chord_b[k] = power == c.length ? -1 : word_offset(level, r, (c.dx + c.length - power - e.lo) * C);
         for (int l = level; l < max_levels; ++l) p.level_end[l] = int(k) + 1;
     }
     // Where each table is needed, from the largest down: the staged rows and the last sample position
@@ -430,8 +551,13 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
             p.identity = u32(identity) | (u32(identity) << 16);
         }
         const int blocks = p.blocks_x * blocks_y;
-        if (dilate) launch_channels<T, true>(C, p, g.bytes, blocks, stream);
-        else launch_channels<T, false>(C, p, g.bytes, blocks, stream);
+        if (reg) {
+            if (dilate) launch_channels<T, true, true>(C, p, g.bytes, blocks, stream);
+            else launch_channels<T, false, true>(C, p, g.bytes, blocks, stream);
+        } else {
+            if (dilate) launch_channels<T, true, false>(C, p, g.bytes, blocks, stream);
+            else launch_channels<T, false, false>(C, p, g.bytes, blocks, stream);
+        }
     });
 }
 
