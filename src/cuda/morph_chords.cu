@@ -223,100 +223,100 @@ __global__ void __launch_bounds__(block_threads) morph_chords_kernel(const __gri
             }
         }
     } else {
-    // 1. stage T_1
-    if constexpr (pairs) {
-        const int items = p.rows * p.half;  // item (r, m): samples 2m, 2m+1
-        for (int id = tid; id < items; id += block_threads) {
-            const int r = id / p.half, m = id - r * p.half;
-            const int row = source_row(p, gy0 + r);
-            const u32 a = read_sample<T, C>(p, row, sx0 + 2 * m), b = read_sample<T, C>(p, row, sx0 + 2 * m + 1);
-            u32* w = tile + r * p.pitch;
-            w[m] = a | (b << 16);  // plane 0, word m: samples (2m, 2m+1)
-            auto* odd = reinterpret_cast<unsigned short*>(w + p.half);  // plane 1, word m: (2m+1, 2m+2)
-            odd[2 * m] = static_cast<unsigned short>(b);
-            if (m > 0) odd[2 * m - 1] = static_cast<unsigned short>(a);
-        }
-    } else {
-        const int items = p.rows * p.pitch;
-        for (int id = tid; id < items; id += block_threads) {
-            const int r = id / p.pitch, s = id - r * p.pitch;
-            tile[r * p.pitch + s] = read_sample<T, C>(p, source_row(p, gy0 + r), sx0 + s);
-        }
-    }
-    __syncthreads();
-
-    for (int level = 0; level < p.levels; ++level) {
-        // 2a. chords of power 2^level (uniform loop: the bounds are kernel parameters)
-        const int k0 = level ? p.level_end[level - 1] : 0, k1 = p.level_end[level];
-        for (int k = k0; k < k1; ++k) {
-            const u32* base = tile + row0 * p.pitch + col;
-            const u32* a = base + p.chord_a[k];
-            const int b = p.chord_b[k];
-            if (b < 0) {
-#pragma unroll
-                for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext<T, Dilate>(acc[t], a[t * p.pitch]);
-            } else {
-                const u32* bp = base + b;
-#pragma unroll
-                for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext3<T, Dilate>(acc[t], a[t * p.pitch], bp[t * p.pitch]);
-            }
-        }
-        if (level + 1 == p.levels) break;
-        // 2b. T_2p(s) = ext(T_p(s), T_p(s + p*C)), in place, forward along each row
-        const int shift = (1 << level) * C;
-        const int per_row = p.level_items[level + 1], r0 = p.level_row0[level + 1];
-        const int items = p.level_rows[level + 1] * per_row;
+        // 1. stage T_1
         if constexpr (pairs) {
-            // item (r, m): the words of s = 2m (plane 0) and 2m + 1 (plane 1)
-            const int e0 = shift & 1, i0 = shift >> 1, e1 = (shift + 1) & 1, i1 = (shift + 1) >> 1;
-            for (int chunk = 0; chunk < items; chunk += chunk_items * block_threads) {
-                u32 v0[chunk_items], v1[chunk_items];
-#pragma unroll
-                for (int u = 0; u < chunk_items; ++u) {
-                    const int id = chunk + u * block_threads + tid;
-                    if (id >= items) break;
-                    const int q = id / per_row, m = id - q * per_row;
-                    const u32* w = tile + (r0 + q) * p.pitch;
-                    v0[u] = w[m];
-                    v1[u] = w[p.half + m];
-                    if (m + i0 < p.half) v0[u] = ext<T, Dilate>(v0[u], w[e0 * p.half + m + i0]);
-                    if (m + i1 < p.half) v1[u] = ext<T, Dilate>(v1[u], w[e1 * p.half + m + i1]);
-                }
-                __syncthreads();
-#pragma unroll
-                for (int u = 0; u < chunk_items; ++u) {
-                    const int id = chunk + u * block_threads + tid;
-                    if (id >= items) break;
-                    const int q = id / per_row, m = id - q * per_row;
-                    tile[(r0 + q) * p.pitch + m] = v0[u];
-                    tile[(r0 + q) * p.pitch + p.half + m] = v1[u];
-                }
-                __syncthreads();
+            const int items = p.rows * p.half;  // item (r, m): samples 2m, 2m+1
+            for (int id = tid; id < items; id += block_threads) {
+                const int r = id / p.half, m = id - r * p.half;
+                const int row = source_row(p, gy0 + r);
+                const u32 a = read_sample<T, C>(p, row, sx0 + 2 * m), b = read_sample<T, C>(p, row, sx0 + 2 * m + 1);
+                u32* w = tile + r * p.pitch;
+                w[m] = a | (b << 16);  // plane 0, word m: samples (2m, 2m+1)
+                auto* odd = reinterpret_cast<unsigned short*>(w + p.half);  // plane 1, word m: (2m+1, 2m+2)
+                odd[2 * m] = static_cast<unsigned short>(b);
+                if (m > 0) odd[2 * m - 1] = static_cast<unsigned short>(a);
             }
         } else {
-            for (int chunk = 0; chunk < items; chunk += chunk_items * block_threads) {
-                u32 v[chunk_items];
-#pragma unroll
-                for (int u = 0; u < chunk_items; ++u) {
-                    const int id = chunk + u * block_threads + tid;
-                    if (id >= items) break;
-                    const int q = id / per_row, s = id - q * per_row;
-                    const u32* w = tile + (r0 + q) * p.pitch;
-                    v[u] = w[s];
-                    if (s + shift < p.pitch) v[u] = ext<T, Dilate>(v[u], w[s + shift]);
-                }
-                __syncthreads();
-#pragma unroll
-                for (int u = 0; u < chunk_items; ++u) {
-                    const int id = chunk + u * block_threads + tid;
-                    if (id >= items) break;
-                    const int q = id / per_row, s = id - q * per_row;
-                    tile[(r0 + q) * p.pitch + s] = v[u];
-                }
-                __syncthreads();
+            const int items = p.rows * p.pitch;
+            for (int id = tid; id < items; id += block_threads) {
+                const int r = id / p.pitch, s = id - r * p.pitch;
+                tile[r * p.pitch + s] = read_sample<T, C>(p, source_row(p, gy0 + r), sx0 + s);
             }
         }
-    }
+        __syncthreads();
+
+        for (int level = 0; level < p.levels; ++level) {
+            // 2a. chords of power 2^level (uniform loop: the bounds are kernel parameters)
+            const int k0 = level ? p.level_end[level - 1] : 0, k1 = p.level_end[level];
+            for (int k = k0; k < k1; ++k) {
+                const u32* base = tile + row0 * p.pitch + col;
+                const u32* a = base + p.chord_a[k];
+                const int b = p.chord_b[k];
+                if (b < 0) {
+    #pragma unroll
+                    for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext<T, Dilate>(acc[t], a[t * p.pitch]);
+                } else {
+                    const u32* bp = base + b;
+    #pragma unroll
+                    for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext3<T, Dilate>(acc[t], a[t * p.pitch], bp[t * p.pitch]);
+                }
+            }
+            if (level + 1 == p.levels) break;
+            // 2b. T_2p(s) = ext(T_p(s), T_p(s + p*C)), in place, forward along each row
+            const int shift = (1 << level) * C;
+            const int per_row = p.level_items[level + 1], r0 = p.level_row0[level + 1];
+            const int items = p.level_rows[level + 1] * per_row;
+            if constexpr (pairs) {
+                // item (r, m): the words of s = 2m (plane 0) and 2m + 1 (plane 1)
+                const int e0 = shift & 1, i0 = shift >> 1, e1 = (shift + 1) & 1, i1 = (shift + 1) >> 1;
+                for (int chunk = 0; chunk < items; chunk += chunk_items * block_threads) {
+                    u32 v0[chunk_items], v1[chunk_items];
+    #pragma unroll
+                    for (int u = 0; u < chunk_items; ++u) {
+                        const int id = chunk + u * block_threads + tid;
+                        if (id >= items) break;
+                        const int q = id / per_row, m = id - q * per_row;
+                        const u32* w = tile + (r0 + q) * p.pitch;
+                        v0[u] = w[m];
+                        v1[u] = w[p.half + m];
+                        if (m + i0 < p.half) v0[u] = ext<T, Dilate>(v0[u], w[e0 * p.half + m + i0]);
+                        if (m + i1 < p.half) v1[u] = ext<T, Dilate>(v1[u], w[e1 * p.half + m + i1]);
+                    }
+                    __syncthreads();
+    #pragma unroll
+                    for (int u = 0; u < chunk_items; ++u) {
+                        const int id = chunk + u * block_threads + tid;
+                        if (id >= items) break;
+                        const int q = id / per_row, m = id - q * per_row;
+                        tile[(r0 + q) * p.pitch + m] = v0[u];
+                        tile[(r0 + q) * p.pitch + p.half + m] = v1[u];
+                    }
+                    __syncthreads();
+                }
+            } else {
+                for (int chunk = 0; chunk < items; chunk += chunk_items * block_threads) {
+                    u32 v[chunk_items];
+    #pragma unroll
+                    for (int u = 0; u < chunk_items; ++u) {
+                        const int id = chunk + u * block_threads + tid;
+                        if (id >= items) break;
+                        const int q = id / per_row, s = id - q * per_row;
+                        const u32* w = tile + (r0 + q) * p.pitch;
+                        v[u] = w[s];
+                        if (s + shift < p.pitch) v[u] = ext<T, Dilate>(v[u], w[s + shift]);
+                    }
+                    __syncthreads();
+    #pragma unroll
+                    for (int u = 0; u < chunk_items; ++u) {
+                        const int id = chunk + u * block_threads + tid;
+                        if (id >= items) break;
+                        const int q = id / per_row, s = id - q * per_row;
+                        tile[(r0 + q) * p.pitch + s] = v[u];
+                    }
+                    __syncthreads();
+                }
+            }
+        }
     }
 
     // 3. store
@@ -331,8 +331,10 @@ __global__ void __launch_bounds__(block_threads) morph_chords_kernel(const __gri
         if constexpr (!pairs) {
             *out = Dilate ? fmaxf(__uint_as_float(w), -FLT_MAX) : fminf(__uint_as_float(w), FLT_MAX);
         } else if (xs + 1 < p.samples && reinterpret_cast<std::uintptr_t>(out) % (2 * sizeof(T)) == 0) {
-            if constexpr (sizeof(T) == 1) *reinterpret_cast<unsigned short*>(out) = static_cast<unsigned short>(__byte_perm(w, 0, 0x0020));
-            else *reinterpret_cast<u32*>(out) = w;
+            if constexpr (sizeof(T) == 1)  // bytes 0 and 2: the two u8 samples
+                *reinterpret_cast<unsigned short*>(out) = static_cast<unsigned short>(__byte_perm(w, 0, 0x0020));
+            else
+                *reinterpret_cast<u32*>(out) = w;
         } else {
             out[0] = T(w & 0xFFFFu);
             if (xs + 1 < p.samples) out[1] = T(w >> 16);
