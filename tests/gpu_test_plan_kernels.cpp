@@ -47,7 +47,7 @@ TEST(CudaPlanKernels, MorphologyNamesWhatRuns) {
     EXPECT_EQ(m.algorithm, MorphAlgorithm::direct);
     EXPECT_EQ(m.kernel.name(), "cuda.morph_direct");
     EXPECT_NE(first_step(wide).label.find("101x101 direct u8"), std::string::npos) << first_step(wide).label;
-    EXPECT_EQ(kernel_of("dilate:se=ellipse:9x9", u8), "cuda.morph_direct");
+    EXPECT_EQ(kernel_of("dilate:se=ellipse:9x9", u8), "cuda.morph_chords");
 }
 
 TEST(CudaPlanKernels, LinearFamiliesAndForms) {

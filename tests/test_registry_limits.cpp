@@ -282,7 +282,8 @@ TEST(RegistryLimits, MorphologyPassesShareOneElement) {
     ASSERT_EQ(open.steps.size(), 6u);
     EXPECT_TRUE(std::get<MorphStep>(open.steps[5].action).element.weights.shares_storage_with(
         std::get<MorphStep>(open.steps[0].action).element.weights));
-    EXPECT_EQ(parse_operation("gradient:iterations=1000").steps.size(), 2001u);
+    // (a cross: passes of a full rectangle merge into larger rectangles, test_morph_decompose.cpp)
+    EXPECT_EQ(parse_operation("gradient:se=cross:3x3,iterations=1000").steps.size(), 2001u);
 }
 
 TEST(RegistryLimits, ErrorsFromInsideABuilderNameTheOpAndTheParametersRead) {

@@ -1,4 +1,5 @@
 // Morphology with flat structuring elements: erode, dilate and OpenCV's morphologyEx family.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -69,10 +70,55 @@ std::optional<BorderMode> morph_border(const OpArgs& a) {
     return a.border("border");
 }
 
-// n times `m` (with the given kind) on the result of the previous step (or `input`).
+// Passes of a full rectangle merged into one step: as many as keep each side within 64 cells (the size the
+// fast rectangle kernels take; the CPU's rectangle kernel is O(1) per pixel at any size, so fewer, larger
+// steps never cost more there). 1: no merge.
+constexpr int merged_rect_side = 64;
+
+// n passes of a full W x H rectangle with anchor (ax, ay) equal one pass of the (n(W-1)+1) x (n(H-1)+1)
+// rectangle with anchor (n ax, n ay) when outside pixels are ignored. Per axis (the rectangle is a product
+// of intervals, so the axes are independent), one pass takes offsets [lo, hi] = [-ax, W-1-ax], and
+// lo <= 0 <= hi because the anchor is a cell of the element. Two passes read in(x + i1 + i2) over the i1,
+// i2 in [lo, hi] whose intermediate pixel m = x + i2 is inside the image; the merged pass reads in(t) over
+// t = x + k inside the image, k in [2lo, 2hi]. Every such t has an m: for k >= 0 take i2 = min(k, hi), so
+// i1 = k - i2 = max(0, k - hi) lies in [0, hi] (k <= 2hi), within [lo, hi], and m lies between x and t, both
+// inside the image (an interval), so m is inside; k < 0 likewise with lo. Induction gives n passes. With a
+// border mode the second pass reads the border of the first pass's result, not of the input (reflect of a
+// dilated image is not the dilation of the reflected one near the edges): no merge then.
+int passes_per_merged_step(const MorphStep& m, int n) {
+    const Mask& e = m.element;
+    if (m.border || n < 2 || e.width > merged_rect_side || e.height > merged_rect_side) return 1;
+    for (double w : e.weights)
+        if (w == 0) return 1;
+    int k = n;
+    if (e.width > 1) k = std::min(k, (merged_rect_side - 1) / (e.width - 1));
+    if (e.height > 1) k = std::min(k, (merged_rect_side - 1) / (e.height - 1));
+    return std::max(k, 1);
+}
+
+// The full rectangle of `passes` passes of the full rectangle `e`, anchored at passes x e's anchor.
+Mask grown_rectangle(const Mask& e, int passes) {
+    const int w = passes * (e.width - 1) + 1, h = passes * (e.height - 1) + 1;
+    Mask g(w, h, std::vector<double>(std::size_t(w) * h, 1.0));
+    g.anchor_x = passes * e.anchor_x;
+    g.anchor_y = passes * e.anchor_y;
+    return g;
+}
+
+// n times `m` (with the given kind) on the result of the previous step (or `input`); consecutive passes of a
+// full rectangle with ignored borders become fewer, larger rectangles (passes_per_merged_step).
 void repeat(std::vector<Step>& steps, MorphStep m, MorphKind kind, int n, int input) {
     m.kind = kind;
-    for (int k = 0; k < n; ++k) steps.push_back(Step{m, k == 0 ? input : int(steps.size()) - 1});
+    const int k = passes_per_merged_step(m, n);
+    if (k > 1) {
+        MorphStep full = m, rest = m;
+        full.element = grown_rectangle(m.element, k);  // shared by every merged step
+        if (n % k) rest.element = grown_rectangle(m.element, n % k);
+        for (int done = 0; done < n; done += k)
+            steps.push_back(Step{n - done >= k ? full : rest, done == 0 ? input : int(steps.size()) - 1});
+        return;
+    }
+    for (int j = 0; j < n; ++j) steps.push_back(Step{m, j == 0 ? input : int(steps.size()) - 1});
 }
 
 using Builder = OpProgram (*)(const MorphStep&, int iterations);

@@ -24,6 +24,7 @@
 #include "cuda/dispatch_table.hpp"
 #include "cuda/direct_tiled.hpp"
 #include "cuda/fft_linear.hpp"
+#include "cuda/morph_chords.hpp"
 #include "cuda/morph_rect.hpp"
 #include "cuda/runtime_direct.hpp"
 #include "cuda/separable_fused.hpp"
@@ -222,7 +223,8 @@ public:
         if (!morph_family_of(p.kernel, &family)) morph_family_of(choose_morph(p, in.shape, cuda_device_arch()), &family);
         // morph_rect's launcher takes its fast path or its general kernel by the view's alignment.
         if (family == MorphFamily::morph_rect && morph_rect_supports(p)) return launch_morph_rect(p, in, out, stream_);
-        // MorphFamily::morph_chords: its launcher goes here. morph_direct takes every element.
+        if (family == MorphFamily::morph_chords && morph_chords_supports(p)) return launch_morph_chords(p, in, out, stream_);
+        // morph_direct takes every element.
         const Mask& e = p.step.element;
         std::vector<unsigned char> cells(e.weights.size());
         for (std::size_t k = 0; k < cells.size(); ++k) cells[k] = e.weights[k] != 0;

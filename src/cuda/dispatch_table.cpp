@@ -11,6 +11,7 @@
 #include "cuda/direct_imma.hpp"
 #include "cuda/direct_tiled.hpp"
 #include "cuda/fft_support.hpp"
+#include "cuda/morph_chords.hpp"
 #include "cuda/morph_rect.hpp"
 #include "cuda/runtime_direct_api.hpp"
 #include "cuda/separable_fused.hpp"
@@ -186,7 +187,9 @@ KernelChoice choose_morph(const MorphPlan& p, const ImageShape& shape, int arch)
                           e.width <= 16 && e.height <= 64;
         return {name_of(MorphFamily::morph_rect), fast ? "fast" : ""};
     }
-    // 2. morph_chords goes here: the chord-table kernel for any flat element (MorphAlgorithm::chords).
+    // 2. morph_chords: any flat element up to 64x64 and 128 runs as chords (Urbach-Wilkinson run tables in
+    //    shared memory, morph_chords.cu); disk:7 u8 4.8 Gpix/s through morph_direct before it.
+    if (p.algorithm == MorphAlgorithm::chords && morph_chords_supports(p)) return {name_of(MorphFamily::morph_chords), ""};
     // 3. morph_direct: every cell of the element per sample (disk:7 u8 4.3 Gpix/s on the H200).
     return {name_of(MorphFamily::morph_direct), ""};
 }

@@ -31,11 +31,11 @@ enum class LinearFamily : unsigned char {
 };
 constexpr int linear_family_count = 6;
 
-// Morphology. `chords` is reserved for the chord-table kernel of any flat element (MorphAlgorithm::chords):
-// it slots in between the rectangle and the direct kernel, see morph_policy() in dispatch_table.cpp.
+// Morphology: the rectangle kernel, then the chord-table kernel of any flat element (MorphAlgorithm::chords),
+// then the direct kernel; see choose_morph() in dispatch_table.cpp.
 enum class MorphFamily : unsigned char {
     morph_rect,    // morph_rect.cu: van Herk / Gil-Werman rows and columns, full rectangles up to 64x64
-    morph_chords,  // (reserved) chord tables for any flat element
+    morph_chords,  // morph_chords.cu: chord tables (Urbach-Wilkinson) for any flat element up to 64x64
     morph_direct,  // cuda_executor.cu: every cell of the element from global memory
 };
 

@@ -45,12 +45,21 @@ struct LinearPlan {
     KernelChoice kernel;
 };
 
-enum class MorphAlgorithm : unsigned char { direct, separable_rect };
+// `chords`: the element as horizontal runs of set cells (plan/morph_decompose.hpp), each the extremum of two
+// power-of-two run tables (Urbach-Wilkinson).
+enum class MorphAlgorithm : unsigned char { direct, separable_rect, chords };
+
+// A run of `length` set cells in element row j from column i: dy = j - anchor_y, dx = i - anchor_x.
+struct MorphChord {
+    int dy = 0, dx = 0, length = 1;
+    friend bool operator==(const MorphChord&, const MorphChord&) = default;
+};
 
 struct MorphPlan {
     MorphStep step;
     PixelType type = PixelType::u8;  // input and output
     MorphAlgorithm algorithm = MorphAlgorithm::direct;
+    std::vector<MorphChord> chords;  // algorithm == chords: the element's runs, sorted by dy
     KernelChoice kernel;
 };
 

@@ -15,6 +15,7 @@
 #include "plan/backend_caps.hpp"
 #include "plan/cost_model.hpp"
 #include "plan/linear_paths.hpp"
+#include "plan/morph_decompose.hpp"
 #include "plan/plan.hpp"
 
 namespace apron {
@@ -208,7 +209,7 @@ MorphPlan plan_morph(const MorphStep& step, PixelType type, MaskMemo& memo) {
     const bool full = memo.get(memo.full, step.element, [&] {
         return std::all_of(step.element.weights.begin(), step.element.weights.end(), [](double w) { return w != 0; });
     });
-    p.algorithm = full && step.element.weights.size() > 1 ? MorphAlgorithm::separable_rect : MorphAlgorithm::direct;
+    decompose_element(p, full);  // rectangle, chords or direct (plan/morph_decompose.cpp: the cost model)
     return p;
 }
 
@@ -236,6 +237,17 @@ const char* algorithm_name(LinearAlgorithm a) {
     }
 }
 
+// "chords(N,L)": N chords of L distinct lengths.
+std::string morph_algorithm_name(const MorphPlan& m) {
+    if (m.algorithm == MorphAlgorithm::separable_rect) return "separable-rect";
+    if (m.algorithm != MorphAlgorithm::chords) return "direct";
+    std::vector<int> lengths;
+    for (const MorphChord& c : m.chords) lengths.push_back(c.length);
+    std::sort(lengths.begin(), lengths.end());
+    const auto distinct = std::unique(lengths.begin(), lengths.end()) - lengths.begin();
+    return "chords(" + std::to_string(m.chords.size()) + "," + std::to_string(distinct) + ")";
+}
+
 std::string label_of(const StepPlan& s) {
     std::ostringstream o;
     if (auto* l = std::get_if<LinearPlan>(&s.what)) {
@@ -245,7 +257,7 @@ std::string label_of(const StepPlan& s) {
           << to_string(l->in) << "->" << to_string(l->out) << " border=" << to_string(l->step.border);
     } else if (auto* m = std::get_if<MorphPlan>(&s.what)) {
         o << (m->step.kind == MorphKind::dilate ? "dilate " : "erode ") << mask_size(m->step.element) << ' '
-          << (m->algorithm == MorphAlgorithm::separable_rect ? "separable-rect" : "direct") << ' ' << to_string(m->type)
+          << morph_algorithm_name(*m) << ' ' << to_string(m->type)
           << " border=" << (m->step.border ? to_string(*m->step.border) : "ignore");
     } else {
         const auto& c = std::get<CombinePlan>(s.what);

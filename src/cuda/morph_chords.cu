@@ -1,0 +1,566 @@
+// Morphology with any flat structuring element on CUDA: the element is a list of chords (runs of set cells,
+// planned in plan/morph_decompose.cpp), each chord the extremum of two reads of a power-of-two run table
+// (Urbach-Wilkinson), all in one kernel over a shared-memory tile.
+//
+// Result (SPEC.md, Morphology): out(x,y) = max (min) over the set cells (i,j) of in(x + i - ax, y + j - ay),
+// outside pixels ignored (read as the identity: the type's lowest / highest) or read through the border.
+// Max and min are exact and associative, so the result is bit-identical to the reference however the cells
+// are grouped. f32 follows the reference's fmax / fmin: fmaxf / fminf never let NaN win, and one clamp at
+// the end turns "all NaN" and -inf (+inf for erode) into the identity (-FLT_MAX / FLT_MAX), as
+// morph_rect.cu does.
+//
+// Data layout. Shared memory holds 32-bit words; word s of a staged row is the pair of samples (s, s+1)
+// for u8 / u16 (u8 widened to u16 lanes, so one VIMNMX.U16x2 - __vmaxu2 - does two samples: packed u8x4
+// would need six instructions per __vmaxu4 on sm_90) and sample s for f32. A chord's reads start at any
+// sample, so u8 / u16 rows keep both alignments: plane 0 the words of even s, plane 1 those of odd s (each
+// warp then reads consecutive words of one plane: no bank conflicts). The lanes of a word are samples s
+// and s+1 whatever the channel count C: a tap moves by dx*C samples, so every lane stays in its channel.
+//
+// One block of 256 threads makes a tile of gx words (gx*2 u8/u16 samples, gx f32) by th = (256/gx)*8 rows;
+// thread = one word column x 8 rows (rows_per_thread). gx (32..256) is chosen per element and channel
+// count for the least staged halo with the tile in shared memory (choose_geometry). The staged region:
+// rows y0 + min dy .. y0 + th - 1 + max dy, samples x0 + lo*C .. (lo, hi: the element's first and last
+// set column relative to the anchor), read through map_index for the border modes, the identity (ignore)
+// or the constant value outside. Two ways to build the tables T_p, p = 1, 2, 4, .. <= the longest chord:
+//  - register-built (Reg, when (P-1)*C is at most 15..28 samples, reg_reach_of, and the kept tables fit
+//    112 KB): a thread loads `segment` positions of a staged row plus (P-1)*C from global memory (L1
+//    serves the overlap), doubles them in registers (T_2p(s) = ext(T_p(s), T_p(s + p*C))) and stores
+//    each table some chord reads, on its chords' rows only, each table in its own region. One barrier, then
+//    every chord: acc = ext(acc, T_p(x + dx*C, y + dy), T_p(x + (dx + len - p)*C, y + dy)) with p the
+//    largest power of two <= len: one VIMNMX3.U16x2 (__vimax3_u16x2) and two loads per chord and word
+//    (one load when len == p).
+//  - in place (larger reach, or tiles too big): stage T_1; for p = 1, 2, 4, ..: apply the chords of power
+//    p, then T_2p(s) = ext(T_p(s), T_p(s + p*C)) in place, on the rows and columns later chords read, in
+//    chunks of 1024 items, every thread reading its items before a barrier and writing after it (reads only
+//    go forward along a row, so no item reads a word an earlier chunk has already rewritten).
+// The accumulated words leave as u8 pairs / u16 pairs (2- or 4-byte stores when aligned) or f32.
+//
+// Cost model (shared-memory accesses per output pixel; the limit: 132 SMs x 32 words per clock x 1.98 GHz
+// = 8.4 T accesses/s on the H200), disk:7 (15 chords, tables 1, 4, 8 kept) u8 gray: gx = 32, 64 x 64
+// outputs per block, 78 staged rows of 78 samples; register-built: stores 4.3 + chords 14.0 (28 reads a
+// word) = 18.3, so ~450 Gpix/s at best (71 KB: 3 blocks per SM by shared memory); global loads 2.5 per
+// pixel, through L1. In place it would be 2.2 + 12.5 (doubling: 3 levels x 2 planes x 3 accesses) + 14.0
+// = 28.7, ~290 Gpix/s. Register-built, C = 3 / 4: ~430 / 420; disk:3: ~1000 (then DRAM bound, 2 B/pixel:
+// ~2 Tpix/s). disk:15 (in place for C > 1): C = 1 ~230, C = 3 ~120. Issue: ~60 instructions per word.
+// ptxas (sm_90): in place 40 registers, no spills; register-built 76-100 registers (ptxas holds C = 1 and
+// 3 at 80, 3 blocks per SM: u8 C = 1 spills 4 bytes, C = 3 40 bytes, in the table build, once a segment).
+#include "cuda/morph_chords.hpp"
+
+#include <algorithm>
+#include <cfloat>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <type_traits>
+#include <vector>
+
+#include "core/border_index.hpp"
+#include "core/dispatch.hpp"
+#include "core/pixel.hpp"
+#include "cuda/cuda_check.hpp"
+#include "plan/morph_decompose.hpp"
+
+namespace apron::cuda {
+namespace {
+
+using u32 = std::uint32_t;
+
+constexpr int block_threads = 256;
+constexpr int rows_per_thread = 8;  // outputs per thread along y (16 halves the halo rows but doubles the kept tables)
+constexpr int max_levels = 7;       // tables of 1, 2, .., 64 samples (chords up to max_chord_side)
+constexpr int chunk_items = 4;      // doubling items per thread between two barriers
+// Register-built tables: a thread makes `segment` consecutive positions of one staged row (u8/u16: 18,
+// 9 words a plane; f32: 17; odd word strides between lanes, so no bank conflicts on the stores) from
+// segment + (P-1)*C (+1) samples loaded from global memory, doubling in registers up to the largest
+// table P; taken while (P-1)*C <= reg_reach_of(C) (C = 1: P <= 16; 2, 3, 4: P <= 8, 28 samples at most:
+// u8 C = 1 needs 80 registers then, the others ~100, 2 blocks per SM).
+constexpr int reg_reach = 28;
+constexpr int reg_reach_of(int C) {
+    int P = 1;
+    while ((2 * P - 1) * C <= reg_reach) P *= 2;
+    return (P - 1) * C;
+}
+template <bool Pairs> constexpr int segment = Pairs ? 18 : 17;
+
+struct Params {
+    const std::byte* in;
+    std::size_t in_pitch;
+    std::byte* out;
+    std::size_t out_pitch;
+    int width, height, samples;
+    int mode;      // -1: outside pixels read `outside` (ignored: the identity; constant: the value); else a BorderMode
+    u32 outside;   // sample bits (u8/u16 value, f32 bits)
+    u32 identity;  // accumulator start: the identity in every lane
+    int gx, th, tile_samples;   // words per tile row, rows per tile, output samples per tile row
+    int rows, pitch, half;      // staged rows, words per staged row, words per plane (u8/u16)
+    int sx_lo, y_lo;            // staged sample 0 and row 0 relative to the tile's first output sample / row
+    int blocks_x;
+    int levels;                    // tables 1, 2, .., 2^(levels-1)
+    // Table 2^l is built (l >= 1) only where a chord reads it or a larger table needs it: staged rows
+    // level_row0[l] .. + level_rows[l], and level_items[l] words per plane (u8/u16) or samples (f32) a row.
+    int level_row0[max_levels], level_rows[max_levels], level_items[max_levels];
+    int level_end[max_levels];     // chords [level_end[l-1], level_end[l]) read table 2^l
+    // Register-built tables (Reg): table 2^l (if a chord reads it) at word store_base[l], its rows the staged
+    // rows store_row0[l] .. + store_rows[l]; load: samples a segment reads.
+    int store_base[max_levels], store_row0[max_levels], store_rows[max_levels];
+    int positions, load;
+    // Word offset of a chord's first read relative to the thread's first output word (row0 * pitch + col):
+    // table base, staged row and position; second read likewise, -1: one read (length a power of two).
+    int chord_a[max_chords];
+    int chord_b[max_chords];
+};
+
+template <class T, bool Dilate>
+__device__ __forceinline__ u32 ext(u32 a, u32 b) {
+    if constexpr (std::is_same_v<T, float>)
+        return __float_as_uint(Dilate ? fmaxf(__uint_as_float(a), __uint_as_float(b))
+                                      : fminf(__uint_as_float(a), __uint_as_float(b)));
+    else
+        return Dilate ? __vmaxu2(a, b) : __vminu2(a, b);
+}
+
+template <class T, bool Dilate>
+__device__ __forceinline__ u32 ext3(u32 a, u32 b, u32 c) {
+    if constexpr (std::is_same_v<T, float>) return ext<T, Dilate>(ext<T, Dilate>(a, b), c);
+    else return Dilate ? __vimax3_u16x2(a, b, c) : __vimin3_u16x2(a, b, c);
+}
+
+template <class T>
+__device__ __forceinline__ u32 bits_of(T v) {
+    if constexpr (std::is_same_v<T, float>) return __float_as_uint(v);
+    else return u32(v);
+}
+
+__device__ __forceinline__ int source_row(const Params& p, int gy) {
+    if (gy >= 0 && gy < p.height) return gy;
+    if (p.mode < 0) return -1;
+    return map_index(gy, p.height, BorderMode(p.mode));
+}
+
+// Sample `s` of (virtual) row `row` (-1: outside) through the border rule, as word bits.
+template <class T, int C>
+__device__ __forceinline__ u32 read_sample(const Params& p, int row, int s) {
+    if (row < 0) return p.outside;
+    const T* r = reinterpret_cast<const T*>(p.in + std::size_t(row) * p.in_pitch);
+    if (s >= 0 && s < p.samples) return bits_of<T>(__ldg(r + s));
+    if (p.mode < 0) return p.outside;
+    const int px = s >= 0 ? s / C : -((-s + C - 1) / C);  // floor division
+    const int ch = s - px * C;
+    return bits_of<T>(__ldg(r + map_index(px, p.width, BorderMode(p.mode)) * C + ch));
+}
+
+// Register-built tables, level L onwards: stores positions 0 .. N-1 of v (table 2^L from position s0 of
+// staged row r) where table 2^L is kept, then doubles v in registers for the next level.
+template <class T, bool Dilate, int C, int L, int N>
+__device__ __forceinline__ void store_levels(const Params& p, u32* tile, u32 (&v)[N], int r, int s0) {
+    constexpr bool pairs = sizeof(T) < 4;
+    constexpr int seg = segment<pairs>;
+    if constexpr (L < max_levels) {
+        if (L >= p.levels) return;
+        const int q = r - p.store_row0[L];
+        if (q >= 0 && q < p.store_rows[L]) {
+            u32* w = tile + p.store_base[L] + q * p.pitch;
+#pragma unroll
+            for (int i = 0; i < seg; ++i) {
+                if (s0 + i >= p.positions) break;
+                if constexpr (pairs) w[(i & 1) * p.half + s0 / 2 + (i >> 1)] = v[i];
+                else w[s0 + i] = v[i];
+            }
+        }
+        constexpr int shift = (1 << L) * C;
+        if constexpr (((2 << L) - 1) * C <= reg_reach_of(C)) {  // table 2^(L+1) fits the window
+            if (L + 1 < p.levels) {
+#pragma unroll
+                for (int i = 0; i + shift < N; ++i) v[i] = ext<T, Dilate>(v[i], v[i + shift]);
+                store_levels<T, Dilate, C, L + 1, N>(p, tile, v, r, s0);
+            }
+        }
+    }
+}
+
+template <class T, bool Dilate, int C, bool Reg>
+__global__ void __launch_bounds__(block_threads) morph_chords_kernel(const __grid_constant__ Params p) {
+    constexpr bool pairs = sizeof(T) < 4;  // two samples per word
+    extern __shared__ __align__(16) u32 tile[];
+    const int tid = threadIdx.x;
+    const int by = int(blockIdx.x) / p.blocks_x, bx = int(blockIdx.x) - by * p.blocks_x;
+    const int x0 = bx * p.tile_samples, y0 = by * p.th;
+    const int sx0 = x0 + p.sx_lo, gy0 = y0 + p.y_lo;
+    const int col = tid % p.gx, row0 = (tid / p.gx) * rows_per_thread;
+    u32 acc[rows_per_thread];
+#pragma unroll
+    for (int t = 0; t < rows_per_thread; ++t) acc[t] = p.identity;
+
+    if constexpr (Reg) {
+        // 1'. every kept table straight from global memory, doubling in registers
+        constexpr int seg = segment<pairs>, N = seg + reg_reach_of(C) + (pairs ? 1 : 0);
+        const int segs = (p.positions + seg - 1) / seg;
+        for (int id = tid; id < p.rows * segs; id += block_threads) {
+            const int r = id / segs, s0 = (id - r * segs) * seg;
+            const int row = source_row(p, gy0 + r);
+            u32 v[N];
+#pragma unroll
+            for (int i = 0; i < N; ++i) v[i] = i < p.load ? read_sample<T, C>(p, row, sx0 + s0 + i) : 0u;
+            if constexpr (pairs) {
+#pragma unroll
+                for (int i = 0; i + 1 < N; ++i) v[i] |= v[i + 1] << 16;  // word of position i: samples i, i+1
+            }
+            store_levels<T, Dilate, C, 0, N>(p, tile, v, r, s0);
+        }
+        __syncthreads();
+        // 2'. every chord
+        const u32* base = tile + row0 * p.pitch + col;
+        for (int k = 0; k < p.level_end[max_levels - 1]; ++k) {
+            const u32* a = base + p.chord_a[k];
+            const int b = p.chord_b[k];
+            if (b < 0) {
+#pragma unroll
+                for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext<T, Dilate>(acc[t], a[t * p.pitch]);
+            } else {
+                const u32* bp = base + b;
+#pragma unroll
+                for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext3<T, Dilate>(acc[t], a[t * p.pitch], bp[t * p.pitch]);
+            }
+        }
+    } else {
+        // 1. stage T_1
+        if constexpr (pairs) {
+            const int items = p.rows * p.half;  // item (r, m): samples 2m, 2m+1
+            for (int id = tid; id < items; id += block_threads) {
+                const int r = id / p.half, m = id - r * p.half;
+                const int row = source_row(p, gy0 + r);
+                const u32 a = read_sample<T, C>(p, row, sx0 + 2 * m), b = read_sample<T, C>(p, row, sx0 + 2 * m + 1);
+                u32* w = tile + r * p.pitch;
+                w[m] = a | (b << 16);  // plane 0, word m: samples (2m, 2m+1)
+                auto* odd = reinterpret_cast<unsigned short*>(w + p.half);  // plane 1, word m: (2m+1, 2m+2)
+                odd[2 * m] = static_cast<unsigned short>(b);
+                if (m > 0) odd[2 * m - 1] = static_cast<unsigned short>(a);
+            }
+        } else {
+            const int items = p.rows * p.pitch;
+            for (int id = tid; id < items; id += block_threads) {
+                const int r = id / p.pitch, s = id - r * p.pitch;
+                tile[r * p.pitch + s] = read_sample<T, C>(p, source_row(p, gy0 + r), sx0 + s);
+            }
+        }
+        __syncthreads();
+
+        for (int level = 0; level < p.levels; ++level) {
+            // 2a. chords of power 2^level (uniform loop: the bounds are kernel parameters)
+            const int k0 = level ? p.level_end[level - 1] : 0, k1 = p.level_end[level];
+            for (int k = k0; k < k1; ++k) {
+                const u32* base = tile + row0 * p.pitch + col;
+                const u32* a = base + p.chord_a[k];
+                const int b = p.chord_b[k];
+                if (b < 0) {
+    #pragma unroll
+                    for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext<T, Dilate>(acc[t], a[t * p.pitch]);
+                } else {
+                    const u32* bp = base + b;
+    #pragma unroll
+                    for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext3<T, Dilate>(acc[t], a[t * p.pitch], bp[t * p.pitch]);
+                }
+            }
+            if (level + 1 == p.levels) break;
+            // 2b. T_2p(s) = ext(T_p(s), T_p(s + p*C)), in place, forward along each row
+            const int shift = (1 << level) * C;
+            const int per_row = p.level_items[level + 1], r0 = p.level_row0[level + 1];
+            const int items = p.level_rows[level + 1] * per_row;
+            if constexpr (pairs) {
+                // item (r, m): the words of s = 2m (plane 0) and 2m + 1 (plane 1)
+                const int e0 = shift & 1, i0 = shift >> 1, e1 = (shift + 1) & 1, i1 = (shift + 1) >> 1;
+                for (int chunk = 0; chunk < items; chunk += chunk_items * block_threads) {
+                    u32 v0[chunk_items], v1[chunk_items];
+    #pragma unroll
+                    for (int u = 0; u < chunk_items; ++u) {
+                        const int id = chunk + u * block_threads + tid;
+                        if (id >= items) break;
+                        const int q = id / per_row, m = id - q * per_row;
+                        const u32* w = tile + (r0 + q) * p.pitch;
+                        v0[u] = w[m];
+                        v1[u] = w[p.half + m];
+                        if (m + i0 < p.half) v0[u] = ext<T, Dilate>(v0[u], w[e0 * p.half + m + i0]);
+                        if (m + i1 < p.half) v1[u] = ext<T, Dilate>(v1[u], w[e1 * p.half + m + i1]);
+                    }
+                    __syncthreads();
+    #pragma unroll
+                    for (int u = 0; u < chunk_items; ++u) {
+                        const int id = chunk + u * block_threads + tid;
+                        if (id >= items) break;
+                        const int q = id / per_row, m = id - q * per_row;
+                        tile[(r0 + q) * p.pitch + m] = v0[u];
+                        tile[(r0 + q) * p.pitch + p.half + m] = v1[u];
+                    }
+                    __syncthreads();
+                }
+            } else {
+                for (int chunk = 0; chunk < items; chunk += chunk_items * block_threads) {
+                    u32 v[chunk_items];
+    #pragma unroll
+                    for (int u = 0; u < chunk_items; ++u) {
+                        const int id = chunk + u * block_threads + tid;
+                        if (id >= items) break;
+                        const int q = id / per_row, s = id - q * per_row;
+                        const u32* w = tile + (r0 + q) * p.pitch;
+                        v[u] = w[s];
+                        if (s + shift < p.pitch) v[u] = ext<T, Dilate>(v[u], w[s + shift]);
+                    }
+                    __syncthreads();
+    #pragma unroll
+                    for (int u = 0; u < chunk_items; ++u) {
+                        const int id = chunk + u * block_threads + tid;
+                        if (id >= items) break;
+                        const int q = id / per_row, s = id - q * per_row;
+                        tile[(r0 + q) * p.pitch + s] = v[u];
+                    }
+                    __syncthreads();
+                }
+            }
+        }
+    }
+
+    // 3. store
+    const int xs = x0 + col * (pairs ? 2 : 1);
+    if (xs >= p.samples) return;
+#pragma unroll
+    for (int t = 0; t < rows_per_thread; ++t) {
+        const int y = y0 + row0 + t;
+        if (y >= p.height) break;
+        T* out = reinterpret_cast<T*>(p.out + std::size_t(y) * p.out_pitch) + xs;
+        const u32 w = acc[t];
+        if constexpr (!pairs) {
+            *out = Dilate ? fmaxf(__uint_as_float(w), -FLT_MAX) : fminf(__uint_as_float(w), FLT_MAX);
+        } else if (xs + 1 < p.samples && reinterpret_cast<std::uintptr_t>(out) % (2 * sizeof(T)) == 0) {
+            if constexpr (sizeof(T) == 1)  // bytes 0 and 2: the two u8 samples
+                *reinterpret_cast<unsigned short*>(out) = static_cast<unsigned short>(__byte_perm(w, 0, 0x0020));
+            else
+                *reinterpret_cast<u32*>(out) = w;
+        } else {
+            out[0] = T(w & 0xFFFFu);
+            if (xs + 1 < p.samples) out[1] = T(w >> 16);
+        }
+    }
+}
+
+// ---- host ----------------------------------------------------------------------------------------------
+int smem_optin_limit() {
+    int device = 0, limit = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+        cudaGetLastError();
+        return 48 * 1024;
+    }
+    return limit;
+}
+
+// The element's extent relative to the anchor: columns lo..hi, rows dy_lo..dy_hi, longest chord.
+struct Extent {
+    int lo = 0, hi = 0, dy_lo = 0, dy_hi = 0, longest = 1;
+};
+
+Extent extent_of(const std::vector<MorphChord>& chords) {
+    Extent e{chords[0].dx, chords[0].dx + chords[0].length - 1, chords[0].dy, chords[0].dy, 1};
+    for (const MorphChord& c : chords) {
+        e.lo = std::min(e.lo, c.dx);
+        e.hi = std::max(e.hi, c.dx + c.length - 1);
+        e.dy_lo = std::min(e.dy_lo, c.dy);
+        e.dy_hi = std::max(e.dy_hi, c.dy);
+        e.longest = std::max(e.longest, c.length);
+    }
+    return e;
+}
+
+struct Geometry {
+    int gx = 0, th = 0, tile_samples = 0, rows = 0, pitch = 0, half = 0;
+    std::size_t bytes = 0;
+    double staged_per_output = 0;  // staged words per output word: the halo's cost
+};
+
+// Register-built tables kept at once: `tables` of them, their row spans (max dy - min dy of their chords)
+// adding to `span` (0 tables: the in-place tables, one staged tile).
+struct Kept {
+    int tables = 0, span = 0;
+};
+
+Geometry make_geometry(int gx, bool pairs, int C, const Extent& e, Kept kept) {
+    Geometry g;
+    g.gx = gx;
+    g.th = (block_threads / gx) * rows_per_thread;
+    g.tile_samples = gx * (pairs ? 2 : 1);
+    const int staged = g.tile_samples + (e.hi - e.lo) * C;  // samples every output of the tile reads
+    g.rows = g.th + e.dy_hi - e.dy_lo;
+    g.half = pairs ? (staged + 1) / 2 : 0;
+    g.pitch = pairs ? 2 * g.half : staged;
+    const int rows = kept.tables ? kept.tables * g.th + kept.span : g.rows;
+    g.bytes = std::size_t(rows) * g.pitch * sizeof(u32);
+    g.staged_per_output = double(g.rows) * g.pitch / (double(gx) * g.th);
+    return g;
+}
+
+// The tile with the least halo among those of up to 56 KB (four blocks, 32 warps per SM), else 112 KB
+// (two blocks), else the opt-in limit (register-built tables: at most 112 KB); gx = 0 when none fits.
+Geometry choose_geometry(bool pairs, int C, const Extent& e, Kept kept = {}) {
+    static const int limit = smem_optin_limit();
+    for (std::size_t budget : {std::size_t(56) << 10, std::size_t(112) << 10, std::size_t(limit)}) {
+        if (kept.tables && budget > (std::size_t(112) << 10)) break;
+        Geometry best;
+        for (int gx : {32, 64, 128, 256}) {
+            const Geometry g = make_geometry(gx, pairs, C, e, kept);
+            if (g.bytes <= budget && g.bytes <= std::size_t(limit) &&
+                (best.gx == 0 || g.staged_per_output < best.staged_per_output))
+                best = g;
+        }
+        if (best.gx) return best;
+    }
+    return {};
+}
+
+int level_of(int length) {
+    int l = 0;
+    while ((2 << l) <= length) ++l;
+    return l;
+}
+
+template <class T, bool Dilate, int C, bool Reg>
+void launch_typed(Params& p, std::size_t bytes, int blocks, cudaStream_t stream) {
+    auto kernel = morph_chords_kernel<T, Dilate, C, Reg>;
+    if (bytes > 48 * 1024)
+        APRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+    kernel<<<unsigned(blocks), block_threads, bytes, stream>>>(p);
+    APRON_CUDA_CHECK_LAUNCH("morph_chords");
+}
+
+template <class T, bool Dilate, bool Reg>
+void launch_channels(int C, Params& p, std::size_t bytes, int blocks, cudaStream_t stream) {
+    switch (C) {
+    case 1: return launch_typed<T, Dilate, 1, Reg>(p, bytes, blocks, stream);
+    case 2: return launch_typed<T, Dilate, 2, Reg>(p, bytes, blocks, stream);
+    case 3: return launch_typed<T, Dilate, 3, Reg>(p, bytes, blocks, stream);
+    default: return launch_typed<T, Dilate, 4, Reg>(p, bytes, blocks, stream);
+    }
+}
+
+} // namespace
+
+bool morph_chords_supports(const MorphPlan& plan) {
+    if (plan.algorithm != MorphAlgorithm::chords || plan.chords.empty() || plan.chords.size() > std::size_t(max_chords))
+        return false;
+    const Extent e = extent_of(plan.chords);
+    if (e.hi - e.lo >= max_chord_side || e.dy_hi - e.dy_lo >= max_chord_side || e.longest > max_chord_side) return false;
+    const bool pairs = plan.type != PixelType::f32;
+    for (int C = 1; C <= max_channels; ++C)
+        if (!choose_geometry(pairs, C, e).gx) return false;
+    return true;
+}
+
+void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out, cudaStream_t stream) {
+    if (in.empty()) return;
+    const int C = in.channels();
+    const bool pairs = plan.type != PixelType::f32;
+    const Extent e = extent_of(plan.chords);
+    const int levels = level_of(e.longest) + 1;
+    // Tables kept at once by the register path: those some chord reads, each on its chords' rows.
+    int dy_min[max_levels], dy_max[max_levels];
+    for (int l = 0; l < max_levels; ++l) dy_min[l] = 1 << 20, dy_max[l] = -(1 << 20);
+    for (const MorphChord& c : plan.chords) {
+        const int l = level_of(c.length);
+        dy_min[l] = std::min(dy_min[l], c.dy);
+        dy_max[l] = std::max(dy_max[l], c.dy);
+    }
+    Kept kept;
+    for (int l = 0; l < levels; ++l)
+        if (dy_min[l] <= dy_max[l]) ++kept.tables, kept.span += dy_max[l] - dy_min[l];
+    Geometry g;
+    const bool reg = ((1 << (levels - 1)) - 1) * C <= reg_reach_of(C) && (g = choose_geometry(pairs, C, e, kept)).gx != 0;
+    if (!reg) g = choose_geometry(pairs, C, e);
+    const bool dilate = plan.step.kind == MorphKind::dilate;
+    Params p{};
+    p.in = in.data;
+    p.in_pitch = in.pitch;
+    p.out = out.data;
+    p.out_pitch = out.pitch;
+    p.width = in.width();
+    p.height = in.height();
+    p.samples = in.width() * C;
+    const bool mapped = plan.step.border && *plan.step.border != BorderMode::constant;
+    p.mode = mapped ? int(*plan.step.border) : -1;
+    p.gx = g.gx;
+    p.th = g.th;
+    p.tile_samples = g.tile_samples;
+    p.rows = g.rows;
+    p.pitch = g.pitch;
+    p.half = g.half;
+    p.sx_lo = e.lo * C;
+    p.y_lo = e.dy_lo;
+    p.blocks_x = (p.samples + g.tile_samples - 1) / g.tile_samples;
+    const int blocks_y = (p.height + g.th - 1) / g.th;
+    // Chords by level (their table), in plan order (by dy) within one.
+    std::vector<int> order(plan.chords.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return level_of(plan.chords[a].length) < level_of(plan.chords[b].length); });
+    p.levels = levels;
+    p.positions = pairs ? 2 * g.half : g.pitch;
+    p.load = (pairs ? segment<true> + 1 : segment<false>) + ((1 << (levels - 1)) - 1) * C;
+    int words = 0;  // register path: the kept tables one after the other
+    for (int l = 0; l < max_levels; ++l) {
+        const bool keep = reg && l < levels && dy_min[l] <= dy_max[l];
+        p.store_base[l] = words;
+        p.store_row0[l] = keep ? dy_min[l] - e.dy_lo : 0;
+        p.store_rows[l] = keep ? dy_max[l] - dy_min[l] + g.th : 0;
+        words += p.store_rows[l] * g.pitch;
+    }
+    // Word offset of a read starting `s` staged samples after the thread's first output sample (even for
+    // pairs), in staged row `r` of the tile (in-place tables) or of table `l` (register path).
+    auto word_offset = [&](int l, int r, int s) {
+        const int row = reg ? p.store_base[l] / g.pitch + r - p.store_row0[l] : r;
+        return row * g.pitch + (pairs ? (s & 1) * g.half + (s >> 1) : s);
+    };
+    for (int l = 0; l < max_levels; ++l) p.level_end[l] = 0;
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        const MorphChord& c = plan.chords[order[k]];
+        const int level = level_of(c.length), power = 1 << level, r = c.dy - e.dy_lo;
+        p.chord_a[k] = word_offset(level, r, (c.dx - e.lo) * C);
+        p.chord_b[k] = power == c.length ? -1 : word_offset(level, r, (c.dx + c.length - power - e.lo) * C);
+        for (int l = level; l < max_levels; ++l) p.level_end[l] = int(k) + 1;
+    }
+    // Where each table is needed, from the largest down: the staged rows and the last sample position
+    // its chords read (output samples 0 .. tile_samples - 1 plus the read's offset), and for a table
+    // that builds the next one, that one's range shifted by the next one's half length.
+    int row_lo = g.rows, row_hi = 0, last = -1;
+    for (int l = p.levels - 1; l >= 1; --l) {
+        if (l + 1 < p.levels) last += (1 << l) * C;  // T_2^(l+1)(s) reads T_2^l(s + 2^l C)
+        for (const MorphChord& c : plan.chords)
+            if (level_of(c.length) == l) {
+                row_lo = std::min(row_lo, c.dy - e.dy_lo);
+                row_hi = std::max(row_hi, c.dy - e.dy_lo + g.th);
+                const int power = 1 << l;
+                last = std::max(last, g.tile_samples - 1 + (std::max(c.dx, c.dx + c.length - power) - e.lo) * C);
+            }
+        p.level_row0[l] = row_lo;
+        p.level_rows[l] = std::max(0, row_hi - row_lo);
+        p.level_items[l] = pairs ? std::min(g.half, last / 2 + 1) : std::min(g.pitch, last + 1);
+    }
+    with_type(plan.type, [&]<class T>() {
+        // Outside pixels: the identity when ignored, the border value (as the type stores it) for constant.
+        const T identity = T(dilate ? lowest_value<T>() : highest_value<T>());
+        const T outside = plan.step.border == BorderMode::constant ? store_pixel<T>(plan.step.border_value) : identity;
+        if constexpr (std::is_same_v<T, float>) {
+            std::memcpy(&p.outside, &outside, 4);
+            std::memcpy(&p.identity, &identity, 4);
+        } else {
+            p.outside = u32(outside);
+            p.identity = u32(identity) | (u32(identity) << 16);
+        }
+        const int blocks = p.blocks_x * blocks_y;
+        if (reg) {
+            if (dilate) launch_channels<T, true, true>(C, p, g.bytes, blocks, stream);
+            else launch_channels<T, false, true>(C, p, g.bytes, blocks, stream);
+        } else {
+            if (dilate) launch_channels<T, true, false>(C, p, g.bytes, blocks, stream);
+            else launch_channels<T, false, false>(C, p, g.bytes, blocks, stream);
+        }
+    });
+}
+
+} // namespace apron::cuda
