@@ -1,0 +1,168 @@
+// The 8-bit exact separable path of the fast CPU executor (u16 lanes, fast_linear_u16.cpp) against the
+// reference, bit for bit: boxes and binomials on 1 to 4 channels, odd widths, every border, finishes
+// that divide by odd, even and power-of-two sums, and factors at the edge of the u16 bound.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/linear_finish.hpp"
+#include "cpu/fast_executor.hpp"
+#include "cpu/simd_kernels.hpp"
+#include "plan_support.hpp"
+#include "test_support.hpp"
+
+using namespace apron;
+using namespace apron::cpu;
+
+namespace {
+
+Executor& reference() {
+    static auto ex = make_reference_executor();
+    return *ex;
+}
+Executor& fast() {
+    static auto ex = make_cpu_executor(3);
+    return *ex;
+}
+
+Mask outer(const std::vector<double>& row, const std::vector<double>& column) {
+    std::vector<double> w;
+    for (double c : column)
+        for (double r : row) w.push_back(c * r);
+    return Mask(int(row.size()), int(column.size()), w);
+}
+
+LinearPlan separable_plan(const Mask& m, const Image& in, PixelType out, BorderMode b, Normalise n, double value = 0) {
+    LinearPlan p = test::plan_for(m, in.shape(), out, b, value, n);
+    // Small masks stay direct in the planner; the separable form is what a larger one would carry.
+    if (!p.integer_separable) p.integer_separable = integer_separable_form(p.integer_mask, m.width, m.height);
+    p.algorithm = LinearAlgorithm::separable;
+    return p;
+}
+
+void expect_same(const LinearPlan& p, const Image& in, const std::string& what) {
+    Image want(in.width(), in.height(), in.channels(), p.out), got(in.width(), in.height(), in.channels(), p.out);
+    reference().linear(p, in.view(), want.view());
+    fast().linear(p, in.view(), got.view());
+    EXPECT_TRUE(test::identical(want.view(), got.view()))
+        << what << ": differs by " << test::max_abs_diff(want.view(), got.view());
+}
+
+} // namespace
+
+TEST(CpuSmallInt, BoxesAndBinomialsMatchReference) {
+    const std::vector<std::pair<std::vector<double>, std::vector<double>>> masks = {
+        {{1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}},  // box 5x5: divide by 25
+        {{1, 1, 1}, {1, 1, 1}},              // box 3x3: 9
+        {{1, 2, 1}, {1, 2, 1}},              // binomial: 16
+        {{1, 4, 6, 4, 1}, {1, 4, 6, 4, 1}},  // 256
+        {{1, 1, 1, 1}, {1, 1}},              // even box 4x2: 8
+        {{1, 1, 1, 1, 1, 1, 1}, {1}},        // one row: 7
+        {{1}, {1, 1, 1, 1, 1, 1}},           // one column: 6
+        {{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},  // 255
+    };
+    int k = 0;
+    for (const auto& [row, column] : masks)
+        for (BorderMode b : test::all_borders)
+            for (int channels = 1; channels <= 4; ++channels) {
+                const int w = 37 + 2 * (k % 5), h = 23;
+                const Image in = test::random_image(w, h, channels, PixelType::u8, 300 + k++);
+                for (Normalise n : {Normalise::sum, Normalise::none}) {
+                    const LinearPlan p = separable_plan(outer(row, column), in, PixelType::u8, b, n, 77);
+                    ASSERT_TRUE(cpu::small_int_separable_applies(p)) << row.size() << "x" << column.size();
+                    expect_same(p, in, std::to_string(row.size()) + "x" + std::to_string(column.size()) + " on " +
+                                           std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(channels) +
+                                           " border " + to_string(b));
+                }
+            }
+}
+
+TEST(CpuSmallInt, OtherOutputTypesAndTinyImages) {
+    const Mask box = outer({1, 1, 1, 1, 1}, {1, 1, 1});
+    for (PixelType out : {PixelType::u8, PixelType::u16, PixelType::f32})
+        for (auto [w, h] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 5}, std::pair{3, 2}, std::pair{129, 3}})
+            for (int channels : {1, 3, 4})
+                for (BorderMode b : {BorderMode::mirror, BorderMode::wrap, BorderMode::constant}) {
+                    const Image in = test::random_image(w, h, channels, PixelType::u8, unsigned(w * 31 + h + channels));
+                    const LinearPlan p = separable_plan(box, in, out, b, Normalise::sum, 200);
+                    ASSERT_TRUE(cpu::small_int_separable_applies(p));
+                    expect_same(p, in, std::string(to_string(out)) + " " + std::to_string(w) + "x" + std::to_string(h));
+                }
+}
+
+// Offsets (book normalisation of a zero-sum mask is not separable here; a scale or delta is), odd and
+// even deltas, and a fractional scale that leaves integer rounding.
+TEST(CpuSmallInt, ScalesAndDeltas) {
+    const Mask box = outer({1, 1, 1}, {1, 1, 1, 1, 1});
+    const Image in = test::random_image(53, 17, 3, PixelType::u8, 8);
+    for (PixelType out : {PixelType::u8, PixelType::u16, PixelType::f32})
+        for (auto [scale, delta] : {std::pair{1.0, 3.0}, std::pair{1.0, -4.0}, std::pair{1.0, 100.0}, std::pair{0.5, 1.0}, std::pair{3.0, 0.25}})
+            for (Normalise n : {Normalise::sum, Normalise::none, Normalise::book}) {
+                LinearPlan p = test::plan_for(box, in.shape(), out, BorderMode::reflect, 0, n, scale, delta);
+                if (!p.integer_separable) p.integer_separable = integer_separable_form(p.integer_mask, box.width, box.height);
+                p.algorithm = LinearAlgorithm::separable;
+                ASSERT_TRUE(cpu::small_int_separable_applies(p));
+                expect_same(p, in, std::string(to_string(out)) + " scale " + std::to_string(scale) + " delta " + std::to_string(delta));
+            }
+}
+
+// 255 * 257 = 65535 is the largest sum the u16 lanes hold; all-255 input reaches it. One more and the
+// path must step aside (the f32 path takes the step, with the same bits).
+TEST(CpuSmallInt, BoundOfTheU16Lanes) {
+    Image in(67, 9, 3, PixelType::u8);
+    for (int y = 0; y < in.height(); ++y) std::memset(in.view().row_bytes(y), 255, in.shape().row_bytes());
+    const Image noisy = test::random_image(67, 9, 3, PixelType::u8, 5);
+    for (const auto& [row, applies] : {std::pair{std::vector<double>{255, 2}, true}, std::pair{std::vector<double>{255, 3}, false},
+                                       std::pair{std::vector<double>{200, 57}, true}})
+        for (const Image* src : {static_cast<const Image*>(&in), &noisy})
+            for (PixelType out : {PixelType::u16, PixelType::u8}) {
+                const LinearPlan p = separable_plan(outer(row, {1}), *src, out, BorderMode::nearest, Normalise::none);
+                EXPECT_EQ(cpu::small_int_separable_applies(p), applies) << row[1];
+                expect_same(p, *src, "row " + std::to_string(row[0]) + "," + std::to_string(row[1]));
+            }
+    // Column factors count too: 1 x 1 row over a column summing to 257.
+    const LinearPlan p = separable_plan(outer({1}, {128, 129}), in, PixelType::u16, BorderMode::reflect, Normalise::none);
+    EXPECT_TRUE(cpu::small_int_separable_applies(p));
+    expect_same(p, in, "column 128,129");
+    // Negative factors never take it.
+    const LinearPlan q = separable_plan(outer({1, -1, 1}, {1, 2, 1}), noisy, PixelType::u8, BorderMode::reflect, Normalise::none);
+    EXPECT_FALSE(cpu::small_int_separable_applies(q));
+}
+
+// The fused finish divides by a reciprocal for odd denominators (exact by the argument in
+// simd_small_int.cpp). Every sum the u16 lanes can hold, 0..65535, against the integer finish, for every
+// odd denominator up to 1023, large odd ones, powers of two and even ones (a division there), with
+// offsets and deltas.
+TEST(CpuSmallInt, FusedFinishIsExactForEverySum) {
+    std::vector<std::uint16_t> row(65536);
+    for (std::size_t i = 0; i < row.size(); ++i) row[i] = std::uint16_t(i);
+    const std::uint16_t* rows[1] = {row.data()};
+    const std::uint16_t one = 1;
+    std::vector<std::uint16_t> got(row.size());
+    std::vector<std::int64_t> dens;
+    for (std::int64_t d = 1; d < 1024; d += 2) dens.push_back(d);
+    for (std::int64_t d : {65535, 65537, 99999, 1 << 21, (1 << 22) - 1, 2, 6, 10, 12, 100, 1024, 50000}) dens.push_back(d);
+    int checked = 0;
+    for (std::int64_t d : dens)
+        for (auto [offset, delta] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {12345, -7}, {-40000, 3}}) {
+            LinearFinish f;
+            f.denominator = d;
+            f.inverse_denominator = 1.0 / double(d);
+            f.offset = offset;
+            f.delta_int = delta;
+            f.integer_rounding = true;
+            ASSERT_TRUE(simd::u16_finish_fuses(PixelType::u16, f, 65535.0));
+            simd::sum_rows_u16_finish(rows, &one, 1, PixelType::u16, got.data(), got.size(), f, false);
+            for (std::size_t i = 0; i < row.size(); ++i) {
+                const std::uint16_t want = finish_exact<std::uint16_t>(std::int64_t(i), f);
+                if (got[i] != want) {
+                    ADD_FAILURE() << "sum " << i << " / " << d << " offset " << offset << ": " << got[i] << " != " << want;
+                    return;
+                }
+            }
+            ++checked;
+        }
+    EXPECT_EQ(checked, int(dens.size()) * 3);
+}
