@@ -1,8 +1,10 @@
-// The 8-bit exact separable path of the fast CPU executor (u16 lanes, fast_linear_u16.cpp) against the
-// reference, bit for bit: boxes and binomials on 1 to 4 channels, odd widths, every border, finishes
-// that divide by odd, even and power-of-two sums, and factors at the edge of the u16 bound.
+// The 8-bit separable paths of the fast CPU executor (16-bit lanes, fast_linear_8bit.cpp) against the
+// reference: exact (bit for bit) for boxes and binomials on 1 to 4 channels, odd widths, every border,
+// finishes that divide by odd, even and power-of-two sums, factors at the edge of the u16 bound; and
+// the Q15 fixed-point Gaussian within SPEC's 1, including its worst-case windows.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "core/linear_finish.hpp"
 #include "cpu/fast_executor.hpp"
 #include "cpu/simd_kernels.hpp"
+#include "apron/ops.hpp"
 #include "plan_support.hpp"
 #include "test_support.hpp"
 
@@ -165,4 +168,87 @@ TEST(CpuSmallInt, FusedFinishIsExactForEverySum) {
             ++checked;
         }
     EXPECT_EQ(checked, int(dens.size()) * 3);
+}
+
+namespace {
+
+LinearPlan gaussian_plan(double sigma, const Image& in, BorderMode b, double value = 0) {
+    OpProgram prog = parse_operation("gaussian:sigma=" + std::to_string(sigma));
+    std::get<LinearStep>(prog.steps.at(0).action).border = b;
+    std::get<LinearStep>(prog.steps.at(0).action).border_value = value;
+    LinearPlan p = std::get<LinearPlan>(test::plan_step(prog.steps.at(0), in.shape(), PixelType::u8).what);
+    EXPECT_EQ(p.algorithm, LinearAlgorithm::separable);
+    return p;
+}
+
+// Within 1 of the reference (SPEC's integer tolerance), the largest difference returned.
+double expect_within_one(const LinearPlan& p, const Image& in, const std::string& what) {
+    Image want(in.shape()), got(in.shape());
+    reference().linear(p, in.view(), want.view());
+    fast().linear(p, in.view(), got.view());
+    const double d = test::max_abs_diff(want.view(), got.view());
+    EXPECT_LE(d, 1) << what;
+    return d;
+}
+
+} // namespace
+
+// The Q15 form of 8-bit Gaussians: its error bound holds for sigma up to 4 (so it runs), and results
+// stay within 1 of the reference on 1 to 4 channels, odd sizes, every border.
+TEST(CpuFixedPoint, GaussiansWithinOneOfReference) {
+    int k = 0;
+    for (double sigma : {0.5, 0.8, 1.0, 1.7, 2.0, 3.0, 4.0})
+        for (BorderMode b : test::all_borders)
+            for (int channels = 1; channels <= 4; ++channels) {
+                const int w = 41 + 2 * (k % 4), h = 29 + (k % 3);
+                const Image in = test::random_image(w, h, channels, PixelType::u8, 700 + k++);
+                const LinearPlan p = gaussian_plan(sigma, in, b, 90);
+                const double bound = cpu::fixed_point_separable_bound(p);
+                EXPECT_LT(bound, 0.49) << "sigma " << sigma;
+                expect_within_one(p, in, "sigma " + std::to_string(sigma) + " " + std::to_string(channels) + " channels, border " + to_string(b));
+            }
+}
+
+// The worst case of the weight rounding: a window of 255 where the rounded 2-D weight exceeds the
+// exact one and 0 elsewhere (and the opposite), tiled so that every k-th output pixel sees it.
+TEST(CpuFixedPoint, WorstCaseWindowsStayWithinOne) {
+    for (double sigma : {1.0, 2.0, 4.0}) {
+        Image probe(8, 8, 1, PixelType::u8);
+        const LinearPlan p = gaussian_plan(sigma, probe, BorderMode::wrap);
+        std::vector<double> r = p.separable->row, c = p.separable->column;
+        double sr = 0;  // balanced as the fixed-point form does
+        for (double v : r) sr += std::fabs(v);
+        for (double& v : r) v /= sr;
+        for (double& v : c) v *= sr;
+        const int kw = int(r.size()), kh = int(c.size());
+        auto q = [](double v) { return std::lrint(v * 32768) / 32768.0; };
+        for (bool positive : {true, false}) {
+            Image in(kw * 5, kh * 5, 3, PixelType::u8);
+            for (int y = 0; y < in.height(); ++y)
+                for (int x = 0; x < in.width(); ++x) {
+                    const int i = x % kw, j = y % kh;
+                    const double e = q(c[std::size_t(j)] * p.finish.mul) * q(r[std::size_t(i)]) - c[std::size_t(j)] * p.finish.mul * r[std::size_t(i)];
+                    for (int ch = 0; ch < 3; ++ch)
+                        in.view().row<std::uint8_t>(y)[x * 3 + ch] = (e > 0) == positive ? 255 : ch * 40;
+                }
+            const LinearPlan pin = gaussian_plan(sigma, in, BorderMode::wrap);
+            ASSERT_LT(cpu::fixed_point_separable_bound(pin), 0.49);
+            expect_within_one(pin, in, "sigma " + std::to_string(sigma) + (positive ? " +" : " -"));
+        }
+    }
+}
+
+// Constant images: every exact result is the pixel itself, which the fixed-point form must give too
+// (within 1), including 0 and 255 at the ends of the range.
+TEST(CpuFixedPoint, ConstantImagesAndLargeSigmasFallBack) {
+    for (int v : {0, 1, 128, 254, 255}) {
+        Image in(37, 21, 4, PixelType::u8);
+        for (int y = 0; y < in.height(); ++y) std::memset(in.view().row_bytes(y), v, in.shape().row_bytes());
+        expect_within_one(gaussian_plan(2.0, in, BorderMode::nearest), in, "constant " + std::to_string(v));
+    }
+    // Long masks: the bound grows with the taps; past it the f32 path runs (still within 1).
+    const Image in = test::random_image(131, 17, 3, PixelType::u8, 3);
+    const LinearPlan p = gaussian_plan(12.0, in, BorderMode::reflect);
+    EXPECT_GE(cpu::fixed_point_separable_bound(p), 0.49);
+    expect_within_one(p, in, "sigma 12");
 }

@@ -1,7 +1,8 @@
-// Highway kernels of the 8-bit exact separable path (fast_linear_u16.cpp): u8 rows times small
+// Highway kernels of the 8-bit exact separable path (fast_linear_8bit.cpp): u8 rows times small
 // non-negative integer weights, summed in u16 lanes. The caller has checked that no sum can reach
 // 2^16, so the lanes never wrap and the sums are the exact integers the reference forms in int64.
 // Compiled once per SIMD target.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -149,6 +150,85 @@ void SumRowsU16Finish(const std::uint16_t* const* rows, const std::uint16_t* w, 
     else SumRowsU16FinishTyped<std::uint16_t>(rows, w, count, dst, n, f, stream);
 }
 
+// ---- Q15 fixed point (the 8-bit float separable path) ----------------------------------------------
+
+// dst[s] = src[s] * 2^7: pixels as Q7 in i16 lanes.
+void WidenQ7(const std::uint8_t* HWY_RESTRICT src, std::int16_t* HWY_RESTRICT dst, std::size_t n) {
+    const hn::ScalableTag<std::int16_t> d;
+    const hn::Rebind<std::uint8_t, decltype(d)> d8;
+    const std::size_t N = hn::Lanes(d);
+    std::size_t s = 0;
+    for (; s + N <= n; s += N) hn::StoreU(hn::ShiftLeft<7>(hn::BitCast(d, hn::PromoteTo(hn::Rebind<std::uint16_t, decltype(d)>(), hn::LoadU(d8, src + s)))), d, dst + s);
+    for (; s < n; ++s) dst[s] = std::int16_t(src[s] << 7);
+}
+
+HWY_INLINE std::int16_t MulQ15(std::int16_t a, std::int16_t b) {
+    return std::int16_t((std::int32_t(a) * b + (1 << 14)) >> 15);  // vpmulhrsw, lane by lane
+}
+
+// out[s] = sum over k of round(src[offs[k] + s] * w[k] / 2^15), one rounding per product.
+void SumTapsQ15(const std::int16_t* HWY_RESTRICT src, const std::size_t* HWY_RESTRICT offs,
+                const std::int16_t* HWY_RESTRICT w, std::size_t count, std::int16_t* HWY_RESTRICT out, std::size_t n) {
+    const hn::ScalableTag<std::int16_t> d;
+    const std::size_t N = hn::Lanes(d);
+    std::size_t s = 0;
+    for (; s + 2 * N <= n; s += 2 * N) {
+        auto a0 = hn::Zero(d), a1 = a0;
+        for (std::size_t k = 0; k < count; ++k) {
+            const std::int16_t* p = src + offs[k] + s;
+            const auto wk = hn::Set(d, w[k]);
+            a0 = hn::Add(a0, hn::MulFixedPoint15(hn::LoadU(d, p), wk));
+            a1 = hn::Add(a1, hn::MulFixedPoint15(hn::LoadU(d, p + N), wk));
+        }
+        hn::StoreU(a0, d, out + s);
+        hn::StoreU(a1, d, out + s + N);
+    }
+    for (; s < n; ++s) {
+        std::int16_t a = 0;
+        for (std::size_t k = 0; k < count; ++k) a = std::int16_t(a + MulQ15(src[offs[k] + s], w[k]));
+        out[s] = a;
+    }
+}
+
+// dst[s] = saturate_u8((sum over k of round(rows[k][s] * w[k] / 2^15) + 64) >> 7): the Q7 sum rounded
+// (half up) to a pixel.
+template <bool kStream>
+void SumRowsQ15T(const std::int16_t* const* HWY_RESTRICT rows, const std::int16_t* HWY_RESTRICT w, std::size_t count,
+                 std::uint8_t* HWY_RESTRICT dst, std::size_t n) {
+    const hn::ScalableTag<std::int16_t> d;
+    const hn::Rebind<std::uint8_t, decltype(d)> d8;
+    const std::size_t N = hn::Lanes(d);
+    const auto half = hn::Set(d, std::int16_t(64));
+    auto put = [&](hn::Vec<decltype(d)> a, std::size_t s) HWY_ATTR {
+        const auto q = hn::DemoteTo(d8, hn::ShiftRight<7>(hn::SaturatedAdd(a, half)));
+        if constexpr (kStream) hn::Stream(q, d8, dst + s);
+        else hn::StoreU(q, d8, dst + s);
+    };
+    std::size_t s = 0;
+    for (; s + 2 * N <= n; s += 2 * N) {
+        auto a0 = hn::Zero(d), a1 = a0;
+        for (std::size_t k = 0; k < count; ++k) {
+            const auto wk = hn::Set(d, w[k]);
+            a0 = hn::Add(a0, hn::MulFixedPoint15(hn::LoadU(d, rows[k] + s), wk));
+            a1 = hn::Add(a1, hn::MulFixedPoint15(hn::LoadU(d, rows[k] + s + N), wk));
+        }
+        put(a0, s);
+        put(a1, s + N);
+    }
+    for (; s < n; ++s) {
+        std::int16_t a = 0;
+        for (std::size_t k = 0; k < count; ++k) a = std::int16_t(a + MulQ15(rows[k][s], w[k]));
+        const int q = (std::min(int(a) + 64, 32767)) >> 7;
+        dst[s] = std::uint8_t(q < 0 ? 0 : q > 255 ? 255 : q);
+    }
+}
+void SumRowsQ15(const std::int16_t* const* rows, const std::int16_t* w, std::size_t count, std::uint8_t* dst,
+                std::size_t n, bool stream) {
+    const std::size_t bytes = hn::Lanes(hn::ScalableTag<std::int16_t>());
+    if (stream && reinterpret_cast<std::uintptr_t>(dst) % bytes == 0) SumRowsQ15T<true>(rows, w, count, dst, n);
+    else SumRowsQ15T<false>(rows, w, count, dst, n);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace apron::cpu::simd
 HWY_AFTER_NAMESPACE();
@@ -159,6 +239,19 @@ namespace apron::cpu::simd {
 HWY_EXPORT(SumTapsU8);
 HWY_EXPORT(SumRowsU16);
 HWY_EXPORT(SumRowsU16Finish);
+HWY_EXPORT(WidenQ7);
+HWY_EXPORT(SumTapsQ15);
+HWY_EXPORT(SumRowsQ15);
+
+void widen_q7(const std::uint8_t* src, std::int16_t* dst, std::size_t n) { HWY_DYNAMIC_DISPATCH(WidenQ7)(src, dst, n); }
+void sum_taps_q15(const std::int16_t* src, const std::size_t* offsets, const std::int16_t* w, std::size_t count,
+                  std::int16_t* out, std::size_t n) {
+    HWY_DYNAMIC_DISPATCH(SumTapsQ15)(src, offsets, w, count, out, n);
+}
+void sum_rows_q15(const std::int16_t* const* rows, const std::int16_t* w, std::size_t count, std::uint8_t* dst,
+                  std::size_t n, bool stream) {
+    HWY_DYNAMIC_DISPATCH(SumRowsQ15)(rows, w, count, dst, n, stream);
+}
 
 bool u16_finish_fuses(PixelType out, const LinearFinish& f, double bound) {
     return (out == PixelType::u8 || out == PixelType::u16) && f.integer_rounding &&
