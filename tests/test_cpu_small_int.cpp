@@ -252,3 +252,21 @@ TEST(CpuFixedPoint, ConstantImagesAndLargeSigmasFallBack) {
     EXPECT_GE(cpu::fixed_point_separable_bound(p), 0.49);
     expect_within_one(p, in, "sigma 12");
 }
+
+// Float separable masks proportional to small integers (weights of 2^40, normalised by their sum) are
+// summed exactly by the f32 path; they keep it, and so their exact results.
+TEST(CpuFixedPoint, IntegerProportionalMasksKeepTheF32Path) {
+    const Image in = test::random_image(23, 37, 3, PixelType::u8, 20);
+    for (double w : {0x1p40, 1e30}) {
+        const Mask m(9, 9, std::vector<double>(81, w));
+        LinearPlan p = test::plan_for(m, in.shape(), PixelType::u8, BorderMode::reflect, 0, Normalise::sum);
+        ASSERT_FALSE(p.exact);
+        ASSERT_TRUE(p.separable);
+        p.algorithm = LinearAlgorithm::separable;
+        EXPECT_GE(cpu::fixed_point_separable_bound(p), 0.49) << w;
+        Image want(in.shape()), got(in.shape());
+        reference().linear(p, in.view(), want.view());
+        fast().linear(p, in.view(), got.view());
+        EXPECT_TRUE(test::identical(want.view(), got.view())) << w;
+    }
+}

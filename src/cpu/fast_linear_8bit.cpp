@@ -18,10 +18,12 @@
 // The path is taken only when that bound is below 0.49, and when every partial sum stays inside i16
 // (M 2^7 and M sum |C_j| / 2^15 2^7 + k_c / 2 below 32767). Gaussians up to sigma 4 (25 taps) pass
 // with bound about 0.2; the bound is worked out per plan, so no input can break it.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "apron/mask.hpp"
 #include "core/pixel.hpp"
 #include "cpu/fast_executor.hpp"
 #include "cpu/fast_rows.hpp"
@@ -67,6 +69,14 @@ struct FixedQ15 {
     std::vector<Weight> row, column;
     double bound = 1;  // the error bound above; >= 0.49: not applicable
 
+    static bool rational(const std::vector<double>& v) {
+        double top = 0;
+        for (double x : v) top = std::max(top, std::fabs(x));
+        if (!(top > 0) || !std::isfinite(top)) return false;
+        std::vector<double> scaled;
+        for (double x : v) scaled.push_back(x / top);
+        return integer_form(Mask(int(scaled.size()), 1, scaled)).has_value();
+    }
     static std::vector<Weight> q15(const std::vector<double>& w) {
         std::vector<Weight> q;
         for (double v : w) q.push_back(Weight(std::lrint(std::clamp(v, -1.0, 32767.0 / 32768) * 32768)));
@@ -77,6 +87,10 @@ struct FixedQ15 {
             plan.algorithm != LinearAlgorithm::separable || plan.finish.add != 0)
             return;
         std::vector<double> r = plan.separable->row, c = plan.separable->column;
+        // Factors proportional to small integers (a box or binomial at a scale the exact path cannot take,
+        // such as weights of 2^40) are summed exactly by the f32 path, up to one rounding of the
+        // multiplier; users see exact results there, so they keep that path.
+        if (rational(r) && rational(c)) return;
         // The factorisation may put the whole scale on one side; balance it (sum |r| = 1), and fold the
         // finish's multiplier into the column.
         double sr = 0;
