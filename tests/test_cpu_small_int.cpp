@@ -270,3 +270,73 @@ TEST(CpuFixedPoint, IntegerProportionalMasksKeepTheF32Path) {
         EXPECT_TRUE(test::identical(want.view(), got.view())) << w;
     }
 }
+
+namespace {
+
+// Positive random weights normalised to sum 1 (a blur drawn at random, as bench masks are).
+Mask normalised_mask(int w, int h, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<double> v(std::size_t(w) * std::size_t(h));
+    double sum = 0;
+    for (double& x : v) sum += x = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+    for (double& x : v) x /= sum;
+    return Mask(w, h, v);
+}
+
+LinearPlan direct_plan(const Mask& m, const Image& in, BorderMode b, double value = 0) {
+    LinearPlan p = test::plan_for(m, in.shape(), PixelType::u8, b, value);
+    p.algorithm = LinearAlgorithm::direct;
+    return p;
+}
+
+} // namespace
+
+// Small float masks on u8 run direct in Q15 where the bound allows: 3x3 to 7x7 and even shapes, every
+// border, 1 to 4 channels, odd widths, within 1 of the reference.
+TEST(CpuFixedPoint, DirectMasksWithinOneOfReference) {
+    int k = 0;
+    for (auto [mw, mh] : {std::pair{3, 3}, std::pair{5, 5}, std::pair{7, 7}, std::pair{2, 4}, std::pair{5, 1}})
+        for (BorderMode b : test::all_borders)
+            for (int channels = 1; channels <= 4; ++channels) {
+                const int w = 39 + 2 * (k % 4), h = 21 + (k % 3);
+                const Image in = test::random_image(w, h, channels, PixelType::u8, 900 + k);
+                const LinearPlan p = direct_plan(normalised_mask(mw, mh, 50 + k++), in, b, 33);
+                ASSERT_FALSE(p.exact);
+                EXPECT_LT(cpu::fixed_point_direct_bound(p), 0.49) << mw << "x" << mh;
+                expect_within_one(p, in, std::to_string(mw) + "x" + std::to_string(mh) + " " + std::to_string(channels) +
+                                             " channels, border " + to_string(b));
+            }
+}
+
+// Worst case of the weight rounding for the direct form: 255 where the rounded weight exceeds the exact
+// one, 0 elsewhere (and the opposite), tiled so every mask-sized step of output pixels sees it.
+TEST(CpuFixedPoint, DirectWorstCaseWindowsStayWithinOne) {
+    for (int size : {3, 5, 7}) {
+        const Mask m = normalised_mask(size, size, unsigned(size));
+        for (bool positive : {true, false}) {
+            Image in(size * 6, size * 5, 4, PixelType::u8);
+            for (int y = 0; y < in.height(); ++y)
+                for (int x = 0; x < in.width(); ++x) {
+                    const double exact = m.at(x % size, y % size);
+                    const double e = std::lrint(exact * 32768) / 32768.0 - exact;
+                    for (int ch = 0; ch < 4; ++ch)
+                        in.view().row<std::uint8_t>(y)[x * 4 + ch] = (e > 0) == positive ? 255 : ch * 30;
+                }
+            const LinearPlan p = direct_plan(m, in, BorderMode::wrap);
+            ASSERT_LT(cpu::fixed_point_direct_bound(p), 0.49);
+            expect_within_one(p, in, std::to_string(size) + (positive ? " +" : " -"));
+        }
+    }
+}
+
+// Masks the bound refuses keep the f32 path: large sums of |weights| (sharpening), masks past 7x7, and
+// masks proportional to small integers (exact there).
+TEST(CpuFixedPoint, DirectFallsBackWhereTheBoundFails) {
+    const Image in = test::random_image(31, 17, 3, PixelType::u8, 4);
+    EXPECT_GE(cpu::fixed_point_direct_bound(direct_plan(Mask(3, 3, {0, -1, 0, -1, 5, -1, 0, -1, 0}), in, BorderMode::reflect)), 0.49);
+    EXPECT_GE(cpu::fixed_point_direct_bound(direct_plan(normalised_mask(9, 9, 1), in, BorderMode::reflect)), 0.49);
+    const LinearPlan big = direct_plan(Mask(3, 3, std::vector<double>(9, 0x1p40 / 9 / 0x1p40 * 3)), in, BorderMode::reflect);
+    EXPECT_GE(cpu::fixed_point_direct_bound(big), 0.49);
+    for (const LinearPlan& p : {big, direct_plan(normalised_mask(9, 9, 1), in, BorderMode::mirror)})
+        expect_within_one(p, in, "fallback");
+}

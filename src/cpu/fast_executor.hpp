@@ -13,6 +13,7 @@ void run_linear(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, Ima
 bool run_separable_8bit(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, ImageView out);
 bool small_int_separable_applies(const LinearPlan& plan);
 double fixed_point_separable_bound(const LinearPlan& plan);  // < 0.49: the Q15 form runs
+double fixed_point_direct_bound(const LinearPlan& plan);     // the same for small direct masks
 void run_morph(ThreadPool& pool, const MorphPlan& plan, ConstImageView in, ImageView out);
 void run_combine(ThreadPool& pool, const CombinePlan& plan, ConstImageView a, ConstImageView b, ImageView out);
 

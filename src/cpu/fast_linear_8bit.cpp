@@ -34,6 +34,7 @@ namespace {
 
 // The exact form: u8 padded rows, u16 ring, the exact finish.
 struct ExactU16 {
+    static constexpr bool direct = false;  // a row pass fills the ring
     using Pad = std::uint8_t;
     using Ring = std::uint16_t;
     using Weight = std::uint16_t;
@@ -52,10 +53,11 @@ struct ExactU16 {
     void row_pass(const Pad* padded, const std::size_t* offsets, Ring* out, std::size_t n) const {
         simd::sum_taps_u8(padded, offsets, row.data(), row.size(), out, n);
     }
+    template <class P>
     void column_pass(const LinearPlan& plan, const Ring* const* rows, std::byte* dst, std::size_t n, bool stream,
-                     Scratch<float>& sums) const {
+                     P& p, int) const {
         if (fused) return simd::sum_rows_u16_finish(rows, column.data(), column.size(), plan.out, dst, n, plan.finish, stream);
-        float* s = sums.get(row_stride<float>(n));
+        float* s = p.sums.get(row_stride<float>(n));
         simd::sum_rows_u16(rows, column.data(), column.size(), s, n);
         simd::finish_exact_row(plan.out, s, dst, n, plan.finish, bound, stream);
     }
@@ -63,6 +65,7 @@ struct ExactU16 {
 
 // The float form in fixed point: Q7 padded rows and ring, Q15 factors, u8 out.
 struct FixedQ15 {
+    static constexpr bool direct = false;
     using Pad = std::int16_t;
     using Ring = std::int16_t;
     using Weight = std::int16_t;
@@ -123,8 +126,9 @@ struct FixedQ15 {
     void row_pass(const Pad* padded, const std::size_t* offsets, Ring* out, std::size_t n) const {
         simd::sum_taps_q15(padded, offsets, row.data(), row.size(), out, n);
     }
-    void column_pass(const LinearPlan&, const Ring* const* rows, std::byte* dst, std::size_t n, bool stream,
-                     Scratch<float>&) const {
+    template <class P>
+    void column_pass(const LinearPlan&, const Ring* const* rows, std::byte* dst, std::size_t n, bool stream, P&,
+                     int) const {
         simd::sum_rows_q15(rows, column.data(), column.size(), reinterpret_cast<std::uint8_t*>(dst), n, stream);
     }
 };
@@ -134,7 +138,61 @@ struct Participant {
     Scratch<typename T::Pad> padded;
     Scratch<typename T::Ring> ring;
     Scratch<float> sums;
-    std::vector<const typename T::Ring*> rows;
+    std::vector<const typename T::Ring*> rows, taps;
+};
+
+// Small 2-D float masks on u8 (direct): the ring holds padded Q7 rows, and each output row is one pass
+// of rounded products over the mask's non-zero taps (tap (i, j): ring row j at offset i * channels).
+// Bound as for the separable form with one level: |a - v| <= 255 sum |W_ij / 2^15 - m_ij| + k 2^-8
+// for k taps (one rounding per product); i16 holds every partial sum when 255 sum |W| / 2^15 + k 2^-8
+// stays below 32767 / 128.
+struct DirectQ15 {
+    static constexpr bool direct = true;
+    using Pad = std::int16_t;
+    using Ring = std::int16_t;
+    std::vector<std::int16_t> w;
+    std::vector<int> tap_row, tap_col;
+    double bound = 1;
+
+    explicit DirectQ15(const LinearPlan& plan) {
+        if (plan.exact || plan.in != PixelType::u8 || plan.out != PixelType::u8 ||
+            plan.algorithm != LinearAlgorithm::direct || plan.finish.add != 0)
+            return;
+        const Mask& m = plan.step.mask;
+        // At most 7 x 7 (the bound grows with the taps; larger masks stay on the f32 path).
+        if (m.width * m.height > 49) return;
+        std::vector<double> v;
+        for (int j = 0; j < m.height; ++j)
+            for (int i = 0; i < m.width; ++i) v.push_back(m.at(i, j) * plan.finish.mul);
+        if (FixedQ15::rational(v)) return;
+        double err = 0, sum = 0, k = 0;
+        for (int j = 0; j < m.height; ++j)
+            for (int i = 0; i < m.width; ++i) {
+                const double x = v[std::size_t(j * m.width + i)];
+                if (!(std::fabs(x) < 1)) return;
+                const auto q = std::int16_t(std::lrint(std::clamp(x, -1.0, 32767.0 / 32768) * 32768));
+                err += std::fabs(q / 32768.0 - x);
+                if (q == 0) continue;  // a dropped weight's whole value is in err
+                w.push_back(q);
+                tap_row.push_back(j);
+                tap_col.push_back(i);
+                sum += std::fabs(q / 32768.0);
+                k += 1;
+            }
+        if ((255 * sum + k / 256) * 128 >= 32767) return;
+        bound = 255 * err + k / 256;
+    }
+    bool applies() const { return bound < 0.49; }
+    static Pad one(std::uint8_t s) { return Pad(s << 7); }
+    static void widen(const std::uint8_t* s, Pad* d, std::size_t k) { simd::widen_q7(s, d, k); }
+    void row_pass(const Pad*, const std::size_t*, Ring*, std::size_t) const {}
+    void column_pass(const LinearPlan&, const Ring* const* rows, std::byte* dst, std::size_t n, bool stream,
+                     Participant<DirectQ15>& p, int channels) const {
+        p.taps.clear();
+        for (std::size_t t = 0; t < w.size(); ++t)
+            p.taps.push_back(rows[tap_row[t]] + std::size_t(tap_col[t]) * std::size_t(channels));
+        simd::sum_rows_q15(p.taps.data(), w.data(), w.size(), reinterpret_cast<std::uint8_t*>(dst), n, stream);
+    }
 };
 
 template <class Arith>
@@ -159,8 +217,9 @@ public:
         tiling_.cell(task, W_, H_, x0, x1, y0, y1);
         Participant<Arith>& p = parts_[std::size_t(who)];
         const std::size_t C = std::size_t(C_), n = std::size_t(x1 - x0) * C;
-        const std::size_t stride = row_stride<typename Arith::Ring>(n);
-        auto* padded = p.padded.get(row_stride<typename Arith::Pad>(std::size_t(x1 - x0 + mw_ - 1) * C));
+        const std::size_t padded_n = std::size_t(x1 - x0 + mw_ - 1) * C;
+        const std::size_t stride = row_stride<typename Arith::Ring>(Arith::direct ? padded_n : n);
+        auto* padded = Arith::direct ? nullptr : p.padded.get(row_stride<typename Arith::Pad>(padded_n));
         auto* ring = p.ring.get(stride * std::size_t(mh_));
         const long long vbase = (long long)y0 - ay_;
         auto slot = [&](long long v) { return ring + std::size_t((v - vbase) % mh_) * stride; };
@@ -170,14 +229,16 @@ public:
             const long long top = (long long)y - ay_;
             for (; loaded <= top + mh_ - 1; ++loaded) {
                 const int r = map_index(loaded, H_, plan_.step.border);
-                build_padded_row(r < 0 ? nullptr : in_.row<std::uint8_t>(r), cols_, x0, x1 + mw_ - 1, C_, fill_, padded,
+                typename Arith::Pad* target = padded;
+                if constexpr (Arith::direct) target = slot(loaded);  // the ring holds the padded rows
+                build_padded_row(r < 0 ? nullptr : in_.row<std::uint8_t>(r), cols_, x0, x1 + mw_ - 1, C_, fill_, target,
                                  [](const std::uint8_t* s, typename Arith::Pad* d, std::size_t k) { Arith::widen(s, d, k); },
                                  [](std::uint8_t s) { return Arith::one(s); });
-                arith_.row_pass(padded, offsets_.data(), slot(loaded), n);
+                if constexpr (!Arith::direct) arith_.row_pass(padded, offsets_.data(), slot(loaded), n);
             }
             p.rows.clear();
             for (int j = 0; j < mh_; ++j) p.rows.push_back(slot(top + j));
-            arith_.column_pass(plan_, p.rows.data(), out_.row_bytes(y) + out_offset, n, stream_, p.sums);
+            arith_.column_pass(plan_, p.rows.data(), out_.row_bytes(y) + out_offset, n, stream_, p, C_);
         }
         if (stream_) simd::flush_streams();
     }
@@ -223,12 +284,20 @@ bool small_int_separable_applies(const LinearPlan& plan) { return exact_u16_appl
 
 double fixed_point_separable_bound(const LinearPlan& plan) { return FixedQ15(plan).bound; }
 
+double fixed_point_direct_bound(const LinearPlan& plan) { return DirectQ15(plan).bound; }
+
 bool run_separable_8bit(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, ImageView out) {
     if (exact_u16_applies(plan)) {
         run_job(pool, plan, ExactU16(plan), in, out);
         return true;
     }
     if (plan.exact || plan.in != PixelType::u8) return false;
+    if (plan.algorithm == LinearAlgorithm::direct) {
+        const DirectQ15 d(plan);
+        if (!d.applies()) return false;
+        run_job(pool, plan, d, in, out);
+        return true;
+    }
     const FixedQ15 q(plan);
     if (!q.applies()) return false;
     run_job(pool, plan, q, in, out);
