@@ -1,6 +1,8 @@
-// Separable paths for 8-bit images in 16-bit lanes (twice the samples per vector of the f32 path, and
-// no widened f32 row), both reading the padded u8 row of each input row once into a ring of
-// row-pass results and finishing straight out of the column pass:
+// Paths for 8-bit images in 16-bit lanes (twice the samples per vector of the f32 path, and no widened
+// f32 row). The separable forms read the padded row of each input row once into a ring of row-pass
+// results and finish straight out of the column pass; the direct form (DirectQ15, small float masks)
+// keeps the padded rows themselves in the ring. 2048^2 RGB on 2 cores, CPU time: box 5x5 8.2 -> 6.2 ms,
+// Gaussian sigma 2 13.9 -> 8.1 ms, correlate 3x3 6.8 -> 3.5 ms (docs/perf-notes.md).
 //
 // exact (box, binomial): small non-negative integer factors, summed in u16. Applies when every factor
 // is >= 0 and 255 * sum(row) * sum(column) < 2^16: every partial sum is then below 2^16 (sums of
@@ -16,8 +18,8 @@
 //     (weight rounding, then one rounding of 2^-8 pixel per product);  |t_y / 2^7| <= M = 255 sum |R_i| / 2^15 + k_r 2^-8;
 //   column sum / 2^7 - v <= M sum_j |C_j / 2^15 - c_j| + sum_j |c_j| E_r + k_c 2^-8.
 // The path is taken only when that bound is below 0.49, and when every partial sum stays inside i16
-// (M 2^7 and M sum |C_j| / 2^15 2^7 + k_c / 2 below 32767). Gaussians up to sigma 4 (25 taps) pass
-// with bound about 0.2; the bound is worked out per plan, so no input can break it.
+// (M 2^7 and M sum |C_j| / 2^15 2^7 + k_c / 2 below 32767). Gaussians pass up to sigma 4 (25 taps;
+// bound 0.08 at sigma 1, 0.28 at sigma 4); the bound is worked out per plan, so no input can break it.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
