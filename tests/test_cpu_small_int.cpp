@@ -3,6 +3,7 @@
 // finishes that divide by odd, even and power-of-two sums, factors at the edge of the u16 bound; and
 // the Q15 fixed-point Gaussian within SPEC's 1, including its worst-case windows.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <cstdio>
 #include <cstring>
@@ -339,4 +340,32 @@ TEST(CpuFixedPoint, DirectFallsBackWhereTheBoundFails) {
     EXPECT_GE(cpu::fixed_point_direct_bound(big), 0.49);
     for (const LinearPlan& p : {big, direct_plan(normalised_mask(9, 9, 1), in, BorderMode::mirror)})
         expect_within_one(p, in, "fallback");
+}
+
+// Every compiled SIMD target (SSE4, AVX2, AVX-512, the portable one) gives the same results on these
+// paths: exact bits for the u16 box, and for the Q15 forms the bits of the best target (each product
+// is rounded the same way in every lane width), with widths that leave vector tails.
+TEST(CpuFixedPoint, EverySimdTargetGivesTheSameBits) {
+    const Image in = test::random_image(77, 19, 3, PixelType::u8, 14);
+    std::vector<LinearPlan> plans;
+    plans.push_back(gaussian_plan(1.5, in, BorderMode::mirror));
+    plans.push_back(direct_plan(normalised_mask(5, 5, 8), in, BorderMode::constant, 200));
+    plans.push_back(separable_plan(outer({1, 1, 1, 1, 1}, {1, 1, 1}), in, PixelType::u8, BorderMode::reflect, Normalise::sum));
+    ASSERT_LT(cpu::fixed_point_separable_bound(plans[0]), 0.49);
+    ASSERT_LT(cpu::fixed_point_direct_bound(plans[1]), 0.49);
+    ASSERT_TRUE(cpu::small_int_separable_applies(plans[2]));
+    std::vector<Image> first;
+    for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        hwy::SetSupportedTargetsForTest(target);
+        auto ex = make_cpu_executor(2);
+        for (std::size_t k = 0; k < plans.size(); ++k) {
+            Image got(in.shape()), want(in.shape());
+            ex->linear(plans[k], in.view(), got.view());
+            reference().linear(plans[k], in.view(), want.view());
+            EXPECT_LE(test::max_abs_diff(want.view(), got.view()), k == 2 ? 0 : 1) << hwy::TargetName(target) << " " << k;
+            if (first.size() < plans.size()) first.push_back(copy_of(got.view()));
+            else EXPECT_TRUE(test::identical(first[k].view(), got.view())) << hwy::TargetName(target) << " " << k;
+        }
+    }
+    hwy::SetSupportedTargetsForTest(0);
 }
