@@ -1,7 +1,12 @@
 // The fast CPU executor: all cores (a persistent pool), Highway SIMD kernels, and the same bits as the
 // reference wherever the reference is exact (integer paths, morphology, combine).
 #include <algorithm>
+#include <cstdint>
 #include <memory>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "apron/errors.hpp"
 #include "core/dispatch.hpp"
@@ -40,6 +45,26 @@ void run_combine(ThreadPool& pool, const CombinePlan& plan, ConstImageView a, Co
 
 namespace {
 
+// A fresh output (the CLI's result, a pipeline's intermediate) is first touched by the step that writes
+// it, and with 4 KiB pages that first touch costs more than the filter: 12288 faults for a 4096^2
+// RGB u8 image, 123 ms of a dilate 9x9 step whose writes take 36 ms (2 threads of the EPYC VM, where
+// transparent huge pages are `madvise` only). Advising huge pages for the output's whole 2 MiB pages
+// first cuts the faults 512-fold (the same step: 45 ms). A hint only: memory already present, or
+// memory the kernel will not back with huge pages, is left as it is.
+constexpr std::size_t huge_page = std::size_t(2) << 20;
+
+void advise_huge_pages(ImageView out) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (out.empty() || out.memory != Memory::host) return;
+    const auto begin = reinterpret_cast<std::uintptr_t>(out.row_bytes(0));
+    const std::uintptr_t end = begin + out.pitch * std::size_t(out.height() - 1) + out.shape.row_bytes();
+    const std::uintptr_t first = (begin + huge_page - 1) / huge_page * huge_page, last = end / huge_page * huge_page;
+    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+#else
+    (void)out;
+#endif
+}
+
 void require_host(const char* what, ConstImageView v) {
     if (!v.empty() && v.memory != Memory::host) fail(what, "the cpu backend needs images in host memory");
 }
@@ -51,17 +76,20 @@ public:
     void linear(const LinearPlan& plan, ConstImageView in, ImageView out) override {
         require_host("linear input", in);
         require_host("linear output", apron::as_const(out));
+        advise_huge_pages(out);
         run_linear(pool_, plan, in, out);
     }
     void morph(const MorphPlan& plan, ConstImageView in, ImageView out) override {
         require_host("morphology input", in);
         require_host("morphology output", apron::as_const(out));
+        advise_huge_pages(out);
         run_morph(pool_, plan, in, out);
     }
     void combine(const CombinePlan& plan, ConstImageView a, ConstImageView b, ImageView out) override {
         require_host("combine input", a);
         require_host("combine input", b);
         require_host("combine output", apron::as_const(out));
+        advise_huge_pages(out);
         run_combine(pool_, plan, a, b, out);
     }
 

@@ -7,6 +7,13 @@
 namespace apron::cpu {
 
 void run_linear(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, ImageView out);
+// Separable steps on u8 images in 16-bit lanes (fast_linear_8bit.cpp): exact small non-negative integer
+// factors, or float factors in Q15 where the error bound proves SPEC's tolerance. Returns false (and
+// does nothing) where neither applies.
+bool run_separable_8bit(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, ImageView out);
+bool small_int_separable_applies(const LinearPlan& plan);
+double fixed_point_separable_bound(const LinearPlan& plan);  // < 0.49: the Q15 form runs
+double fixed_point_direct_bound(const LinearPlan& plan);     // the same for small direct masks
 void run_morph(ThreadPool& pool, const MorphPlan& plan, ConstImageView in, ImageView out);
 void run_combine(ThreadPool& pool, const CombinePlan& plan, ConstImageView a, ConstImageView b, ImageView out);
 

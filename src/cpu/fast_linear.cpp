@@ -281,6 +281,7 @@ void run_linear(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, Ima
     // windows that hold it: f32 images with one take the direct path (one scan, cheap beside the FFT).
     if (plan.algorithm == LinearAlgorithm::fft && (plan.in != PixelType::f32 || all_finite(in)))
         return run_fft_linear(pool, plan, in, out);
+    if (run_separable_8bit(pool, plan, in, out)) return;
     if (plan.exact && plan.accumulator == Accumulator::f64) run_typed<double>(pool, plan, in, out);
     else run_typed<float>(pool, plan, in, out);
 }

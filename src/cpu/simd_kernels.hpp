@@ -4,6 +4,7 @@
 // chosen at the first call (HWY_DYNAMIC_DISPATCH). Everything here works on plain rows of samples:
 // interleaved channels are the caller's business (a horizontal tap is an offset of i * channels).
 #include <cstddef>
+#include <cstdint>
 
 #include "apron/image.hpp"
 #include "core/linear_finish.hpp"
@@ -58,6 +59,30 @@ void finish_exact_row(PixelType out, const float* sum, void* dst, std::size_t n,
                       bool stream = false);
 void finish_exact_row(PixelType out, const double* sum, void* dst, std::size_t n, const LinearFinish& f, double bound,
                       bool stream = false);
+
+// The 8-bit exact separable path. out[s] = sum over k < count of w[k] * src[offsets[k] + s], for s < n
+// exactly (no over-compute), in u16 lanes: the caller guarantees 255 * sum(w) < 2^16.
+void sum_taps_u8(const std::uint8_t* src, const std::size_t* offsets, const std::uint16_t* w, std::size_t count,
+                 std::uint16_t* out, std::size_t n);
+// out[s] = float(sum over k < count of w[k] * rows[k][s]), for s < n exactly; every sum < 2^16.
+void sum_rows_u16(const std::uint16_t* const* rows, const std::uint16_t* w, std::size_t count, float* out, std::size_t n);
+// The same sums finished into the output row dst (exactly n samples): dst[s] = finish_exact<Out>(sum, f)
+// bit for bit. Only where u16_finish_fuses says so (u8/u16 output, integer rounding, every value of the
+// finish below 2^22 given |sum| <= bound).
+bool u16_finish_fuses(PixelType out, const LinearFinish& f, double bound);
+void sum_rows_u16_finish(const std::uint16_t* const* rows, const std::uint16_t* w, std::size_t count, PixelType out,
+                         void* dst, std::size_t n, const LinearFinish& f, bool stream);
+
+// The 8-bit float separable path in Q15 fixed point (fast_linear_8bit.cpp has the error bound).
+// dst[s] = src[s] << 7 (Q7 pixels).
+void widen_q7(const std::uint8_t* src, std::int16_t* dst, std::size_t n);
+// out[s] = sum over k of round(src[offsets[k] + s] * w[k] / 2^15) in i16 (vpmulhrsw per product), for
+// s < n exactly; the caller keeps every partial sum inside i16.
+void sum_taps_q15(const std::int16_t* src, const std::size_t* offsets, const std::int16_t* w, std::size_t count,
+                  std::int16_t* out, std::size_t n);
+// The same over rows, then the Q7 sum rounded half up to a pixel and saturated to u8.
+void sum_rows_q15(const std::int16_t* const* rows, const std::int16_t* w, std::size_t count, std::uint8_t* dst,
+                  std::size_t n, bool stream);
 
 // Morphology: dst[s] = min (or max) over k < count of rows[k][s], for s < n exactly (no over-compute).
 // dst may be one of the rows (each element is read before it is written). Rows hold samples of type t.

@@ -1,0 +1,371 @@
+// The 8-bit separable paths of the fast CPU executor (16-bit lanes, fast_linear_8bit.cpp) against the
+// reference: exact (bit for bit) for boxes and binomials on 1 to 4 channels, odd widths, every border,
+// finishes that divide by odd, even and power-of-two sums, factors at the edge of the u16 bound; and
+// the Q15 fixed-point Gaussian within SPEC's 1, including its worst-case windows.
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/linear_finish.hpp"
+#include "cpu/fast_executor.hpp"
+#include "cpu/simd_kernels.hpp"
+#include "apron/ops.hpp"
+#include "plan_support.hpp"
+#include "test_support.hpp"
+
+using namespace apron;
+using namespace apron::cpu;
+
+namespace {
+
+Executor& reference() {
+    static auto ex = make_reference_executor();
+    return *ex;
+}
+Executor& fast() {
+    static auto ex = make_cpu_executor(3);
+    return *ex;
+}
+
+Mask outer(const std::vector<double>& row, const std::vector<double>& column) {
+    std::vector<double> w;
+    for (double c : column)
+        for (double r : row) w.push_back(c * r);
+    return Mask(int(row.size()), int(column.size()), w);
+}
+
+LinearPlan separable_plan(const Mask& m, const Image& in, PixelType out, BorderMode b, Normalise n, double value = 0) {
+    LinearPlan p = test::plan_for(m, in.shape(), out, b, value, n);
+    // Small masks stay direct in the planner; the separable form is what a larger one would carry.
+    if (!p.integer_separable) p.integer_separable = integer_separable_form(p.integer_mask, m.width, m.height);
+    p.algorithm = LinearAlgorithm::separable;
+    return p;
+}
+
+void expect_same(const LinearPlan& p, const Image& in, const std::string& what) {
+    Image want(in.width(), in.height(), in.channels(), p.out), got(in.width(), in.height(), in.channels(), p.out);
+    reference().linear(p, in.view(), want.view());
+    fast().linear(p, in.view(), got.view());
+    EXPECT_TRUE(test::identical(want.view(), got.view()))
+        << what << ": differs by " << test::max_abs_diff(want.view(), got.view());
+}
+
+} // namespace
+
+TEST(CpuSmallInt, BoxesAndBinomialsMatchReference) {
+    const std::vector<std::pair<std::vector<double>, std::vector<double>>> masks = {
+        {{1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}},  // box 5x5: divide by 25
+        {{1, 1, 1}, {1, 1, 1}},              // box 3x3: 9
+        {{1, 2, 1}, {1, 2, 1}},              // binomial: 16
+        {{1, 4, 6, 4, 1}, {1, 4, 6, 4, 1}},  // 256
+        {{1, 1, 1, 1}, {1, 1}},              // even box 4x2: 8
+        {{1, 1, 1, 1, 1, 1, 1}, {1}},        // one row: 7
+        {{1}, {1, 1, 1, 1, 1, 1}},           // one column: 6
+        {{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},  // 255
+    };
+    int k = 0;
+    for (const auto& [row, column] : masks)
+        for (BorderMode b : test::all_borders)
+            for (int channels = 1; channels <= 4; ++channels) {
+                const int w = 37 + 2 * (k % 5), h = 23;
+                const Image in = test::random_image(w, h, channels, PixelType::u8, 300 + k++);
+                for (Normalise n : {Normalise::sum, Normalise::none}) {
+                    const LinearPlan p = separable_plan(outer(row, column), in, PixelType::u8, b, n, 77);
+                    ASSERT_TRUE(cpu::small_int_separable_applies(p)) << row.size() << "x" << column.size();
+                    expect_same(p, in, std::to_string(row.size()) + "x" + std::to_string(column.size()) + " on " +
+                                           std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(channels) +
+                                           " border " + to_string(b));
+                }
+            }
+}
+
+TEST(CpuSmallInt, OtherOutputTypesAndTinyImages) {
+    const Mask box = outer({1, 1, 1, 1, 1}, {1, 1, 1});
+    for (PixelType out : {PixelType::u8, PixelType::u16, PixelType::f32})
+        for (auto [w, h] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 5}, std::pair{3, 2}, std::pair{129, 3}})
+            for (int channels : {1, 3, 4})
+                for (BorderMode b : {BorderMode::mirror, BorderMode::wrap, BorderMode::constant}) {
+                    const Image in = test::random_image(w, h, channels, PixelType::u8, unsigned(w * 31 + h + channels));
+                    const LinearPlan p = separable_plan(box, in, out, b, Normalise::sum, 200);
+                    ASSERT_TRUE(cpu::small_int_separable_applies(p));
+                    expect_same(p, in, std::string(to_string(out)) + " " + std::to_string(w) + "x" + std::to_string(h));
+                }
+}
+
+// Offsets (book normalisation of a zero-sum mask is not separable here; a scale or delta is), odd and
+// even deltas, and a fractional scale that leaves integer rounding.
+TEST(CpuSmallInt, ScalesAndDeltas) {
+    const Mask box = outer({1, 1, 1}, {1, 1, 1, 1, 1});
+    const Image in = test::random_image(53, 17, 3, PixelType::u8, 8);
+    for (PixelType out : {PixelType::u8, PixelType::u16, PixelType::f32})
+        for (auto [scale, delta] : {std::pair{1.0, 3.0}, std::pair{1.0, -4.0}, std::pair{1.0, 100.0}, std::pair{0.5, 1.0}, std::pair{3.0, 0.25}})
+            for (Normalise n : {Normalise::sum, Normalise::none, Normalise::book}) {
+                LinearPlan p = test::plan_for(box, in.shape(), out, BorderMode::reflect, 0, n, scale, delta);
+                if (!p.integer_separable) p.integer_separable = integer_separable_form(p.integer_mask, box.width, box.height);
+                p.algorithm = LinearAlgorithm::separable;
+                ASSERT_TRUE(cpu::small_int_separable_applies(p));
+                expect_same(p, in, std::string(to_string(out)) + " scale " + std::to_string(scale) + " delta " + std::to_string(delta));
+            }
+}
+
+// 255 * 257 = 65535 is the largest sum the u16 lanes hold; all-255 input reaches it. One more and the
+// path must step aside (the f32 path takes the step, with the same bits).
+TEST(CpuSmallInt, BoundOfTheU16Lanes) {
+    Image in(67, 9, 3, PixelType::u8);
+    for (int y = 0; y < in.height(); ++y) std::memset(in.view().row_bytes(y), 255, in.shape().row_bytes());
+    const Image noisy = test::random_image(67, 9, 3, PixelType::u8, 5);
+    for (const auto& [row, applies] : {std::pair{std::vector<double>{255, 2}, true}, std::pair{std::vector<double>{255, 3}, false},
+                                       std::pair{std::vector<double>{200, 57}, true}})
+        for (const Image* src : {static_cast<const Image*>(&in), &noisy})
+            for (PixelType out : {PixelType::u16, PixelType::u8}) {
+                const LinearPlan p = separable_plan(outer(row, {1}), *src, out, BorderMode::nearest, Normalise::none);
+                EXPECT_EQ(cpu::small_int_separable_applies(p), applies) << row[1];
+                expect_same(p, *src, "row " + std::to_string(row[0]) + "," + std::to_string(row[1]));
+            }
+    // Column factors count too: 1 x 1 row over a column summing to 257.
+    const LinearPlan p = separable_plan(outer({1}, {128, 129}), in, PixelType::u16, BorderMode::reflect, Normalise::none);
+    EXPECT_TRUE(cpu::small_int_separable_applies(p));
+    expect_same(p, in, "column 128,129");
+    // Negative factors never take it.
+    const LinearPlan q = separable_plan(outer({1, -1, 1}, {1, 2, 1}), noisy, PixelType::u8, BorderMode::reflect, Normalise::none);
+    EXPECT_FALSE(cpu::small_int_separable_applies(q));
+}
+
+// The fused finish divides by a reciprocal for odd denominators (exact by the argument in
+// simd_small_int.cpp). Every sum the u16 lanes can hold, 0..65535, against the integer finish, for every
+// odd denominator up to 1023, large odd ones, powers of two and even ones (a division there), with
+// offsets and deltas.
+TEST(CpuSmallInt, FusedFinishIsExactForEverySum) {
+    std::vector<std::uint16_t> row(65536);
+    for (std::size_t i = 0; i < row.size(); ++i) row[i] = std::uint16_t(i);
+    const std::uint16_t* rows[1] = {row.data()};
+    const std::uint16_t one = 1;
+    std::vector<std::uint16_t> got(row.size());
+    std::vector<std::int64_t> dens;
+    for (std::int64_t d = 1; d < 1024; d += 2) dens.push_back(d);
+    for (std::int64_t d : {65535, 65537, 99999, 1 << 21, (1 << 22) - 1, 2, 6, 10, 12, 100, 1024, 50000}) dens.push_back(d);
+    int checked = 0;
+    for (std::int64_t d : dens)
+        for (auto [offset, delta] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {12345, -7}, {-40000, 3}}) {
+            LinearFinish f;
+            f.denominator = d;
+            f.inverse_denominator = 1.0 / double(d);
+            f.offset = offset;
+            f.delta_int = delta;
+            f.integer_rounding = true;
+            ASSERT_TRUE(simd::u16_finish_fuses(PixelType::u16, f, 65535.0));
+            simd::sum_rows_u16_finish(rows, &one, 1, PixelType::u16, got.data(), got.size(), f, false);
+            for (std::size_t i = 0; i < row.size(); ++i) {
+                const std::uint16_t want = finish_exact<std::uint16_t>(std::int64_t(i), f);
+                if (got[i] != want) {
+                    ADD_FAILURE() << "sum " << i << " / " << d << " offset " << offset << ": " << got[i] << " != " << want;
+                    return;
+                }
+            }
+            ++checked;
+        }
+    EXPECT_EQ(checked, int(dens.size()) * 3);
+}
+
+namespace {
+
+LinearPlan gaussian_plan(double sigma, const Image& in, BorderMode b, double value = 0) {
+    OpProgram prog = parse_operation("gaussian:sigma=" + std::to_string(sigma));
+    std::get<LinearStep>(prog.steps.at(0).action).border = b;
+    std::get<LinearStep>(prog.steps.at(0).action).border_value = value;
+    LinearPlan p = std::get<LinearPlan>(test::plan_step(prog.steps.at(0), in.shape(), PixelType::u8).what);
+    EXPECT_EQ(p.algorithm, LinearAlgorithm::separable);
+    return p;
+}
+
+// Within 1 of the reference (SPEC's integer tolerance), the largest difference returned.
+double expect_within_one(const LinearPlan& p, const Image& in, const std::string& what) {
+    Image want(in.shape()), got(in.shape());
+    reference().linear(p, in.view(), want.view());
+    fast().linear(p, in.view(), got.view());
+    const double d = test::max_abs_diff(want.view(), got.view());
+    EXPECT_LE(d, 1) << what;
+    return d;
+}
+
+} // namespace
+
+// The Q15 form of 8-bit Gaussians: its error bound holds for sigma up to 4 (so it runs), and results
+// stay within 1 of the reference on 1 to 4 channels, odd sizes, every border.
+TEST(CpuFixedPoint, GaussiansWithinOneOfReference) {
+    int k = 0;
+    for (double sigma : {0.5, 0.8, 1.0, 1.7, 2.0, 3.0, 4.0})
+        for (BorderMode b : test::all_borders)
+            for (int channels = 1; channels <= 4; ++channels) {
+                const int w = 41 + 2 * (k % 4), h = 29 + (k % 3);
+                const Image in = test::random_image(w, h, channels, PixelType::u8, 700 + k++);
+                const LinearPlan p = gaussian_plan(sigma, in, b, 90);
+                const double bound = cpu::fixed_point_separable_bound(p);
+                EXPECT_LT(bound, 0.49) << "sigma " << sigma;
+                expect_within_one(p, in, "sigma " + std::to_string(sigma) + " " + std::to_string(channels) + " channels, border " + to_string(b));
+            }
+}
+
+// The worst case of the weight rounding: a window of 255 where the rounded 2-D weight exceeds the
+// exact one and 0 elsewhere (and the opposite), tiled so that every k-th output pixel sees it.
+TEST(CpuFixedPoint, WorstCaseWindowsStayWithinOne) {
+    for (double sigma : {1.0, 2.0, 4.0}) {
+        Image probe(8, 8, 1, PixelType::u8);
+        const LinearPlan p = gaussian_plan(sigma, probe, BorderMode::wrap);
+        std::vector<double> r = p.separable->row, c = p.separable->column;
+        double sr = 0;  // balanced as the fixed-point form does
+        for (double v : r) sr += std::fabs(v);
+        for (double& v : r) v /= sr;
+        for (double& v : c) v *= sr;
+        const int kw = int(r.size()), kh = int(c.size());
+        auto q = [](double v) { return std::lrint(v * 32768) / 32768.0; };
+        for (bool positive : {true, false}) {
+            Image in(kw * 5, kh * 5, 3, PixelType::u8);
+            for (int y = 0; y < in.height(); ++y)
+                for (int x = 0; x < in.width(); ++x) {
+                    const int i = x % kw, j = y % kh;
+                    const double e = q(c[std::size_t(j)] * p.finish.mul) * q(r[std::size_t(i)]) - c[std::size_t(j)] * p.finish.mul * r[std::size_t(i)];
+                    for (int ch = 0; ch < 3; ++ch)
+                        in.view().row<std::uint8_t>(y)[x * 3 + ch] = (e > 0) == positive ? 255 : ch * 40;
+                }
+            const LinearPlan pin = gaussian_plan(sigma, in, BorderMode::wrap);
+            ASSERT_LT(cpu::fixed_point_separable_bound(pin), 0.49);
+            expect_within_one(pin, in, "sigma " + std::to_string(sigma) + (positive ? " +" : " -"));
+        }
+    }
+}
+
+// Constant images: every exact result is the pixel itself, which the fixed-point form must give too
+// (within 1), including 0 and 255 at the ends of the range.
+TEST(CpuFixedPoint, ConstantImagesAndLargeSigmasFallBack) {
+    for (int v : {0, 1, 128, 254, 255}) {
+        Image in(37, 21, 4, PixelType::u8);
+        for (int y = 0; y < in.height(); ++y) std::memset(in.view().row_bytes(y), v, in.shape().row_bytes());
+        expect_within_one(gaussian_plan(2.0, in, BorderMode::nearest), in, "constant " + std::to_string(v));
+    }
+    // Long masks: the bound grows with the taps; past it the f32 path runs (still within 1).
+    const Image in = test::random_image(131, 17, 3, PixelType::u8, 3);
+    const LinearPlan p = gaussian_plan(12.0, in, BorderMode::reflect);
+    EXPECT_GE(cpu::fixed_point_separable_bound(p), 0.49);
+    expect_within_one(p, in, "sigma 12");
+}
+
+// Float separable masks proportional to small integers (weights of 2^40, normalised by their sum) are
+// summed exactly by the f32 path; they keep it, and so their exact results.
+TEST(CpuFixedPoint, IntegerProportionalMasksKeepTheF32Path) {
+    const Image in = test::random_image(23, 37, 3, PixelType::u8, 20);
+    for (double w : {0x1p40, 1e30}) {
+        const Mask m(9, 9, std::vector<double>(81, w));
+        LinearPlan p = test::plan_for(m, in.shape(), PixelType::u8, BorderMode::reflect, 0, Normalise::sum);
+        ASSERT_FALSE(p.exact);
+        ASSERT_TRUE(p.separable);
+        p.algorithm = LinearAlgorithm::separable;
+        EXPECT_GE(cpu::fixed_point_separable_bound(p), 0.49) << w;
+        Image want(in.shape()), got(in.shape());
+        reference().linear(p, in.view(), want.view());
+        fast().linear(p, in.view(), got.view());
+        EXPECT_TRUE(test::identical(want.view(), got.view())) << w;
+    }
+}
+
+namespace {
+
+// Positive random weights normalised to sum 1 (a blur drawn at random, as bench masks are).
+Mask normalised_mask(int w, int h, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<double> v(std::size_t(w) * std::size_t(h));
+    double sum = 0;
+    for (double& x : v) sum += x = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+    for (double& x : v) x /= sum;
+    return Mask(w, h, v);
+}
+
+LinearPlan direct_plan(const Mask& m, const Image& in, BorderMode b, double value = 0) {
+    LinearPlan p = test::plan_for(m, in.shape(), PixelType::u8, b, value);
+    p.algorithm = LinearAlgorithm::direct;
+    return p;
+}
+
+} // namespace
+
+// Small float masks on u8 run direct in Q15 where the bound allows: 3x3 to 7x7 and even shapes, every
+// border, 1 to 4 channels, odd widths, within 1 of the reference.
+TEST(CpuFixedPoint, DirectMasksWithinOneOfReference) {
+    int k = 0;
+    for (auto [mw, mh] : {std::pair{3, 3}, std::pair{5, 5}, std::pair{7, 7}, std::pair{2, 4}, std::pair{5, 1}})
+        for (BorderMode b : test::all_borders)
+            for (int channels = 1; channels <= 4; ++channels) {
+                const int w = 39 + 2 * (k % 4), h = 21 + (k % 3);
+                const Image in = test::random_image(w, h, channels, PixelType::u8, 900 + k);
+                const LinearPlan p = direct_plan(normalised_mask(mw, mh, 50 + k++), in, b, 33);
+                ASSERT_FALSE(p.exact);
+                EXPECT_LT(cpu::fixed_point_direct_bound(p), 0.49) << mw << "x" << mh;
+                expect_within_one(p, in, std::to_string(mw) + "x" + std::to_string(mh) + " " + std::to_string(channels) +
+                                             " channels, border " + to_string(b));
+            }
+}
+
+// Worst case of the weight rounding for the direct form: 255 where the rounded weight exceeds the exact
+// one, 0 elsewhere (and the opposite), tiled so every mask-sized step of output pixels sees it.
+TEST(CpuFixedPoint, DirectWorstCaseWindowsStayWithinOne) {
+    for (int size : {3, 5, 7}) {
+        const Mask m = normalised_mask(size, size, unsigned(size));
+        for (bool positive : {true, false}) {
+            Image in(size * 6, size * 5, 4, PixelType::u8);
+            for (int y = 0; y < in.height(); ++y)
+                for (int x = 0; x < in.width(); ++x) {
+                    const double exact = m.at(x % size, y % size);
+                    const double e = std::lrint(exact * 32768) / 32768.0 - exact;
+                    for (int ch = 0; ch < 4; ++ch)
+                        in.view().row<std::uint8_t>(y)[x * 4 + ch] = (e > 0) == positive ? 255 : ch * 30;
+                }
+            const LinearPlan p = direct_plan(m, in, BorderMode::wrap);
+            ASSERT_LT(cpu::fixed_point_direct_bound(p), 0.49);
+            expect_within_one(p, in, std::to_string(size) + (positive ? " +" : " -"));
+        }
+    }
+}
+
+// Masks the bound refuses keep the f32 path: large sums of |weights| (sharpening), masks past 7x7, and
+// masks proportional to small integers (exact there).
+TEST(CpuFixedPoint, DirectFallsBackWhereTheBoundFails) {
+    const Image in = test::random_image(31, 17, 3, PixelType::u8, 4);
+    EXPECT_GE(cpu::fixed_point_direct_bound(direct_plan(Mask(3, 3, {0, -1, 0, -1, 5, -1, 0, -1, 0}), in, BorderMode::reflect)), 0.49);
+    EXPECT_GE(cpu::fixed_point_direct_bound(direct_plan(normalised_mask(9, 9, 1), in, BorderMode::reflect)), 0.49);
+    const LinearPlan big = direct_plan(Mask(3, 3, std::vector<double>(9, 0x1p40 / 9 / 0x1p40 * 3)), in, BorderMode::reflect);
+    EXPECT_GE(cpu::fixed_point_direct_bound(big), 0.49);
+    for (const LinearPlan& p : {big, direct_plan(normalised_mask(9, 9, 1), in, BorderMode::mirror)})
+        expect_within_one(p, in, "fallback");
+}
+
+// Every compiled SIMD target (SSE4, AVX2, AVX-512, the portable one) gives the same results on these
+// paths: exact bits for the u16 box, and for the Q15 forms the bits of the best target (each product
+// is rounded the same way in every lane width), with widths that leave vector tails.
+TEST(CpuFixedPoint, EverySimdTargetGivesTheSameBits) {
+    const Image in = test::random_image(77, 19, 3, PixelType::u8, 14);
+    std::vector<LinearPlan> plans;
+    plans.push_back(gaussian_plan(1.5, in, BorderMode::mirror));
+    plans.push_back(direct_plan(normalised_mask(5, 5, 8), in, BorderMode::constant, 200));
+    plans.push_back(separable_plan(outer({1, 1, 1, 1, 1}, {1, 1, 1}), in, PixelType::u8, BorderMode::reflect, Normalise::sum));
+    ASSERT_LT(cpu::fixed_point_separable_bound(plans[0]), 0.49);
+    ASSERT_LT(cpu::fixed_point_direct_bound(plans[1]), 0.49);
+    ASSERT_TRUE(cpu::small_int_separable_applies(plans[2]));
+    std::vector<Image> first;
+    for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        hwy::SetSupportedTargetsForTest(target);
+        auto ex = make_cpu_executor(2);
+        for (std::size_t k = 0; k < plans.size(); ++k) {
+            Image got(in.shape()), want(in.shape());
+            ex->linear(plans[k], in.view(), got.view());
+            reference().linear(plans[k], in.view(), want.view());
+            EXPECT_LE(test::max_abs_diff(want.view(), got.view()), k == 2 ? 0 : 1) << hwy::TargetName(target) << " " << k;
+            if (first.size() < plans.size()) first.push_back(copy_of(got.view()));
+            else EXPECT_TRUE(test::identical(first[k].view(), got.view())) << hwy::TargetName(target) << " " << k;
+        }
+    }
+    hwy::SetSupportedTargetsForTest(0);
+}
