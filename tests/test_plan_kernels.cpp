@@ -56,7 +56,10 @@ TEST(PlanKernels, CpuNamesTheFastExecutorsChoice) {
     auto first = [](const std::string& spec, const ImageShape& shape) {
         return kernels_of(plan_of(spec, shape, Backend::cpu)).at(0);
     };
-    EXPECT_EQ(first("gaussian:sigma=2", u8_gray), "cpu.separable");
+    EXPECT_EQ(first("gaussian:sigma=2", u8_gray), "cpu.separable lanes=q15");  // bound 0.28 of a pixel
+    EXPECT_EQ(first("gaussian:sigma=12", u8_gray), "cpu.separable");         // bound too large: f32
+    EXPECT_EQ(first("box:width=5", u8_gray), "cpu.separable lanes=int16");
+    EXPECT_EQ(first("gaussian:sigma=2", {301, 199, 1, PixelType::f32}), "cpu.separable");
     EXPECT_EQ(first("dilate:se=rect:7x7", u8_gray), "cpu.morph_rect");
     EXPECT_EQ(first("dilate:se=rect:101x101", u8_gray), "cpu.morph_rect");  // van Herk takes any rectangle
     EXPECT_EQ(first("dilate:se=ellipse:5x5", u8_gray), "cpu.morph_runs");

@@ -2,10 +2,12 @@
 // keeps an exact plan exact, no tensor cores, the van Herk rectangle for any full rectangle. Kernel names
 // follow the fast executor's choice (fast_linear.cpp, fast_morph.cpp): `cpu.fft` (a NaN or infinity in an
 // f32 image still takes the direct sum there, a fact of the pixels the plan cannot know), `cpu.separable`
-// (row then column passes of the Highway kernels), `cpu.direct`, `cpu.morph_rect`, `cpu.morph_runs` (the
+// (row then column passes of the Highway kernels), `cpu.direct` (`lanes=int16` / `lanes=q15`: u8 in 16-bit lanes, exact or fixed point under
+// a proven bound, fast_linear_8bit.cpp), `cpu.morph_rect`, `cpu.morph_runs` (the
 // element's runs of cells with a min/max table per run length), `cpu.combine`.
 #include <cstdlib>
 
+#include "cpu/fast_executor.hpp"
 #include "cpu/fft_linear.hpp"
 #include "plan/backend_caps.hpp"
 
@@ -40,7 +42,9 @@ public:
             return {"cpu.fft", "tile=" + std::to_string(tile.nx) + "x" + std::to_string(tile.ny)};
         }
         const bool separable = p.algorithm == LinearAlgorithm::separable && (p.exact ? bool(p.integer_separable) : bool(p.separable));
-        return {separable ? "cpu.separable" : "cpu.direct", ""};
+        // u8 in 16-bit lanes where it applies (fast_linear_8bit.cpp): exact "int16" sums or "q15" fixed point.
+        const char* lanes = p.algorithm == LinearAlgorithm::fft ? nullptr : cpu::arithmetic_8bit(p);
+        return {separable ? "cpu.separable" : "cpu.direct", lanes ? std::string("lanes=") + lanes : ""};
     }
     KernelChoice morph_kernel(const MorphPlan& p, const ImageShape&) const override {
         return {p.algorithm == MorphAlgorithm::separable_rect ? "cpu.morph_rect" : "cpu.morph_runs", ""};

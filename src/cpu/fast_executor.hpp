@@ -14,6 +14,9 @@ bool run_separable_8bit(ThreadPool& pool, const LinearPlan& plan, ConstImageView
 bool small_int_separable_applies(const LinearPlan& plan);
 double fixed_point_separable_bound(const LinearPlan& plan);  // < 0.49: the Q15 form runs
 double fixed_point_direct_bound(const LinearPlan& plan);     // the same for small direct masks
+// The 16-bit form run_separable_8bit takes for this plan ("int16" exact, "q15" fixed point), or nullptr:
+// the plan names it (cpu/capabilities.cpp).
+const char* arithmetic_8bit(const LinearPlan& plan);
 void run_morph(ThreadPool& pool, const MorphPlan& plan, ConstImageView in, ImageView out);
 void run_combine(ThreadPool& pool, const CombinePlan& plan, ConstImageView a, ConstImageView b, ImageView out);
 

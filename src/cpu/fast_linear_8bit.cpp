@@ -288,6 +288,13 @@ double fixed_point_separable_bound(const LinearPlan& plan) { return FixedQ15(pla
 
 double fixed_point_direct_bound(const LinearPlan& plan) { return DirectQ15(plan).bound; }
 
+const char* arithmetic_8bit(const LinearPlan& plan) {
+    if (exact_u16_applies(plan)) return "int16";
+    if (plan.exact || plan.in != PixelType::u8) return nullptr;
+    if (plan.algorithm == LinearAlgorithm::direct) return DirectQ15(plan).applies() ? "q15" : nullptr;
+    return FixedQ15(plan).applies() ? "q15" : nullptr;
+}
+
 bool run_separable_8bit(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, ImageView out) {
     if (exact_u16_applies(plan)) {
         run_job(pool, plan, ExactU16(plan), in, out);

@@ -51,7 +51,7 @@ def test_every_step_names_its_kernel(apron, mask3):
 def test_cpu_kernels(apron, mask3):
     out = plan(apron, "gaussian:sigma=2", "dilate:se=rect:7x7", "dilate:se=rect:101x101", f"correlate:mask={mask3}",
                "dilate:se=ellipse:9x9")
-    assert kernels(out) == ["cpu.separable", "cpu.morph_rect", "cpu.morph_rect", "cpu.direct", "cpu.morph_runs"], out
+    assert kernels(out) == ["cpu.separable lanes=q15", "cpu.morph_rect", "cpu.morph_rect", "cpu.direct", "cpu.morph_runs"], out
     ref = plan(apron, "gaussian:sigma=2", "dilate:se=rect:7x7", backend="reference")
     assert kernels(ref) == ["reference.direct", "reference.morph"], ref
 
