@@ -195,7 +195,7 @@ void add_morphology_operations(std::vector<OpInfo>& ops) {
         {"se", ParamKind::element, "rect:3x3",
          "structuring element: rect:WxH, cross:WxH, ellipse:WxH (sides 1..4097), disk:R (0..2048), or a 0/1 mask file"},
         {"iterations", ParamKind::integer, "1",
-         "times each erosion/dilation is applied (the passes share one element table)", 1, 1000},
+         "times each erosion/dilation is applied (the passes share one element table; n passes of a full W x H rectangle with border=ignore run as one rectangle of n(W-1)+1 x n(H-1)+1, as OpenCV does)", 1, 1000},
         {"border", ParamKind::text, "ignore", "ignore (pixels outside the image do not count) or a border mode"},
         {"value", ParamKind::number, "0", "pixel value outside the image for border=constant (within the float32 range)",
          -max_float32_parameter, max_float32_parameter},
