@@ -21,6 +21,15 @@
 //    loads, the border rule per sample), thread = (row, channel, 32 pixels) with taps C words apart (odd
 //    row pitches: the rows of a warp sit on distinct banks), results to a second shared region, a barrier,
 //    then coalesced stores.
+// ptxas (sm_90, CUDA 13.0): vertical 80 registers (launch bounds 128 x 6: 24 warps per SM; R = 32 with
+// its hoisted loads wants 128, which halves the warps), spills u16 50 B, u8 16 B, f32 none (once per thread,
+// the border path); horizontal 48 registers, no spill, rows x (pitch + 256 C + 1) words of shared memory:
+// 101 wide, 1 / 3 / 4 channels: 32 / 10 / 8 rows, 77-79 KB (2 blocks per SM).
+//
+// Expected (H200, u8 gray 8192^2, 101 x 101; not yet measured): each pass moves 2 bytes per sample through
+// DRAM (~34 us per pass at ~4 TB/s) and issues ~14 (vertical) to ~20 (horizontal: staging, LDS, STS)
+// instructions per sample (~30 and ~40 us at the H200's issue rate): ~80-110 us, 600-800 Gpix/s at best,
+// and likely 300-500 (the byte loads of the vertical pass, shared-memory bank conflicts with C = 3).
 #include <algorithm>
 #include <cfloat>
 #include <cstddef>
@@ -176,7 +185,7 @@ struct StagedRow {
 };
 
 template <class T, bool Dilate>
-__global__ void __launch_bounds__(vertical_threads) morph_rect_vertical_kernel(const PassParams p) {
+__global__ void __launch_bounds__(vertical_threads, 6) morph_rect_vertical_kernel(const PassParams p) {
     using Op = OpFor<T, Dilate>;
     const int x = int(blockIdx.x) * vertical_threads + int(threadIdx.x);
     const int y0 = int(blockIdx.y) * pass_r;
