@@ -65,6 +65,7 @@ struct PassParams {
     u32 outside;    // sample bits
     bool finish;    // the last pass: f32 clamps (see morph_rect.cu), every type narrows to T
     int rows, pitch;  // horizontal: rows per block, staged row pitch (words, odd)
+    int first_row;    // row of blockIdx.y = 0 (grids of at most 65535 block rows)
 };
 
 template <class T>
@@ -188,7 +189,7 @@ template <class T, bool Dilate>
 __global__ void __launch_bounds__(vertical_threads, 6) morph_rect_vertical_kernel(const PassParams p) {
     using Op = OpFor<T, Dilate>;
     const int x = int(blockIdx.x) * vertical_threads + int(threadIdx.x);
-    const int y0 = int(blockIdx.y) * pass_r;
+    const int y0 = p.first_row + int(blockIdx.y) * pass_r;
     const int wy = y0 - p.anchor;  // first window row
     const bool interior = wy >= 0 && wy + pass_r + p.k - 1 <= p.height;  // block-uniform
     if (x >= p.samples) return;
@@ -210,7 +211,7 @@ __global__ void __launch_bounds__(horizontal_threads) morph_rect_horizontal_kern
     using Op = OpFor<T, Dilate>;
     extern __shared__ u32 staged[];  // p.rows x p.pitch words of input, then p.rows x (256 C + 1) results
     const int C = p.channels;
-    const int x0 = int(blockIdx.x) * horizontal_tile, y0 = int(blockIdx.y) * p.rows;
+    const int x0 = int(blockIdx.x) * horizontal_tile, y0 = p.first_row + int(blockIdx.y) * p.rows;
     const int row_samples = (horizontal_tile + p.k - 1) * C;
     const int s0 = (x0 - p.anchor) * C;  // input sample of staged word 0
     const int tid = int(threadIdx.x);
@@ -280,27 +281,38 @@ void launch_passes(const MorphPlan& plan, ConstImageView in, ImageView out, int 
     base.mode = mode;
     base.outside = outside;
     const bool horizontal = e.width > 1, vertical = e.height > 1 || !horizontal;  // 1x1: one copying pass
-    void* tmp = nullptr;
+    // The temporary lives on the stream: freed after the horizontal pass, or when a launch check throws.
+    struct StreamBuffer {
+        void* data = nullptr;
+        cudaStream_t stream;
+        ~StreamBuffer() {
+            if (data) cudaFreeAsync(data, stream);
+        }
+    } tmp{nullptr, stream};
     std::size_t tmp_pitch = 0;
     ConstImageView src = in;
     if (vertical && horizontal) {
         tmp_pitch = (std::size_t(base.samples) * sizeof(T) + 255) / 256 * 256;
-        APRON_CUDA_CHECK(cudaMallocAsync(&tmp, tmp_pitch * std::size_t(base.height), stream));
+        APRON_CUDA_CHECK(cudaMallocAsync(&tmp.data, tmp_pitch * std::size_t(base.height), stream));
     }
     if (vertical) {
         PassParams p = base;
         p.in = in.data;
         p.in_pitch = in.pitch;
-        p.out = horizontal ? static_cast<std::byte*>(tmp) : out.data;
+        p.out = horizontal ? static_cast<std::byte*>(tmp.data) : out.data;
         p.out_pitch = horizontal ? tmp_pitch : out.pitch;
         p.anchor = e.anchor_y;
         p.k = e.height;
         p.finish = !horizontal;
-        const dim3 grid(unsigned((base.samples + vertical_threads - 1) / vertical_threads),
-                        unsigned((base.height + pass_r - 1) / pass_r));
-        morph_rect_vertical_kernel<T, Dilate><<<grid, vertical_threads, 0, stream>>>(p);
-        APRON_CUDA_CHECK_LAUNCH("morph_rect_vertical");
-        if (horizontal) src = ConstImageView{static_cast<const std::byte*>(tmp), in.shape, tmp_pitch, Memory::device};
+        const int block_rows = (base.height + pass_r - 1) / pass_r;
+        for (int first = 0; first < block_rows; first += 65535) {
+            p.first_row = first * pass_r;
+            const dim3 grid(unsigned((base.samples + vertical_threads - 1) / vertical_threads),
+                            unsigned(std::min(65535, block_rows - first)));
+            morph_rect_vertical_kernel<T, Dilate><<<grid, vertical_threads, 0, stream>>>(p);
+            APRON_CUDA_CHECK_LAUNCH("morph_rect_vertical");
+        }
+        if (horizontal) src = ConstImageView{static_cast<const std::byte*>(tmp.data), in.shape, tmp_pitch, Memory::device};
     }
     if (horizontal) {
         PassParams p = base;
@@ -316,12 +328,20 @@ void launch_passes(const MorphPlan& plan, ConstImageView in, ImageView out, int 
         auto kernel = morph_rect_horizontal_kernel<T, Dilate>;
         if (bytes > 48 * 1024)
             APRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-        const dim3 grid(unsigned((base.width + horizontal_tile - 1) / horizontal_tile),
-                        unsigned((base.height + p.rows - 1) / p.rows));
-        kernel<<<grid, horizontal_threads, bytes, stream>>>(p);
-        APRON_CUDA_CHECK_LAUNCH("morph_rect_horizontal");
+        const int block_rows = (base.height + p.rows - 1) / p.rows;
+        for (int first = 0; first < block_rows; first += 65535) {
+            p.first_row = first * p.rows;
+            const dim3 grid(unsigned((base.width + horizontal_tile - 1) / horizontal_tile),
+                            unsigned(std::min(65535, block_rows - first)));
+            kernel<<<grid, horizontal_threads, bytes, stream>>>(p);
+            APRON_CUDA_CHECK_LAUNCH("morph_rect_horizontal");
+        }
     }
-    if (tmp) APRON_CUDA_CHECK(cudaFreeAsync(tmp, stream));
+    if (tmp.data) {
+        void* data = tmp.data;
+        tmp.data = nullptr;
+        APRON_CUDA_CHECK(cudaFreeAsync(data, stream));
+    }
 }
 
 } // namespace
