@@ -1,5 +1,6 @@
-// Rectangle morphology on CUDA (src/cuda/morph_rect.cu) against the CPU and reference backends: every
-// pixel type, 1-4 channels, odd and even rectangles and lines, masks larger than the image, every border,
+// Rectangle morphology on CUDA (src/cuda/morph_rect*.cu: the fused kernel, its fast interior path and the
+// separable passes for elements beyond 64) against the CPU and reference backends: every pixel type, 1-4
+// channels, odd and even rectangles and lines up to 101, masks larger than the image, every border,
 // device ROIs that are not aligned, f32 special values, and the derived operations. Skips without a GPU.
 #include <gtest/gtest.h>
 
@@ -14,6 +15,9 @@
 
 #include "apron/pipeline.hpp"
 #include "plan/plan.hpp"
+#if APRON_HAVE_CUDA
+#include "cuda/morph_rect.hpp"
+#endif
 #include "test_support.hpp"
 
 using namespace apron;
@@ -36,6 +40,34 @@ std::string spec(const char* kind, const std::string& rect, const std::string& b
 }
 
 Image run_on(const std::string& op, ConstImageView in, Backend b) { return Pipeline({op}).run(in, {.backend = b}); }
+
+std::string rect_name(int w, int h) { return std::to_string(w) + 'x' + std::to_string(h); }
+
+// NaN, +inf and -inf at scattered samples of an f32 image, and a NaN block wider than most windows.
+void add_special_values(Image& in) {
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (int y = 0; y < in.height(); ++y)
+        for (int k = 0; k < in.width() * in.channels(); ++k) {
+            const int r = (y * 131 + k * 17) % 29;
+            if (r == 0) in.row<float>(y)[k] = nan;
+            if (r == 1) in.row<float>(y)[k] = inf;
+            if (r == 2) in.row<float>(y)[k] = -inf;
+        }
+    for (int y = in.height() / 3; y < std::min(in.height(), in.height() / 3 + 9); ++y)
+        for (int k = 0; k < std::min(in.width() * in.channels(), 120); ++k) in.row<float>(y)[k] = nan;
+}
+
+Image random_input(int w, int h, int c, PixelType t, std::uint32_t seed) {
+    Image in = test::random_image(w, h, c, t, seed);
+    if (t == PixelType::f32) add_special_values(in);
+    return in;
+}
+
+// Element sizes of the sweeps: lines, even sides, the fast kernel's widths per channel count (7, 9, 14,
+// 16), the fused kernel's limit (64) and the separable passes beyond it (65, 101).
+const std::vector<std::pair<int, int>> sweep_sizes = {
+    {2, 1},  {1, 2},  {3, 3},   {7, 7},  {4, 6},   {9, 9},   {14, 3},  {16, 16},  {17, 17}, {33, 5},
+    {5, 33}, {2, 16}, {64, 64}, {65, 3}, {3, 65},  {65, 65}, {101, 7}, {7, 101}, {101, 101}, {1, 101}, {101, 1}};
 
 } // namespace
 
@@ -168,24 +200,125 @@ Image to_host(ImageView v) {
 
 } // namespace
 
-// Device views at odd offsets: neither the input nor the output rows are 16-byte (or even 4-byte) aligned,
-// so the kernel's per-sample staging and scalar stores run for every block.
+// Device views at offsets: rows not 4-byte aligned (per-sample staging and scalar stores in every block),
+// 4- but not 16-byte aligned, and 16-byte aligned (the fast kernel), 1-4 channels, both kernel families.
 TEST(CudaMorphRect, UnalignedDeviceViews) {
     REQUIRE_GPU();
     for (PixelType t : {PixelType::u8, PixelType::u16, PixelType::f32})
-        for (int c : {1, 3}) {
-            const Image in = test::random_image(333, 111, c, t, 13);
+        for (int c = 1; c <= 4; ++c) {
+            const Image in = test::random_image(333, 211, c, t, 13);
             DeviceBuffer d_in(in.shape(), in), d_out(in.shape());
-            const ImageShape roi_shape{201, 67, c, t};
-            for (const char* op : {"dilate:se=rect:5x5", "erode:se=rect:17x5,border=reflect", "dilate:se=rect:4x2,border=constant,value=3"}) {
-                const Pipeline p({op});
-                ImageView out = d_out.view().roi(1, 3, 201, 67);
-                p.run(d_in.view().roi(3, 5, 201, 67), out, {.backend = Backend::cuda});
-                ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-                const Image expected = p.run(in.view().roi(3, 5, 201, 67), {.backend = Backend::cpu});
-                EXPECT_EQ(expected.shape(), roi_shape);
-                EXPECT_TRUE(test::identical(to_host(out), expected)) << op << ' ' << type_name(t) << " c" << c;
-            }
+            const ImageShape roi_shape{201, 167, c, t};
+            // Offsets (in pixels) that break 4-byte alignment, keep 4 but break 16, and keep 16 (pitches from
+            // cudaMallocPitch are multiples of 16): the fast kernel runs in the last only.
+            for (auto [ix, ox] : std::vector<std::pair<int, int>>{{3, 1}, {4, 4}, {16, 16}})
+                for (const char* op : {"dilate:se=rect:5x5", "erode:se=rect:17x5,border=reflect",
+                                       "dilate:se=rect:4x2,border=constant,value=3", "erode:se=rect:7x7,border=wrap",
+                                       "dilate:se=rect:65x9,border=mirror", "erode:se=rect:3x101"}) {
+                    const Pipeline p({op});
+                    ImageView out = d_out.view().roi(ox, 3, 201, 167);
+                    p.run(d_in.view().roi(ix, 5, 201, 167), out, {.backend = Backend::cuda});
+                    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+                    const Image expected = p.run(in.view().roi(ix, 5, 201, 167), {.backend = Backend::cpu});
+                    EXPECT_EQ(expected.shape(), roi_shape);
+                    EXPECT_TRUE(test::identical(to_host(out), expected))
+                        << op << ' ' << type_name(t) << " c" << c << " offsets " << ix << ',' << ox;
+                }
         }
 }
 #endif
+
+#if APRON_HAVE_CUDA
+// The fast interior kernel takes colour: u8 and u16 with 1-4 channels up to 7x7 (more for fewer channels).
+// If it silently stopped taking a case, the sweeps below would still pass on the general kernel; this fails.
+TEST(CudaMorphRect, FastPathTakesColour) {
+    for (PixelType t : {PixelType::u8, PixelType::u16})
+        for (int c = 1; c <= 4; ++c) {
+            EXPECT_TRUE(cuda::morph_rect_fast_path_takes(t, c, 7, 7)) << type_name(t) << " c" << c;
+            EXPECT_TRUE(cuda::morph_rect_fast_path_takes(t, c, 2, 64)) << type_name(t) << " c" << c;
+            EXPECT_TRUE(cuda::morph_rect_fast_path_takes(t, c, 1, 1)) << type_name(t) << " c" << c;
+        }
+    EXPECT_TRUE(cuda::morph_rect_fast_path_takes(PixelType::u8, 1, 16, 16));
+    EXPECT_TRUE(cuda::morph_rect_fast_path_takes(PixelType::u8, 2, 14, 3));
+    EXPECT_TRUE(cuda::morph_rect_fast_path_takes(PixelType::u8, 3, 9, 9));
+    EXPECT_FALSE(cuda::morph_rect_fast_path_takes(PixelType::u8, 3, 10, 3));
+    EXPECT_FALSE(cuda::morph_rect_fast_path_takes(PixelType::u8, 4, 8, 3));
+    EXPECT_FALSE(cuda::morph_rect_fast_path_takes(PixelType::u16, 1, 3, 65));
+    EXPECT_FALSE(cuda::morph_rect_fast_path_takes(PixelType::f32, 1, 3, 3));
+}
+
+// Any full rectangle is the rectangle family's: beyond 64 the separable passes, not the generic kernel.
+TEST(CudaMorphRect, SupportsEveryRectangle) {
+    REQUIRE_GPU();  // the shared memory limit is the device's
+    for (auto [w, h] : std::vector<std::pair<int, int>>{{65, 1}, {1, 65}, {101, 101}, {3, 300}, {1001, 5}, {4097, 3}}) {
+        MorphPlan plan;
+        plan.algorithm = MorphAlgorithm::separable_rect;
+        plan.step.element = Mask(w, h, std::vector<double>(std::size_t(w) * h, 1.0));
+        for (PixelType t : {PixelType::u8, PixelType::u16, PixelType::f32}) {
+            plan.type = t;
+            EXPECT_TRUE(cuda::morph_rect_supports(plan)) << w << 'x' << h << ' ' << type_name(t);
+        }
+    }
+}
+#endif
+
+// Sweep of element sizes x 1-4 channels x u8/u16/f32 (f32 with NaN and infinities) on an image whose
+// interior the fast kernel makes (odd width), each case with both kinds and one border in turn (all six
+// over the sweep), against the CPU backend; the smaller elements also against the reference.
+TEST(CudaMorphRect, ChannelSweepMatchesCpuAndReference) {
+    REQUIRE_GPU();
+    std::uint32_t seed = 900;
+    int turn = 0;
+    for (PixelType t : {PixelType::u8, PixelType::u16, PixelType::f32})
+        for (int c = 1; c <= 4; ++c) {
+            const Image in = random_input(333, 203, c, t, ++seed);
+            for (auto [w, h] : sweep_sizes) {
+                const std::string border = borders(t)[std::size_t(turn++ % 6)];
+                for (const char* kind : {"dilate", "erode"}) {
+                    const std::string op = spec(kind, rect_name(w, h), border);
+                    const Image gpu = run_on(op, in, Backend::cuda);
+                    ASSERT_TRUE(test::identical(gpu, run_on(op, in, Backend::cpu)))
+                        << op << ' ' << type_name(t) << " c" << c;
+                    if (w * h <= 100)
+                        ASSERT_TRUE(test::identical(gpu, run_on(op, in, Backend::reference)))
+                            << op << ' ' << type_name(t) << " c" << c;
+                }
+            }
+        }
+}
+
+// Elements wider and taller than the image, 1x1 and one-row / one-column images, every border: the
+// separable passes and the fused kernel against the reference.
+TEST(CudaMorphRect, ElementsLargerThanTheImage) {
+    REQUIRE_GPU();
+    std::uint32_t seed = 1300;
+    for (PixelType t : {PixelType::u8, PixelType::u16, PixelType::f32})
+        for (int c = 1; c <= 4; ++c)
+            for (auto [iw, ih] : std::vector<std::pair<int, int>>{{1, 1}, {5, 3}, {1, 9}, {11, 1}, {70, 2}}) {
+                const Image in = random_input(iw, ih, c, t, ++seed);
+                for (const char* rect : {"65x65", "101x101", "101x2", "2x101", "16x17", "8x8"})
+                    for (const char* kind : {"dilate", "erode"})
+                        for (const std::string& border : borders(t)) {
+                            const std::string op = spec(kind, rect, border);
+                            ASSERT_TRUE(test::identical(run_on(op, in, Backend::cuda), run_on(op, in, Backend::reference)))
+                                << op << ' ' << type_name(t) << " c" << c << ' ' << iw << 'x' << ih;
+                        }
+            }
+}
+
+// Large colour images: many fast tiles, the ring around them, and the passes' block grid.
+TEST(CudaMorphRect, LargeColourImagesMatchCpu) {
+    REQUIRE_GPU();
+    std::uint32_t seed = 1700;
+    for (PixelType t : {PixelType::u8, PixelType::u16, PixelType::f32})
+        for (int c = 1; c <= 4; ++c) {
+            const Image in = random_input(1031, 517, c, t, ++seed);
+            for (const char* rect : {"7x7", "9x9", "14x14", "16x3", "65x65", "101x101", "3x101", "101x3"})
+                for (const char* kind : {"dilate", "erode"})
+                    for (const std::string& border : {borders(t)[0], borders(t)[2], borders(t)[5]}) {
+                        const std::string op = spec(kind, rect, border);
+                        EXPECT_TRUE(test::identical(run_on(op, in, Backend::cuda), run_on(op, in, Backend::cpu)))
+                            << op << ' ' << type_name(t) << " c" << c;
+                    }
+        }
+}

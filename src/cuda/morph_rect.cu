@@ -38,11 +38,12 @@
 // roofline target (u8, 2 bytes/pixel, ~2078 Gpix/s on H100) is therefore shared-memory / issue bound near
 // 1100-1500 Gpix/s at 31x31 and closer to DRAM for small sizes (fewer window ops, fewer halo words).
 //
-// Fast path (morph_rect_fast_kernel, below): u8 / u16, one channel, W <= 16, H <= 64, views aligned (input
-// 4 / 8 bytes, output 16 bytes). It makes every whole 256 x 64 output tile whose rows (with the vertical
-// window) stay inside the image: columns that reach past the left / right edge are read per pixel through
-// the border rule (EdgeLoader; V of a mapped pixel is V of its source column), interior columns with no
-// border code. Tile origins at x = 0 or 128 mod 256, whichever covers more. The general kernel above
+// Fast path (morph_rect_fast_kernel in morph_rect_fast.cuh): u8 / u16, 1-4 channels (C a compile-time tap
+// stride over samples), a window span (W - 1) * C + 1 <= 27 samples with W <= 16 (W up to 16, 14, 9, 7 for
+// C = 1..4), H <= 64, views aligned (input 4 / 8 bytes, output 16 bytes). It makes every whole 256-sample
+// x 64-row output tile whose rows (with the vertical window) stay inside the image: columns that reach
+// past the left / right edge are read per sample through the border rule (EdgeLoader; V of a mapped
+// pixel is V of its source pixel), interior columns with no border code. Tile origins at x = 0 or 128 mod 256, whichever covers more. The general kernel above
 // then makes only the ring of its tiles around that rectangle (top and bottom row bands, a right strip
 // narrower than 256): a 1-D grid enumerating the ring (`ring_tile`), 16-row tiles there. 288
 // threads, two phases, one barrier, one shared round trip (V: 64 rows x 140 words, 35840 B static):
@@ -59,11 +60,12 @@
 // PRMT, 32 VIMNMX3, 16 STS, prologue), phase B ~125 per 64 pixels: ~5.5 thread-instructions per pixel
 // counting idle lanes (the general kernel: 63). 15x15: ~10 (phase B ~6). The issue limit (~29 T
 // thread-instructions/s on H100) is then 3-5 Tpix/s: the kernel should be DRAM bound (2 B/pixel).
-// 56 registers (launch bounds 288 x 4): 4 blocks = 36 warps per SM; no spills for u8, u16 spills a few
-// words in the H >= 8 paths (once per thread, outside the row loops).
+// 56 registers (launch bounds 288 x 4): 4 blocks = 36 warps per SM; 37888 B of static shared memory (V
+// pitch 148 words for the colour spans). ptxas (sm_90, CUDA 13.0), every u8 instantiation (C = 1..4, each
+// W, dilate and erode): 56 registers, no spill but C = 4 with W = 4 and 7 (4 bytes, once per thread).
 //
-// Sides up to 64 are taken (worst case f32, 4 channels, 64 x 64: 120 KB of shared memory at TH = 16);
-// larger elements decline and run the executor's generic kernel.
+// Sides up to 64 run here (worst case f32, 4 channels, 64 x 64: 120 KB of shared memory at TH = 16); larger
+// elements, or tiles over the device's shared memory, run the separable passes (morph_rect_passes.cu).
 #include "cuda/morph_rect.hpp"
 
 #include <algorithm>
@@ -78,11 +80,13 @@
 #include "core/dispatch.hpp"
 #include "core/pixel.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/morph_rect_fast.hpp"
+#include "cuda/morph_rect_ops.cuh"
 
 namespace apron::cuda {
 namespace {
 
-using u32 = std::uint32_t;
+using namespace morph;
 
 constexpr int block_threads = 256;
 constexpr int out_words = 64;      // output words per tile row
@@ -91,103 +95,6 @@ constexpr int vertical_rows = 16;  // outputs per thread, vertical pass
 constexpr int horizontal_words = 8;  // outputs per thread, word-level horizontal pass
 constexpr int max_side = 64;
 constexpr std::size_t preferred_smem = 96 * 1024;
-
-// ---- extremum of packed words ----------------------------------------------------------------------
-struct MaxU16 {
-    static __device__ __forceinline__ u32 op(u32 a, u32 b) { return __vmaxu2(a, b); }
-    static __device__ __forceinline__ u32 op3(u32 a, u32 b, u32 c) { return __vimax3_u16x2(a, b, c); }
-};
-struct MinU16 {
-    static __device__ __forceinline__ u32 op(u32 a, u32 b) { return __vminu2(a, b); }
-    static __device__ __forceinline__ u32 op3(u32 a, u32 b, u32 c) { return __vimin3_u16x2(a, b, c); }
-};
-struct MaxF32 {
-    static __device__ __forceinline__ u32 op(u32 a, u32 b) {
-        return __float_as_uint(fmaxf(__uint_as_float(a), __uint_as_float(b)));
-    }
-    static __device__ __forceinline__ u32 op3(u32 a, u32 b, u32 c) { return op(op(a, b), c); }
-};
-struct MinF32 {
-    static __device__ __forceinline__ u32 op(u32 a, u32 b) {
-        return __float_as_uint(fminf(__uint_as_float(a), __uint_as_float(b)));
-    }
-    static __device__ __forceinline__ u32 op3(u32 a, u32 b, u32 c) { return op(op(a, b), c); }
-};
-
-template <class T, bool Dilate>
-using OpFor = std::conditional_t<std::is_same_v<T, float>, std::conditional_t<Dilate, MaxF32, MinF32>,
-                                 std::conditional_t<Dilate, MaxU16, MinU16>>;
-
-constexpr int floor_log2_c(int v) { return v <= 1 ? 0 : 1 + floor_log2_c(v / 2); }
-
-// Doubling, level by level at compile time: on return v[i] is the extremum of the P samples from i, for
-// i <= N - P. Ascending i reads v[i + h] before it is overwritten.
-template <int N, int H, int P, class Op>
-__device__ __forceinline__ void double_levels(u32 (&v)[N]) {
-    if constexpr (H < P) {
-#pragma unroll
-        for (int i = 0; i + 2 * H <= N; ++i) v[i] = Op::op(v[i], v[i + H]);
-        double_levels<N, 2 * H, P, Op>(v);
-    }
-}
-
-// o[t] = ext_{j < K} b[(t + j) * s], K known at compile time (K < R): doubling in registers.
-template <int R, int K, class Op>
-__device__ __forceinline__ void window_small(const u32* b, int s, u32 (&o)[R]) {
-    constexpr int N = R + K - 1;
-    u32 v[N];
-#pragma unroll
-    for (int i = 0; i < N; ++i) v[i] = b[i * s];
-    constexpr int P = 1 << floor_log2_c(K);
-    double_levels<N, 1, P, Op>(v);
-#pragma unroll
-    for (int t = 0; t < R; ++t) o[t] = K == P ? v[t] : Op::op(v[t], v[t + K - P]);
-}
-
-template <int R, int K, class Op>
-__device__ __forceinline__ void window_small_dispatch(const u32* b, int s, int k, u32 (&o)[R]) {
-    if (k == K) return window_small<R, K, Op>(b, s, o);
-    if constexpr (K + 1 < R) window_small_dispatch<R, K + 1, Op>(b, s, k, o);
-}
-
-// o[t] = ext_{j < k} b[(t + j) * s] for t < R, k >= R: the windows share rows R-1 .. k-1; each adds a
-// suffix of rows t .. R-2 and a prefix of rows k .. k+t-1 (van Herk / Gil-Werman on the thread's segment).
-template <int R, class Op>
-__device__ __forceinline__ void window_core(const u32* b, int s, int k, u32 (&o)[R]) {
-    o[R - 2] = b[(R - 2) * s];
-#pragma unroll
-    for (int t = R - 3; t >= 0; --t) o[t] = Op::op(b[t * s], o[t + 1]);
-    u32 c = b[(R - 1) * s];
-    int j = R;
-#pragma unroll 2
-    for (; j + 1 < k; j += 2) c = Op::op3(c, b[j * s], b[(j + 1) * s]);  // one VIMNMX3 per two rows
-    if (j < k) c = Op::op(c, b[j * s]);
-    const u32* tail = b + k * s;
-    o[0] = Op::op(o[0], c);
-    u32 p = tail[0];
-#pragma unroll
-    for (int t = 1; t < R - 1; ++t) {
-        if (t > 1) p = Op::op(p, tail[(t - 1) * s]);
-        o[t] = Op::op3(o[t], c, p);
-    }
-    o[R - 1] = Op::op3(c, p, tail[(R - 2) * s]);
-}
-
-// Reads rows 0 .. R + k - 2 of b (stride s words).
-template <int R, class Op>
-__device__ __forceinline__ void window(const u32* b, int s, int k, u32 (&o)[R]) {
-    static_assert(R >= 8 && (R & (R - 1)) == 0);
-    if (k >= R) return window_core<R, Op>(b, s, k, o);
-    if constexpr (R > 8) {
-        u32 lo[R / 2], hi[R / 2];
-        window<R / 2, Op>(b, s, k, lo);
-        window<R / 2, Op>(b + (R / 2) * s, s, k, hi);
-#pragma unroll
-        for (int t = 0; t < R / 2; ++t) o[t] = lo[t], o[R / 2 + t] = hi[t];
-    } else {
-        window_small_dispatch<R, 1, Op>(b, s, k, o);
-    }
-}
 
 // ---- the kernel ----------------------------------------------------------------------------------
 struct Params {
@@ -409,285 +316,6 @@ __global__ void __launch_bounds__(block_threads) morph_rect_kernel(const Params 
     }
 }
 
-// ---- fast path: u8 / u16, one channel, interior tiles, W <= 16 ----------------------------------------
-// Tile: 256 output pixels x 64 rows, 256 threads.
-//  A. vertical, in registers: thread = one aligned 4-pixel column (u8: one 32-bit load, widened to two
-//     u16x2 words by two PRMT; u16: one 64-bit load) x 16 output rows, straight from global memory (no
-//     staging, no border code: interior tiles only). Running extremum of H rows: k <= 7 a VIMNMX3 chain,
-//     k >= 8 van Herk / Gil-Werman segments aligned to the thread's 16 rows. Result to shared memory, V
-//     (u16x2 words, row pitch 140 words), shifted by one word when needed so the thread's windows in B
-//     start at word 8*g (or one pixel later: parity P).
-//  B. horizontal, in registers: thread = one row x 8 output words (16 pixels); loads its words with
-//     16-byte LDS (rows of a quarter warp on distinct banks), builds the odd-shifted words (one PRMT),
-//     W compile time: W <= 5 a VIMNMX3 chain over pixel-pair words, else pairs D = max(even, odd) then a
-//     chain over D. u8 narrows with one PRMT per 4 pixels, 16-byte global stores (a row's 4 threads of a
-//     warp write 64 contiguous bytes).
-constexpr int fast_tw = 256;  // output pixels per tile row
-constexpr int fast_th = 64;   // output rows per tile
-constexpr int fast_r = 16;    // rows per thread, vertical
-constexpr int fast_g = 8;     // output words (2 pixels) per thread, horizontal
-constexpr int fast_max_w = 16;
-constexpr int fast_cols = 72;      // phase A columns per strip: 64 + the halo (<= 69 needed)
-constexpr int fast_threads = 288;  // 4 strips x 72 columns, all in one round; phase B: the first 256
-constexpr int fast_pv = 140;  // V pitch in words: >= 2 * 69 (stores), 140 (16-byte reads); == 4 mod 8: no conflicts
-
-struct FastParams {
-    const std::byte* in;
-    std::size_t in_pitch;
-    std::byte* out;
-    std::size_t out_pitch;
-    int xs, ys;    // first tile's output origin (xs a multiple of 128, ys of 64)
-    int ax, ay, mh;
-    int cols;      // 4-pixel columns staged per tile row
-    int width;
-    int mode;      // as Params: -1 outside pixels read `outside`, else a BorderMode
-    u32 outside;
-};
-
-struct Pair {
-    u32 a, b;
-};
-
-template <class Op>
-struct PairOp {
-    static __device__ __forceinline__ Pair op(Pair x, Pair y) { return {Op::op(x.a, y.a), Op::op(x.b, y.b)}; }
-    static __device__ __forceinline__ Pair op3(Pair x, Pair y, Pair z) {
-        return {Op::op3(x.a, y.a, z.a), Op::op3(x.b, y.b, z.b)};
-    }
-};
-
-// o[t] = ext_{j < K} ld(t + j), K < 8 at compile time: a VIMNMX3 chain per output.
-template <int R, int K, class P, class Ld>
-__device__ __forceinline__ void vsmall(const Ld& ld, Pair (&o)[R]) {
-    if constexpr (R > 8 && K >= 4) {  // two halves: fewer rows live at once
-        Pair h[R / 2];
-        vsmall<R / 2, K, P>(ld, h);
-#pragma unroll
-        for (int t = 0; t < R / 2; ++t) o[t] = h[t];
-        vsmall<R / 2, K, P>(ld.down(R / 2), h);
-#pragma unroll
-        for (int t = 0; t < R / 2; ++t) o[R / 2 + t] = h[t];
-    } else {
-        Pair r[R + K - 1];
-#pragma unroll
-        for (int i = 0; i < R + K - 1; ++i) r[i] = ld(i);
-#pragma unroll
-        for (int t = 0; t < R; ++t) {
-            Pair acc = r[t];
-            int j = 1;
-#pragma unroll
-            for (; j + 1 < K; j += 2) acc = P::op3(acc, r[t + j], r[t + j + 1]);
-            if (j < K) acc = P::op(acc, r[t + j]);
-            o[t] = acc;
-        }
-    }
-}
-
-// k >= R: van Herk / Gil-Werman on the thread's R rows (see window_core).
-template <int R, class P, class Ld>
-__device__ __forceinline__ void vcore(const Ld& ld, int k, Pair (&o)[R]) {
-    o[R - 2] = ld(R - 2);
-#pragma unroll
-    for (int t = R - 3; t >= 0; --t) o[t] = P::op(ld(t), o[t + 1]);
-    Pair c = ld(R - 1);
-    int j = R;
-#pragma unroll 2
-    for (; j + 1 < k; j += 2) c = P::op3(c, ld(j), ld(j + 1));
-    if (j < k) c = P::op(c, ld(j));
-    o[0] = P::op(o[0], c);
-    Pair q = ld(k);
-#pragma unroll
-    for (int t = 1; t < R - 1; ++t) {
-        if (t > 1) q = P::op(q, ld(k + t - 1));
-        o[t] = P::op3(o[t], c, q);
-    }
-    o[R - 1] = P::op3(c, q, ld(k + R - 2));
-}
-
-template <class T>
-struct ColumnLoader {
-    const std::byte* base;  // row 0 of the strip, the thread's column
-    unsigned pitch;         // bytes
-    __device__ __forceinline__ Pair operator()(int j) const {
-        const std::byte* p = base + (unsigned long long)pitch * unsigned(j);
-        if constexpr (sizeof(T) == 1) {
-            const u32 w = __ldg(reinterpret_cast<const unsigned int*>(p));
-            return {__byte_perm(w, 0, 0x4140), __byte_perm(w, 0, 0x4342)};
-        } else {
-            const uint2 w = __ldg(reinterpret_cast<const uint2*>(p));
-            return {w.x, w.y};
-        }
-    }
-    __device__ __forceinline__ ColumnLoader down(int rows) const {
-        return {base + (unsigned long long)pitch * unsigned(rows), pitch};
-    }
-};
-
-// A column that reaches outside the image (left / right tiles): per pixel, its border-mapped source column
-// (V of a mapped pixel is V of its source column: the vertical window is inside the image) or the
-// outside value (ignored: the identity; constant).
-template <class T>
-struct EdgeLoader {
-    const std::byte* base;  // row 0 of the strip, column 0 of the image
-    unsigned pitch;
-    int x[4];  // source pixel of each lane, -1: outside value
-    u32 outside;
-    __device__ __forceinline__ Pair operator()(int j) const {
-        const T* r = reinterpret_cast<const T*>(base + (unsigned long long)pitch * unsigned(j));
-        u32 v[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) v[i] = x[i] >= 0 ? u32(r[x[i]]) : outside;
-        return {v[0] | (v[1] << 16), v[2] | (v[3] << 16)};
-    }
-    __device__ __forceinline__ EdgeLoader down(int rows) const {
-        EdgeLoader c = *this;
-        c.base += (unsigned long long)pitch * unsigned(rows);
-        return c;
-    }
-};
-
-// V rows 0 .. 15 of the thread's column: o[t] = ext_{j < mh} ld(t + j).
-template <class P, class Ld>
-__device__ __forceinline__ void fast_vertical(const Ld& ld, int mh, Pair (&o)[fast_r]) {
-    switch (mh) {
-    case 1: vsmall<fast_r, 1, P>(ld, o); break;
-    case 2: vsmall<fast_r, 2, P>(ld, o); break;
-    case 3: vsmall<fast_r, 3, P>(ld, o); break;
-    case 4: vsmall<fast_r, 4, P>(ld, o); break;
-    case 5: vsmall<fast_r, 5, P>(ld, o); break;
-    case 6: vsmall<fast_r, 6, P>(ld, o); break;
-    case 7: vsmall<fast_r, 7, P>(ld, o); break;
-    default:
-        if (mh >= fast_r) {
-            vcore<fast_r, P>(ld, mh, o);
-        } else {
-            Pair h[fast_r / 2];
-            vcore<fast_r / 2, P>(ld, mh, h);
-#pragma unroll
-            for (int t = 0; t < fast_r / 2; ++t) o[t] = h[t];
-            vcore<fast_r / 2, P>(ld.down(fast_r / 2), mh, h);
-#pragma unroll
-            for (int t = 0; t < fast_r / 2; ++t) o[fast_r / 2 + t] = h[t];
-        }
-    }
-}
-
-// E = (x0 - ax) & 3: V word VB + i (VB = E / 2) holds the pixels 2i - PAR, 2i - PAR + 1 (PAR = E & 1) of the
-// thread's windows.
-template <int W, int E, class T, class Op>
-__device__ __forceinline__ void fast_horizontal(const u32* vs, const FastParams& p, int x0, int y0, int tid) {
-    constexpr int G = fast_g, PAR = E & 1, VB = E >> 1;
-    constexpr int NS = PAR + 2 * (G - 1) + W;  // pixel-pair words of offsets 0 .. NS-1 (from the window start)
-    constexpr int NV = NS / 2 + 1;
-    constexpr int N4 = (VB + NV + 3) / 4;
-    // Warp w: rows 8w .. 8w + 7 (lane & 7), groups 4i + (lane >> 3) in iteration i.
-    static_assert(fast_th == 8 * 8 && fast_tw / (2 * G) == 16);  // 8 warps
-    const int r = (tid >> 5) * 8 + (tid & 7), grp0 = (tid >> 3) & 3;
-    const u32* const vrow = vs + r * fast_pv + grp0 * G;
-    std::byte* const orow = p.out + std::size_t(y0 + r) * p.out_pitch + std::size_t(x0 + grp0 * 2 * G) * sizeof(T);
-#pragma unroll
-    for (int it = 0; it < 4; ++it) {
-        const u32* row = vrow + it * 4 * G;
-        u32 w[N4 * 4], v[NV];
-#pragma unroll
-        for (int i = 0; i < N4; ++i) {
-            const uint4 q = reinterpret_cast<const uint4*>(row)[i];
-            w[4 * i] = q.x, w[4 * i + 1] = q.y, w[4 * i + 2] = q.z, w[4 * i + 3] = q.w;
-        }
-#pragma unroll
-        for (int i = 0; i < NV; ++i) v[i] = w[VB + i];
-        u32 sh[NV];  // sh[i]: pixels 2i + 1, 2i + 2
-#pragma unroll
-        for (int i = 0; i + 1 < NV; ++i) sh[i] = __byte_perm(v[i], v[i + 1], 0x5432);
-        auto s = [&](int o) { return (o & 1) ? sh[o >> 1] : v[o >> 1]; };  // o compile time after unrolling
-        u32 o[G];
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-            const int b = PAR + 2 * g;
-            u32 acc;
-            if constexpr (W <= 5) {
-                acc = s(b);
-                int j = 1;
-#pragma unroll
-                for (; j + 1 < W; j += 2) acc = Op::op3(acc, s(b + j), s(b + j + 1));
-                if (j < W) acc = Op::op(acc, s(b + j));
-            } else {
-                // D(m) = ext(s(b + 2m), s(b + 2m + 1)); the same D serves W / 2 outputs (CSE).
-                auto d = [&](int m) { return Op::op(s(b + 2 * m), s(b + 2 * m + 1)); };
-                acc = d(0);
-                int m = 1;
-#pragma unroll
-                for (; m + 1 < W / 2; m += 2) acc = Op::op3(acc, d(m), d(m + 1));
-                if (m < W / 2) acc = Op::op(acc, d(m));
-                if (W & 1) acc = Op::op(acc, s(b + W - 1));
-            }
-            o[g] = acc;
-        }
-        std::byte* out = orow + it * 8 * G * sizeof(T);
-        if constexpr (sizeof(T) == 1) {
-            *reinterpret_cast<uint4*>(out) =
-                make_uint4(__byte_perm(o[0], o[1], 0x6420), __byte_perm(o[2], o[3], 0x6420),
-                           __byte_perm(o[4], o[5], 0x6420), __byte_perm(o[6], o[7], 0x6420));
-        } else {
-            reinterpret_cast<uint4*>(out)[0] = make_uint4(o[0], o[1], o[2], o[3]);
-            reinterpret_cast<uint4*>(out)[1] = make_uint4(o[4], o[5], o[6], o[7]);
-        }
-    }
-}
-
-template <class T, bool Dilate, int W>
-__global__ void __launch_bounds__(fast_threads, 4) morph_rect_fast_kernel(const FastParams p) {
-    using Op = OpFor<T, Dilate>;
-    using P = PairOp<Op>;
-    __shared__ __align__(16) u32 vs[fast_th * fast_pv];  // V
-    const int tid = threadIdx.x;
-    const int x0 = p.xs + int(blockIdx.x) * fast_tw, y0 = p.ys + int(blockIdx.y) * fast_th;
-    const int sx = x0 - p.ax;  // V pixel 0 = input pixel sx (may be < 0: left tiles)
-    const int e = sx & 3;  // staged from cx = sx - e
-    const int cx = sx - e;
-
-    // A. vertical
-    // Strip q = tid / 72 (rows 16q .. 16q + 15), column tid % 72: one round, no halo tail.
-    static_assert(fast_th / fast_r * fast_cols == fast_threads && fast_tw / 4 + 5 <= fast_cols);
-    const int q = tid / fast_cols, col = tid - q * fast_cols;
-    if (col < p.cols) {
-        const std::byte* rows = p.in + std::size_t(y0 - p.ay + q * fast_r) * p.in_pitch;
-        const int gx = cx + 4 * col;
-        u32* d = vs + q * fast_r * fast_pv + 2 * col;
-        if (gx >= 0 && gx + 4 <= p.width) {
-            Pair o[fast_r];
-            fast_vertical<P>(ColumnLoader<T>{rows + std::size_t(gx) * sizeof(T), unsigned(p.in_pitch)}, p.mh, o);
-#pragma unroll
-            for (int t = 0; t < fast_r; ++t) *reinterpret_cast<uint2*>(d + t * fast_pv) = make_uint2(o[t].a, o[t].b);
-        } else {
-            // Edge columns (a few per edge tile): plain running extremum, few registers.
-            EdgeLoader<T> ld{rows, unsigned(p.in_pitch), {}, p.outside};
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const int xi = gx + i;
-                ld.x[i] = xi >= 0 && xi < p.width ? xi : p.mode < 0 ? -1 : map_index(xi, p.width, BorderMode(p.mode));
-            }
-#pragma unroll 1
-            for (int t = 0; t < fast_r; ++t) {
-                Pair acc = ld(t);
-#pragma unroll 1
-                for (int j = 1; j < p.mh; ++j) acc = P::op(acc, ld(t + j));
-                *reinterpret_cast<uint2*>(d + t * fast_pv) = make_uint2(acc.a, acc.b);
-            }
-        }
-    }
-    __syncthreads();
-
-    // B. horizontal, narrowing, stores (warps 0 .. 7)
-    if (tid >= 256) return;
-    switch (e) {
-    case 0: fast_horizontal<W, 0, T, Op>(vs, p, x0, y0, tid); break;
-    case 1: fast_horizontal<W, 1, T, Op>(vs, p, x0, y0, tid); break;
-    case 2: fast_horizontal<W, 2, T, Op>(vs, p, x0, y0, tid); break;
-    default: fast_horizontal<W, 3, T, Op>(vs, p, x0, y0, tid); break;
-    }
-}
-
 // ---- host side -----------------------------------------------------------------------------------
 struct Geometry {
     int e, sw, L, nshift, nq, iw, pt, pm, pv, th, tr, region;
@@ -757,84 +385,12 @@ void launch(const Params& base, const Geometry& g, int blocks, cudaStream_t stre
     APRON_CUDA_CHECK_LAUNCH("morph_rect");
 }
 
-template <class T, bool Dilate, int W = 1>
-void launch_fast_w(int w, const FastParams& fp, dim3 grid, cudaStream_t stream) {
-    if constexpr (W <= fast_max_w) {
-        if (w != W) return launch_fast_w<T, Dilate, W + 1>(w, fp, grid, stream);
-        morph_rect_fast_kernel<T, Dilate, W><<<grid, fast_threads, 0, stream>>>(fp);
-        APRON_CUDA_CHECK_LAUNCH("morph_rect_fast");
-    }
-}
-
-// The fast kernel's tiles (u8 / u16, one channel, W <= 16, aligned views) whose reads stay inside the image
-// and whose outputs are whole: returns the output rectangle it makes (empty: none), after launching it.
-template <class T>
-void launch_fast(const MorphPlan& plan, ConstImageView in, ImageView out, bool dilate, Params& p,
-                 cudaStream_t stream) {
-    p.fx0 = p.fx1 = p.fy0 = p.fy1 = 0;
-    if constexpr (sizeof(T) == 4) {
-        return;
-    } else {
-        const Mask& el = plan.step.element;
-        const int W = el.width, H = el.height;
-        if (in.channels() != 1 || W > fast_max_w || H > max_side) return;
-        const auto in_addr = reinterpret_cast<std::uintptr_t>(in.data);
-        const auto out_addr = reinterpret_cast<std::uintptr_t>(out.data);
-        const std::size_t la = sizeof(T) == 1 ? 4 : 8;
-        if (in_addr % la || in.pitch % la || out_addr % 16 || out.pitch % 16 || in.pitch > 0x7fffffffu) return;
-        const int width = in.width(), height = in.height(), ax = el.anchor_x, ay = el.anchor_y;
-        const int e = positive_mod(-(long long)ax, 4);
-        const int cols = (e + fast_tw - 1 + W + 3) / 4;
-        int xoff = 0;
-        // Columns outside the image are read through the border rule (EdgeLoader): any x0 whose outputs
-        // are whole.
-        auto x_ok = [&](int bx) {
-            const int x0 = xoff + bx * fast_tw;
-            return x0 >= 0 && x0 + fast_tw <= width;
-        };
-        auto y_ok = [&](int by) {
-            const int y0 = by * fast_th;
-            return y0 - ay >= 0 && y0 + fast_th <= height && y0 - ay + fast_th + H - 1 <= height;
-        };
-        // Tiles start at x = xoff + 256 i, xoff 0 or 128 (the general kernel's tile width): whichever
-        // leaves the narrower edge ring to the general kernel.
-        int bx0 = 0, bx1 = 0, best_off = 0;
-        for (int off : {0, 128}) {
-            xoff = off;
-            int b0 = 0;
-            while (off + b0 * fast_tw < width && !x_ok(b0)) ++b0;
-            int b1 = b0;
-            while (x_ok(b1)) ++b1;
-            if (b1 - b0 > bx1 - bx0) bx0 = b0, bx1 = b1, best_off = off;
-        }
-        int by0 = 0;
-        while (by0 * fast_th < height && !y_ok(by0)) ++by0;
-        int by1 = by0;
-        while (y_ok(by1)) ++by1;
-        if (bx1 <= bx0 || by1 <= by0) return;
-        const int xs = best_off + bx0 * fast_tw;
-        FastParams fp{};
-        fp.in = in.data;
-        fp.in_pitch = in.pitch;
-        fp.out = out.data;
-        fp.out_pitch = out.pitch;
-        fp.xs = xs;
-        fp.ys = by0 * fast_th;
-        fp.ax = ax;
-        fp.ay = ay;
-        fp.mh = H;
-        fp.cols = cols;
-        fp.width = width;
-        fp.mode = p.mode;
-        fp.outside = p.outside;
-        const dim3 grid(unsigned(bx1 - bx0), unsigned(by1 - by0));
-        if (dilate) launch_fast_w<T, true>(W, fp, grid, stream);
-        else launch_fast_w<T, false>(W, fp, grid, stream);
-        p.fx0 = xs;
-        p.fx1 = xs + (bx1 - bx0) * fast_tw;
-        p.fy0 = by0 * fast_th;
-        p.fy1 = by1 * fast_th;
-    }
+// The fused kernel takes sides up to 64 whose tile (TH = 16, the shape of the ring around the fast
+// rectangle) fits one block's shared memory; larger elements run the separable passes.
+bool tiled_fits(int sample_bytes, int C, const Mask& e) {
+    static const int limit = smem_optin_limit();
+    return e.width <= max_side && e.height <= max_side &&
+           make_geometry(sample_bytes, C, e.width, e.height, e.anchor_x, 16).bytes <= std::size_t(limit);
 }
 
 } // namespace
@@ -842,16 +398,20 @@ void launch_fast(const MorphPlan& plan, ConstImageView in, ImageView out, bool d
 bool morph_rect_supports(const MorphPlan& plan) {
     if (plan.algorithm != MorphAlgorithm::separable_rect) return false;
     const Mask& e = plan.step.element;
-    if (e.width < 1 || e.height < 1 || e.width > max_side || e.height > max_side) return false;
+    if (e.width < 1 || e.height < 1) return false;
     for (double w : e.weights)
         if (w == 0) return false;
-    // The largest tile this element needs (4 channels, TH = 16) must fit one block's shared memory.
+    // Any size: the passes' horizontal block (one staged row at worst) must fit shared memory for every
+    // channel count (sm_90, 4 channels: widths up to ~14000, beyond apron's mask limit).
     static const int limit = smem_optin_limit();
-    const int bytes = int(bytes_per_sample(plan.type));
-    std::size_t worst = 0;
     for (int C = 1; C <= max_channels; ++C)
-        worst = std::max(worst, make_geometry(bytes, C, e.width, e.height, e.anchor_x, 16).bytes);
-    return worst <= std::size_t(limit);
+        if (morph_rect_passes_smem(C, e.width) > std::size_t(limit)) return false;
+    return true;
+}
+
+bool morph_rect_fast_path_takes(PixelType type, int channels, int se_width, int se_height) {
+    return (type == PixelType::u8 || type == PixelType::u16) && channels >= 1 && channels <= 4 && se_width >= 1 &&
+           se_height >= 1 && se_width <= morph_fast_max_width(channels) && se_height <= morph_fast_max_height;
 }
 
 void launch_morph_rect(const MorphPlan& plan, ConstImageView in, ImageView out, cudaStream_t stream) {
@@ -892,9 +452,13 @@ void launch_morph_rect(const MorphPlan& plan, ConstImageView in, ImageView out, 
         } else {
             p.outside = u32(outside);
         }
+        if (!tiled_fits(bytes, C, e)) return launch_morph_rect_passes(plan, in, out, p.mode, p.outside, stream);
         // Interior tiles of the common case first, then the general kernel for the rest (it skips tiles the
         // fast kernel made; where they meet, both write the same exact values).
-        launch_fast<T>(plan, in, out, dilate, p, stream);  // interior: no outside pixel, any border
+        if constexpr (sizeof(T) <= 2) {  // interior: no outside row, any border
+            const MorphRectFastRegion r = launch_morph_rect_fast<T>(plan, in, out, p.mode, p.outside, stream);
+            p.fx0 = r.x0, p.fx1 = r.x1, p.fy0 = r.y0, p.fy1 = r.y1;
+        }
         // The general kernel then makes only the ring of tiles around the fast rectangle, in short tiles
         // (16 rows: more, quicker blocks for a small amount of work). fx0, fx1 are multiples of 128 samples
         // (its tile width), fy0, fy1 of 64 rows.

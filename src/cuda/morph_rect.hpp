@@ -1,13 +1,31 @@
 #pragma once
-// Rectangle morphology by van Herk/Gil-Werman running extrema (see morph_rect.cu).
+// Rectangle morphology (full W x H elements, any size): the fused tiled kernel with its fast interior path
+// for sides up to 64 (morph_rect.cu, morph_rect_fast.cuh), two separable passes beyond
+// (morph_rect_passes.cu). Every kernel works on samples: 1-4 interleaved channels, u8 / u16 / f32.
+#include <cstddef>
+#include <cstdint>
+
 #include <cuda_runtime.h>
 
 #include "plan/plan.hpp"
 
 namespace apron::cuda {
 
-// Whether this kernel family handles the plan; the executor tries the next one otherwise.
+// Whether this kernel family handles the plan (any full rectangle whose wide-element pass fits the
+// device's shared memory: widths up to apron's mask limit on sm_90); the executor tries the next one otherwise.
 bool morph_rect_supports(const MorphPlan& plan);
 void launch_morph_rect(const MorphPlan& plan, ConstImageView in, ImageView out, cudaStream_t stream);
+
+// Whether the fast interior kernel takes this pixel type, channel count and element size (views aligned
+// to 4 / 8 bytes in and 16 bytes out are its other condition): u8 / u16, C = 1..4, W up to 16, 14, 9, 7
+// for C = 1..4, H up to 64. Lets tests assert that a case runs the fast path.
+bool morph_rect_fast_path_takes(PixelType type, int channels, int se_width, int se_height);
+
+// The separable passes for elements of any size (vertical, then horizontal, through a stream-ordered
+// device temporary of one image). `mode` -1: outside pixels read `outside` (sample bits), else a BorderMode.
+void launch_morph_rect_passes(const MorphPlan& plan, ConstImageView in, ImageView out, int mode,
+                              std::uint32_t outside, cudaStream_t stream);
+// Shared memory of the horizontal pass's block for this channel count and element width.
+std::size_t morph_rect_passes_smem(int channels, int se_width);
 
 } // namespace apron::cuda
