@@ -41,12 +41,13 @@ TEST(CudaPlanKernels, MorphologyNamesWhatRuns) {
     EXPECT_EQ(kernel_of("dilate:se=rect:7x7", u8), "cuda.morph_rect fast");
     EXPECT_EQ(kernel_of("dilate:se=rect:31x31", u8), "cuda.morph_rect");
     EXPECT_EQ(kernel_of("erode:se=rect:9x5", {97, 61, 3, PixelType::f32}), "cuda.morph_rect");
-    // Past 64 on a side the rectangle kernel declines: planned direct, so the label and the kernel agree.
+    EXPECT_EQ(kernel_of("erode:se=rect:7x5", {97, 61, 3, PixelType::u8}), "cuda.morph_rect fast");
+    EXPECT_EQ(kernel_of("erode:se=rect:15x5", {97, 61, 4, PixelType::u8}), "cuda.morph_rect");  // W > 7 at 4 channels
+    // Past 64 on a side: the separable passes, still the rectangle family.
     const ExecutionPlan wide = cuda_plan("dilate:se=rect:101x101", u8);
     const auto& m = std::get<MorphPlan>(first_step(wide).what);
-    EXPECT_EQ(m.algorithm, MorphAlgorithm::direct);
-    EXPECT_EQ(m.kernel.name(), "cuda.morph_direct");
-    EXPECT_NE(first_step(wide).label.find("101x101 direct u8"), std::string::npos) << first_step(wide).label;
+    EXPECT_EQ(m.algorithm, MorphAlgorithm::separable_rect);
+    EXPECT_EQ(m.kernel.name(), "cuda.morph_rect passes");
     EXPECT_EQ(kernel_of("dilate:se=ellipse:9x9", u8), "cuda.morph_chords");
 }
 

@@ -178,15 +178,11 @@ KernelChoice choose_linear(const LinearPlan& p, const ImageShape& shape, int arc
 
 KernelChoice choose_morph(const MorphPlan& p, const ImageShape& shape, int arch) {
     (void)arch;  // one policy so far: measured on sm_90 only
-    // 1. morph_rect: full rectangles up to 64 on a side (morph_rect_supports). u8 3x3-31x31 at 68-21 % of
-    //    the roofline, 1.9x NPP at 3x3, 10-15x CuPy; its fast path (u8/u16, one channel, W <= 16, H <= 64,
-    //    aligned views) ~5.5 thread-instructions per pixel against 63 for the general kernel at 3x3.
-    if (morph_rect_supports(p)) {
-        const Mask& e = p.step.element;
-        const bool fast = (p.type == PixelType::u8 || p.type == PixelType::u16) && shape.channels == 1 &&
-                          e.width <= 16 && e.height <= 64;
-        return {name_of(MorphFamily::morph_rect), fast ? "fast" : ""};
-    }
+    // 1. morph_rect: any full rectangle (morph_rect_supports). Up to 64 a side the fused tiled kernel: u8
+    //    3x3-31x31 at 68-21 % of the roofline, 1.9x NPP at 3x3, 10-15x CuPy; its fast interior path (u8/u16,
+    //    1-4 channels, W <= 16/14/9/7, H <= 64, aligned views) ~5.5 thread-instructions per pixel against 63
+    //    for the general kernel at 3x3 (H200, u8 gray rect 7x7: 930 Gpix/s). Beyond 64, two separable passes.
+    if (morph_rect_supports(p)) return {name_of(MorphFamily::morph_rect), morph_rect_form(p, shape.channels)};
     // 2. morph_chords: any flat element up to 64x64 and 128 runs as chords (Urbach-Wilkinson run tables in
     //    shared memory, morph_chords.cu); disk:7 u8 4.8 Gpix/s through morph_direct before it.
     if (p.algorithm == MorphAlgorithm::chords && morph_chords_supports(p)) return {name_of(MorphFamily::morph_chords), ""};

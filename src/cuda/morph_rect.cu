@@ -409,6 +409,12 @@ bool morph_rect_supports(const MorphPlan& plan) {
     return true;
 }
 
+const char* morph_rect_form(const MorphPlan& plan, int channels) {
+    const Mask& e = plan.step.element;
+    if (!tiled_fits(int(bytes_per_sample(plan.type)), channels, e)) return "passes";
+    return morph_rect_fast_path_takes(plan.type, channels, e.width, e.height) ? "fast" : "";
+}
+
 bool morph_rect_fast_path_takes(PixelType type, int channels, int se_width, int se_height) {
     return (type == PixelType::u8 || type == PixelType::u16) && channels >= 1 && channels <= 4 && se_width >= 1 &&
            se_height >= 1 && se_width <= morph_fast_max_width(channels) && se_height <= morph_fast_max_height;

@@ -21,6 +21,11 @@ void launch_morph_rect(const MorphPlan& plan, ConstImageView in, ImageView out, 
 // for C = 1..4, H up to 64. Lets tests assert that a case runs the fast path.
 bool morph_rect_fast_path_takes(PixelType type, int channels, int se_width, int se_height);
 
+// What launch_morph_rect runs for this plan on images of `channels` channels, for the plan's kernel name:
+// "fast" (the fast interior kernel where the views are aligned, the tiled kernel on the ring), "passes"
+// (the separable passes), "" (the tiled kernel).
+const char* morph_rect_form(const MorphPlan& plan, int channels);
+
 // The separable passes for elements of any size (vertical, then horizontal, through a stream-ordered
 // device temporary of one image). `mode` -1: outside pixels read `outside` (sample bits), else a BorderMode.
 void launch_morph_rect_passes(const MorphPlan& plan, ConstImageView in, ImageView out, int mode,

@@ -73,9 +73,9 @@ def test_cuda_plans_say_what_runs(apron, mask3):
     out = plan(apron, "dilate:se=rect:7x7", "dilate:se=rect:101x101", "gaussian:sigma=2", f"correlate:mask={mask3}",
                backend="cuda", size="8192x8192")
     lines = step_lines(out)
-    # The rectangle kernel takes sides up to 64: a 101x101 rectangle is planned, labelled and run direct.
-    assert "separable-rect" in lines[0] and "kernel=cuda.morph_rect" in lines[0], out
-    assert "101x101 direct" in lines[1] and "kernel=cuda.morph_direct" in lines[1], out
+    # The rectangle family takes any full rectangle: the fused tile up to 64 a side, two separable passes beyond.
+    assert "separable-rect" in lines[0] and "kernel=cuda.morph_rect fast" in lines[0], out
+    assert "101x101 separable-rect" in lines[1] and "kernel=cuda.morph_rect passes" in lines[1], out
     assert "kernel=cuda.separable_fused" in lines[2], out
     # An exact u8 3x3 mask with byte weights: the byte dot-product form of the direct_tiled family, or the
     # tensor cores where the cost table prefers them.
