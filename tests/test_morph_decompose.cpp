@@ -148,11 +148,15 @@ TEST(MorphIterations, FullRectanglePassesMergeWhenBordersAreIgnored) {
     EXPECT_EQ(even.height, 4);
     EXPECT_EQ(even.anchor_x, 6);
     EXPECT_EQ(even.anchor_y, 3);
-    // Sides stay within 64: 40 passes of 3x3 are 31 passes (63x63) then 9 (19x19).
-    const OpProgram many = parse_operation("erode:se=rect:3x3,iterations=40");
+    // 40 passes of 3x3: one 81x81 rectangle.
+    const OpProgram forty = parse_operation("erode:se=rect:3x3,iterations=40");
+    ASSERT_EQ(forty.steps.size(), 1u);
+    EXPECT_EQ(morph_step(forty, 0).element.width, 81);
+    // Sides stay within 1025: 40 passes of 33x33 are 32 passes (1025x1025) then 8 (257x257).
+    const OpProgram many = parse_operation("erode:se=rect:33x33,iterations=40");
     ASSERT_EQ(many.steps.size(), 2u);
-    EXPECT_EQ(morph_step(many, 0).element.width, 63);
-    EXPECT_EQ(morph_step(many, 1).element.width, 19);
+    EXPECT_EQ(morph_step(many, 0).element.width, 1025);
+    EXPECT_EQ(morph_step(many, 1).element.width, 257);
     EXPECT_EQ(many.steps[1].input, 0);
     // The derived operations merge each half.
     EXPECT_EQ(parse_operation("open:se=rect:3x3,iterations=2").steps.size(), 2u);

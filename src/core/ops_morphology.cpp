@@ -70,10 +70,11 @@ std::optional<BorderMode> morph_border(const OpArgs& a) {
     return a.border("border");
 }
 
-// Passes of a full rectangle merged into one step: as many as keep each side within 64 cells (the size the
-// fast rectangle kernels take; the CPU's rectangle kernel is O(1) per pixel at any size, so fewer, larger
-// steps never cost more there). 1: no merge.
-constexpr int merged_rect_side = 64;
+// Passes of a full rectangle merged into one step: as many as keep each side within 1025 cells. Every
+// backend's rectangle kernel is O(1) per pixel at any size (CUDA: the fused tile up to 64, separable passes
+// beyond), so one larger step costs about what one pass does; the cap keeps the element's table (W x H
+// cells) within 8 MB. 1: no merge.
+constexpr int merged_rect_side = 1025;
 
 // n passes of a full W x H rectangle with anchor (ax, ay) equal one pass of the (n(W-1)+1) x (n(H-1)+1)
 // rectangle with anchor (n ax, n ay) when outside pixels are ignored. Per axis (the rectangle is a product
