@@ -27,11 +27,12 @@ constexpr int block_x = 32, block_y = 8;
 
 // Rows per thread: 8 for 3x3 with 4 outputs per row; 6 for 5x5 keeps 24 accumulators and the window
 // under the 64-register cap (8 spilled). 8 outputs per row: half the rows, the same accumulators.
-// 5x5 on 2-4 channels: 4 rows (ptxas, sm_90, f32 with 6 rows: 40 bytes spilled at 2-3 channels, whose
-// window is as wide as 4 channels' (HA = 8), 132 at 4).
+// 5x5 on 2-3 channels: 4 rows, on 4 channels 3 (ptxas, sm_90, f32 with 6 rows: 40 bytes spilled at 2-3
+// channels, 132 at 4; with 4 rows: 4 bytes at 2, none at 3, 48 at 4, whose 20-sample window is all live).
+// 3 rows re-read (3 + 4) / 3 input rows per output row instead of 2: 4 % more L1 loads, 8 bytes spilled.
 template <int K, int RX, int C>
 constexpr int rows_per_thread() {
-    return (K <= 3 ? 8 : C == 1 ? 6 : 4) * 4 / RX;
+    return (K <= 3 ? 8 : C == 1 ? 6 : C == 4 ? 3 : 4) * 4 / RX;
 }
 
 // Four consecutive samples of a row as floats, from one aligned word load.
