@@ -42,9 +42,9 @@ __device__ __forceinline__ float load_sample(const DeviceView& v, int x_sample, 
 
 // ---- four output samples per thread along x -----------------------------------------------------
 // Each thread owns a 4 x RY block of output samples. A row of its window is rx + (K - 1)*C consecutive
-// tile values, read with 16-byte shared loads (a warp's reads are contiguous: no bank conflicts), each
-// consumed by the 4 x K FMAs of every contributing output row that it meets before the next is read (so a
-// 31-tap RGBA window, 31 words, never lives in registers at once); outputs leave as one 4-sample store.
+// tile values, read with 16-byte shared loads (a warp's reads are contiguous: no bank conflicts) and
+// consumed by the 4 x K FMAs of every contributing output row (a wide window, such as 31 taps of RGBA in
+// 31 words, word by word so it never lives in registers at once); outputs leave as one 4-sample store.
 constexpr int rx = 4;
 
 template <int K>
@@ -202,27 +202,48 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
     for (int r = 0; r < RY; ++r)
 #pragma unroll
         for (int q = 0; q < rx; ++q) acc[r][q] = 0.0f;
-    // Window element S + q + i*C is tap i of output q.
+    // Window element S + q + i*C is tap i of output q. Windows of up to 40 samples (every K at one
+    // channel, K <= 9 at four) are read whole, then consumed; wider ones word by word, each consumed before
+    // the next is read (ptxas, K = 9 f32 at one channel: 16 bytes spilled word by word, none whole).
+    // Both orders add the taps of an output in the same order (i ascending): the same bits.
     constexpr int vecs = (S + rx + (K - 1) * C + 3) / 4;
     const float* base = tile + threadIdx.y * RY * pitch + threadIdx.x * rx;
 #pragma unroll
     for (int t = 0; t < RY + K - 1; ++t) {
+        if constexpr (vecs <= 10) {
+            float v[vecs * 4];
 #pragma unroll
-        for (int m = 0; m < vecs; ++m) {
-            const float4 f = *reinterpret_cast<const float4*>(base + t * pitch + 4 * m);
-            const float v[4] = {f.x, f.y, f.z, f.w};
+            for (int m = 0; m < vecs; ++m) {
+                const float4 f = *reinterpret_cast<const float4*>(base + t * pitch + 4 * m);
+                v[4 * m] = f.x, v[4 * m + 1] = f.y, v[4 * m + 2] = f.z, v[4 * m + 3] = f.w;
+            }
 #pragma unroll
             for (int r = 0; r < RY; ++r) {
                 const int j = t - r;
                 if (j < 0 || j >= K) continue;
 #pragma unroll
-                for (int e = 0; e < 4; ++e)
+                for (int i = 0; i < K; ++i)
 #pragma unroll
-                    for (int q = 0; q < rx; ++q) {
-                        const int d = 4 * m + e - S - q;  // = i*C for the tap i this element is to output q
-                        if (d < 0 || d % C != 0 || d / C >= K) continue;
-                        acc[r][q] = fmaf(w.w[j * K + d / C], v[e], acc[r][q]);
-                    }
+                    for (int q = 0; q < rx; ++q) acc[r][q] = fmaf(w.w[j * K + i], v[S + q + i * C], acc[r][q]);
+            }
+        } else {
+#pragma unroll
+            for (int m = 0; m < vecs; ++m) {
+                const float4 f = *reinterpret_cast<const float4*>(base + t * pitch + 4 * m);
+                const float v[4] = {f.x, f.y, f.z, f.w};
+#pragma unroll
+                for (int r = 0; r < RY; ++r) {
+                    const int j = t - r;
+                    if (j < 0 || j >= K) continue;
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+#pragma unroll
+                        for (int q = 0; q < rx; ++q) {
+                            const int d = 4 * m + e - S - q;  // = i*C for the tap i this element is to output q
+                            if (d < 0 || d % C != 0 || d / C >= K) continue;
+                            acc[r][q] = fmaf(w.w[j * K + d / C], v[e], acc[r][q]);
+                        }
+                }
             }
         }
     }
