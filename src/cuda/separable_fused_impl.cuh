@@ -47,10 +47,10 @@ struct Geometry {
     int tpx;     // tile width in pixels
     int iw;      // 16-byte items per intermediate row (C * tpx / 4)
     int ng;      // row groups of the column pass (threads / iw)
-    __host__ __device__ int th() const { return ng * rows_per_thread; }
+    __host__ __device__ constexpr int th() const { return ng * rows_per_thread; }
 };
 
-inline Geometry geometry(int channels) {
+__host__ __device__ constexpr Geometry geometry(int channels) {
     switch (channels) {
     case 1: return {64, 16, 16};
     case 2: return {32, 16, 16};
@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(threads, min_blocks<In>())
     constexpr int GS = 4 * C;  // samples of a row-pass group: 4 pixels
     extern __shared__ __align__(16) unsigned char smem_raw[];
     Acc* mid = reinterpret_cast<Acc*>(smem_raw);
-    const Geometry g = p.g;
+    constexpr Geometry g = geometry(C);  // compile-time tile shape (p.g is the same, for the launch)
     const int W = p.in.width, H = p.in.height, samples = W * C;
     const int TH = g.th(), TR = TH + 2 * R, MP = 4 * g.iw;  // MP: intermediate row pitch in elements
     int* colmap = reinterpret_cast<int*>(mid + std::size_t(TR) * MP);
@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(threads, min_blocks<In>())
     }
 
     // ---- row pass: group gi (pixels 4 gi .. 4 gi + 3, all channels) of rows gr0, gr0 + rows_step, ... ----
-    const int groups = g.tpx / 4, rows_step = threads / groups;  // groups divides 256 for every C
+    constexpr int groups = g.tpx / 4, rows_step = threads / groups;  // groups divides 256 for every C
     const int gi = threadIdx.x % groups, gr0 = threadIdx.x / groups;
     const int px0 = 4 * gi;
     for (int r = gr0; r < TR; r += rows_step) {
