@@ -95,9 +95,9 @@ case " $steps " in *" sanitize "*)
   # channels. memcheck takes the large-image tests too (interior fast paths); racecheck and initcheck,
   # ten times slower, the small ones (the long sweeps stay out: under a sanitizer they take the whole call).
   small=Cuda.PipelinesAndViews:Cuda.DevicePipelinesRunOnTheCallersStream:CudaSeparable.*:-CudaSeparable.GaussianOnALargeOddImage
-  small=CudaMorphChords.RandomElementsWithHolesAndAnyAnchor:CudaMorphChords.UnalignedDeviceViews:CudaMorphChords.FloatSpecialValuesFollowTheReference:CudaPlanKernels.PlansWithoutACudaKernelOrWithAWrongOneStillRun:$small
+  small=CudaMorphRect.ElementsLargerThanTheImage:CudaMorphChords.RandomElementsWithHolesAndAnyAnchor:CudaMorphChords.UnalignedDeviceViews:CudaMorphChords.FloatSpecialValuesFollowTheReference:CudaPlanKernels.PlansWithoutACudaKernelOrWithAWrongOneStillRun:$small
   small=GpuLargeWeights.Cufft*:CudaDp4a.*:CudaMorphRect.FloatSpecialValuesFollowTheReference:CudaMorphRect.DerivedOperations:CudaMorphRect.HostRoiViews:CudaMorphRect.UnalignedDeviceViews:RuntimeDirect.RoiViewsAndAnchors:RuntimeDirect.TheExecutorRoutesOtherMasksHere:$small
-  large=CudaMorphChords.MatchesCpuOnALargeImage:Cuda.IntegerPathIsBitExactOnALargeImage:Cuda.OverlappedHostToHostGivesTheSameBits:CudaMorphRect.MatchesCpuOnALargeImage:CudaSeparable.GaussianOnALargeOddImage:RuntimeDirect.ExactSumsBeyondTwoToThe24InIntegers
+  large=CudaMorphRect.LargeColourImagesMatchCpu:CudaMorphChords.MatchesCpuOnALargeImage:Cuda.IntegerPathIsBitExactOnALargeImage:Cuda.OverlappedHostToHostGivesTheSameBits:CudaMorphRect.MatchesCpuOnALargeImage:CudaSeparable.GaussianOnALargeOddImage:RuntimeDirect.ExactSumsBeyondTwoToThe24InIntegers
   log "compute-sanitizer memcheck, racecheck, initcheck"
   for tool in memcheck racecheck initcheck; do
     filter=$small
