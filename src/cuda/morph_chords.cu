@@ -65,7 +65,9 @@
 //    rows are consecutive words, so the chord loop adds one address per chord instead of one per row and
 //    read; the build walks down columns (lanes on consecutive rows, raw pitch odd: no bank conflicts):
 //    73, 24.
-// Even variant 4 stays under 450 Gpix/s for disk:7 in the model: the chords alone read 14 words a pixel.
+//  5 as 4, chords of equal offsets on consecutive rows (ellipses' and crosses' runs) read each row once:
+//    a run of k chords costs 2 (k + 7) reads instead of 16 k: 69, 21 (~400 Gpix/s at the shared path's
+//    limit, still under 450: 10.5 chord words, 4.3 table stores, ~6 raw staging a pixel).
 #include "cuda/morph_chords.hpp"
 
 #include <algorithm>
@@ -74,6 +76,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -142,6 +145,9 @@ struct Params {
     // table base, staged row and position; second read likewise, -1: one read (length a power of two).
     int chord_a[max_chords];
     int chord_b[max_chords];
+    // Variant 5 (column-major tables): entry k stands for chord_run[k] chords of equal offsets on
+    // consecutive rows dy, dy + 1, ..: the thread reads each of their rows once (see the chord loop).
+    int chord_run[max_chords];
 };
 
 template <class T, bool Dilate>
@@ -353,7 +359,31 @@ __global__ void __launch_bounds__(block_threads, Reg ? (C <= 3 ? 3 : 2) : 1)
         for (int k = 0; k < p.level_end[max_levels - 1]; ++k) {
             const u32* a = base + p.chord_a[k];
             const int b = p.chord_b[k];
-            if (b < 0) {
+            const int run = transposed ? p.chord_run[k] : 1;
+            if (transposed && run > 1) {
+                // A run of chords on rows 0 .. run-1 (relative): output row t takes rows t .. t + run - 1 of
+                // h(r) = ext(a[r], b[r]); each of the run + 7 rows read once, held in a window w[t] =
+                // h(j + t) that moves down two rows a step (two chords per VIMNMX3): 2 reads per chord
+                // instead of 16.
+                const u32* bp = base + b;
+                const auto h = [&](int r) { return b < 0 ? a[r] : ext<T, Dilate>(a[r], bp[r]); };
+                u32 w[rows_per_thread + 1];
+#pragma unroll
+                for (int t = 0; t < rows_per_thread; ++t) w[t] = h(t);
+                int j = 0;
+                for (; j + 1 < run; j += 2) {
+                    w[rows_per_thread] = h(j + rows_per_thread);
+#pragma unroll
+                    for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext3<T, Dilate>(acc[t], w[t], w[t + 1]);
+#pragma unroll
+                    for (int t = 0; t + 1 < rows_per_thread; ++t) w[t] = w[t + 2];
+                    if (j + 2 < run) w[rows_per_thread - 1] = h(j + 2 + rows_per_thread - 1);
+                }
+                if (j < run) {
+#pragma unroll
+                    for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext<T, Dilate>(acc[t], w[t]);
+                }
+            } else if (b < 0) {
 #pragma unroll
                 for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext<T, Dilate>(acc[t], a[t * step]);
             } else {
@@ -692,7 +722,7 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
         return words;
     };
     p.variant = morph_chords_variant();
-    int table_words = lay_out(reg && p.variant == 4 ? rows_max | 1 : 0);
+    int table_words = lay_out(reg && p.variant >= 4 ? rows_max | 1 : 0);
     std::size_t bytes = g.bytes;
     if (reg && p.variant >= 2) {
         // Raw staging: (segs - 1) * seg + N samples a row (every load of the items, as the kernel's N).
@@ -744,7 +774,34 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
         const int level = level_of(c.length), power = 1 << level, r = c.dy - e.dy_lo;
         p.chord_a[k] = word_offset(level, r, (c.dx - e.lo) * C);
         p.chord_b[k] = power == c.length ? -1 : word_offset(level, r, (c.dx + c.length - power - e.lo) * C);
+        p.chord_run[k] = 1;
         for (int l = level; l < max_levels; ++l) p.level_end[l] = int(k) + 1;
+    }
+    if (reg && p.rs && p.raw_cols && p.variant == 5) {
+        // Runs: chords of one column offset and length on consecutive rows (the register path reads only
+        // level_end[max_levels - 1], the entry count).
+        std::vector<int> by_column(order);
+        std::stable_sort(by_column.begin(), by_column.end(), [&](int a, int b) {
+            const MorphChord &x = plan.chords[a], &y = plan.chords[b];
+            return std::tie(x.dx, x.length, x.dy) < std::tie(y.dx, y.length, y.dy);
+        });
+        int n = 0;
+        for (std::size_t i = 0; i < by_column.size(); ++i) {
+            const MorphChord& c = plan.chords[by_column[i]];
+            if (n > 0 && i > 0) {
+                const MorphChord& last = plan.chords[by_column[i - 1]];
+                if (last.dx == c.dx && last.length == c.length && last.dy + 1 == c.dy) {
+                    ++p.chord_run[n - 1];
+                    continue;
+                }
+            }
+            const int level = level_of(c.length), power = 1 << level, r = c.dy - e.dy_lo;
+            p.chord_a[n] = word_offset(level, r, (c.dx - e.lo) * C);
+            p.chord_b[n] = power == c.length ? -1 : word_offset(level, r, (c.dx + c.length - power - e.lo) * C);
+            p.chord_run[n] = 1;
+            ++n;
+        }
+        p.level_end[max_levels - 1] = n;
     }
     // Where each table is needed, from the largest down: the staged rows and the last sample position
     // its chords read (output samples 0 .. tile_samples - 1 plus the read's offset), and for a table
