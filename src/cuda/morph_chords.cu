@@ -68,6 +68,8 @@
 //  5 as 4, chords of equal offsets on consecutive rows (ellipses' and crosses' runs) read each row once:
 //    a run of k chords costs 2 (k + 7) reads instead of 16 k: 69, 21 (~400 Gpix/s at the shared path's
 //    limit, still under 450: 10.5 chord words, 4.3 table stores, ~6 raw staging a pixel).
+//  6 as 5, the raw rows copied 4 bytes a lane (aligned LDG.32 + funnel shift + STS.32) inside the image:
+//    raw staging ~6 -> ~3 words a pixel: 61, 18.
 #include "cuda/morph_chords.hpp"
 
 #include <algorithm>
@@ -308,11 +310,24 @@ __global__ void __launch_bounds__(block_threads, Reg ? (C <= 3 ? 3 : 2) : 1)
             // then the tables of those rows from shared memory (uniform loop: kernel parameters only).
             T* raw = reinterpret_cast<T*>(tile + p.raw_base);
             const int warp = tid / 32, lane = tid % 32;
+            // variant 6: whole words from global memory, where the aligned words around the staged samples
+            // (3 bytes before, up to 7 after) lie inside the row
+            const int bytes = p.raw_cols * int(sizeof(T));
+            const bool wide = p.variant >= 6 && inside && sx0 >= 3 && sx0 + p.raw_cols + 8 <= p.samples;
             for (int c0 = 0; c0 < p.rows; c0 += p.raw_rows) {
                 const int crows = min(p.raw_rows, p.rows - c0);
                 for (int q = warp; q < crows; q += block_threads / 32) {
                     T* dst = raw + q * p.raw_pitch;
-                    if (inside) {
+                    if (wide) {
+                        // 4 bytes a lane: aligned LDG.32 pairs (the second from the same lines) and one funnel
+                        // shift into one STS.32, instead of a load and a store per sample
+                        const auto at = reinterpret_cast<std::uintptr_t>(p.in + std::size_t(gy0 + c0 + q) * p.in_pitch) +
+                                        std::uintptr_t(sx0) * sizeof(T);
+                        const u32* src = reinterpret_cast<const u32*>(at & ~std::uintptr_t(3));
+                        const unsigned shift = unsigned(at & 3) * 8;
+                        u32* to = reinterpret_cast<u32*>(dst);
+                        for (int k = lane; k * 4 < bytes; k += 32) to[k] = __funnelshift_r(__ldg(src + k), __ldg(src + k + 1), shift);
+                    } else if (inside) {
                         const T* src = reinterpret_cast<const T*>(p.in + std::size_t(gy0 + c0 + q) * p.in_pitch) + sx0;
                         for (int s = lane; s < p.raw_cols; s += 32) dst[s] = __ldg(src + s);
                     } else {
@@ -777,7 +792,7 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
         p.chord_run[k] = 1;
         for (int l = level; l < max_levels; ++l) p.level_end[l] = int(k) + 1;
     }
-    if (reg && p.rs && p.raw_cols && p.variant == 5) {
+    if (reg && p.rs && p.raw_cols && p.variant >= 5) {
         // Runs: chords of one column offset and length on consecutive rows (the register path reads only
         // level_end[max_levels - 1], the entry count).
         std::vector<int> by_column(order);

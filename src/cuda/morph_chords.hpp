@@ -15,7 +15,7 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
 // Kernel variants (morph_chords.cu's header): APRON_CHORDS_VARIANT=0..morph_chords_variants-1, read once
 // (0 or an unknown value: variant 0); set_morph_chords_variant overrides it (-1: back to the environment's),
 // for tests that check every variant.
-constexpr int morph_chords_variants = 6;
+constexpr int morph_chords_variants = 7;
 int morph_chords_variant();
 void set_morph_chords_variant(int variant);
 
