@@ -2,7 +2,7 @@
 // executor on the same plan, bit for bit: disks, ellipses, crosses, random 0/1 elements with holes and
 // off-centre anchors, even sizes, elements larger than the image, 1x1 and 1xN images, 1-4 channels,
 // u8/u16/f32 (f32 with NaN and infinities), every border, device views whose pointer and pitch break 4- and
-// 16-byte alignment, dilate and erode. Skips without a GPU.
+// 16-byte alignment, dilate and erode; every kernel variant (APRON_CHORDS_VARIANT) in turn. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -72,6 +72,20 @@ std::string element_text(const Mask& m) {
     return s;
 }
 
+// `f(variant)` with each kernel variant of morph_chords.cu selected in turn, then the environment's again.
+template <class F>
+void for_each_variant(F&& f) {
+#if APRON_HAVE_CUDA
+    for (int v = 0; v < cuda::morph_chords_variants; ++v) {
+        cuda::set_morph_chords_variant(v);
+        f(v);
+    }
+    cuda::set_morph_chords_variant(-1);
+#else
+    f(0);
+#endif
+}
+
 } // namespace
 
 TEST(CudaMorphChords, PlansUseChords) {
@@ -114,8 +128,12 @@ TEST(CudaMorphChords, NamedShapesMatchTheReference) {
                     for (const char* kind : {"dilate", "erode"})
                         for (const std::string& border : borders(t)) {
                             const std::string op = std::string(kind) + ":se=" + se + border;
-                            ASSERT_TRUE(test::identical(run_on(op, in, Backend::cuda), run_on(op, in, Backend::reference)))
-                                << op << ' ' << type_name(t) << " c" << c << ' ' << w << 'x' << h;
+                            const Image expected = run_on(op, in, Backend::reference);
+                            for_each_variant([&](int v) {
+                                ASSERT_TRUE(test::identical(run_on(op, in, Backend::cuda), expected))
+                                    << op << ' ' << type_name(t) << " c" << c << ' ' << w << 'x' << h << " variant " << v;
+                            });
+                            if (HasFatalFailure()) return;
                         }
             }
 }
@@ -129,8 +147,11 @@ TEST(CudaMorphChords, LargeDisksAndEllipses) {
             for (const char* se : {"disk:15", "ellipse:63x63", "ellipse:64x20", "cross:31x63"})
                 for (const std::string& border : {borders(t)[0], borders(t)[1], borders(t)[3], borders(t)[5]}) {
                     const std::string op = std::string(seed % 2 ? "dilate" : "erode") + ":se=" + se + border;
-                    EXPECT_TRUE(test::identical(run_on(op, in, Backend::cuda), run_on(op, in, Backend::reference)))
-                        << op << ' ' << type_name(t) << " c" << c;
+                    const Image expected = run_on(op, in, Backend::reference);
+                    for_each_variant([&](int v) {
+                        EXPECT_TRUE(test::identical(run_on(op, in, Backend::cuda), expected))
+                            << op << ' ' << type_name(t) << " c" << c << " variant " << v;
+                    });
                 }
         }
 }
@@ -146,8 +167,11 @@ TEST(CudaMorphChords, MatchesCpuOnALargeImage) {
                 for (const char* kind : {"dilate", "erode"})
                     for (const std::string& border : {borders(t)[0], borders(t)[2]}) {
                         const std::string op = std::string(kind) + ":se=" + se + border;
-                        EXPECT_TRUE(test::identical(run_on(op, in, Backend::cuda), run_on(op, in, Backend::cpu)))
-                            << op << ' ' << type_name(t) << " c" << c;
+                        const Image expected = run_on(op, in, Backend::cpu);
+                        for_each_variant([&](int v) {
+                            EXPECT_TRUE(test::identical(run_on(op, in, Backend::cuda), expected))
+                                << op << ' ' << type_name(t) << " c" << c << " variant " << v;
+                        });
                     }
         }
 }
@@ -188,13 +212,17 @@ struct DeviceImage {
     auto cuda = make_cuda_executor();
     DeviceImage d_in(in.shape(), offset, pad), d_out(in.shape(), (offset + 1) % 4, pad + 1);
     d_in.upload(in);
-    cuda->morph(plan, as_const(d_in.view), d_out.view);
-    cuda->synchronize();
-    const Image gpu = d_out.download();
     Image expected(in.shape());
     make_reference_executor()->morph(plan, in, expected.view());
-    if (test::identical(gpu, expected)) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << "max difference " << test::max_abs_diff(gpu, expected);
+    ::testing::AssertionResult result = ::testing::AssertionSuccess();
+    for_each_variant([&](int v) {
+        cuda->morph(plan, as_const(d_in.view), d_out.view);
+        cuda->synchronize();
+        const Image gpu = d_out.download();
+        if (result && !test::identical(gpu, expected))
+            result = ::testing::AssertionFailure() << "variant " << v << ": max difference " << test::max_abs_diff(gpu, expected);
+    });
+    return result;
 }
 
 } // namespace
@@ -224,6 +252,32 @@ TEST(CudaMorphChords, RandomElementsWithHolesAndAnyAnchor) {
                                                   << " chords " << p.chords.size() << " algorithm " << int(p.algorithm);
         }
     }
+}
+
+// Images of several tiles a side, so that every variant meets blocks whose staged region lies inside the
+// image (the variants' border-free loads and raw staging) as well as edge blocks, at every border mode.
+TEST(CudaMorphChords, VariantsInsideAndAtTheEdges) {
+    REQUIRE_GPU();
+    std::mt19937 rng(77);
+    const std::optional<BorderMode> modes[] = {std::nullopt, BorderMode::constant, BorderMode::nearest, BorderMode::reflect,
+                                               BorderMode::mirror, BorderMode::wrap};
+    std::uint32_t seed = 900;
+    for (PixelType t : {PixelType::u8, PixelType::u16, PixelType::f32})
+        for (int c = 1; c <= 4; ++c) {
+            const Image in = test::random_image(301, 203, c, t, ++seed);
+            const double value = t == PixelType::u8 ? 77 : t == PixelType::u16 ? 1234 : -0.375;
+            const Mask elements[] = {structuring_element("disk:3"), structuring_element("disk:7"), structuring_element("cross:7x7"),
+                                     structuring_element("ellipse:15x15"), random_element(9, 7, 0.5, rng),
+                                     random_element(15, 15, 0.4, rng)};
+            int k = 0;
+            for (const Mask& e : elements) {
+                const auto border = modes[std::size_t(k++ + c) % 6];
+                for (MorphKind kind : {MorphKind::dilate, MorphKind::erode})
+                    EXPECT_TRUE(same_as_reference(plan_for(e, kind, t, border, value), in, c == 3 ? 1 : 0, c == 2 ? 3 : 0))
+                        << element_text(e) << ' ' << type_name(t) << " c" << c << " border "
+                        << (border ? to_string(*border) : "ignore");
+            }
+        }
 }
 
 // Pointers and pitches that break 4- and 16-byte alignment: staging reads and the paired stores go

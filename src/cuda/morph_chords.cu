@@ -44,13 +44,41 @@
 // ~2 Tpix/s). disk:15 (in place for C > 1): C = 1 ~230, C = 3 ~120. Issue: ~60 instructions per word.
 // ptxas (sm_90): in place 40 registers, no spills; register-built 76-100 registers (ptxas holds C = 1 and
 // 3 at 80, 3 blocks per SM: u8 C = 1 spills 4 bytes, C = 3 40 bytes, in the table build, once a segment).
+//
+// Measured (H200, 8192^2 u8, variant 0): disk:7 130 / 26 / 18 Gpix/s at C = 1 / 3 / 4, ellipse 7x7 167
+// / 44 / 23: 3.5x under the model above, and 7x7 barely faster than 15x15, so a fixed cost per staged
+// sample dominates, not the chords. Counted: each table-build item (18 positions of a row) makes
+// segment + 1 + (P-1)*C byte loads through read_sample (bounds tests and a branch each, ~6
+// instructions), and a warp's 32 items span ~6 rows x 90 bytes, so each of its loads touches ~11
+// 128-byte lines (a wavefront each: the L1/shared path's 32 words): ~27 word-equivalents per pixel for
+// disk:7 C = 1 (C = 4: 23 loads a pixel, ~190), against the chords' 14 shared words and 4.3 table
+// stores. Variants (APRON_CHORDS_VARIANT, read once; counts per output pixel, u8 disk:7 C = 1:
+// instructions, words of the L1/shared path; docs/perf-notes.md):
+//  0 as above: 77, 45.
+//  1 blocks whose staged region lies inside the image load without border tests (others as 0): 70, 45.
+//  2 raw staging: one warp per staged row copies the raw samples (coalesced: 1-2 lines a load) into
+//    shared memory, then the items build the tables from there (raw_positions: u8 one LDS.32 + one
+//    funnel shift per 4 samples, one PRMT a word): 77, 25; the raw rows cost shared memory (disk:7: 2
+//    blocks per SM instead of 3).
+//  3 as 2, the raw rows staged in chunks small enough to keep the tables' blocks per SM: 77, 25.
+//  4 as 3, the kept tables column-major (word w of table row q at w * rs + q, rs odd): a thread's 8 output
+//    rows are consecutive words, so the chord loop adds one address per chord instead of one per row and
+//    read; the build walks down columns (lanes on consecutive rows, raw pitch odd: no bank conflicts):
+//    73, 24.
+//  5 as 4, chords of equal offsets on consecutive rows (ellipses' and crosses' runs) read each row once:
+//    a run of k chords costs 2 (k + 7) reads instead of 16 k: 69, 21 (~400 Gpix/s at the shared path's
+//    limit, still under 450: 10.5 chord words, 4.3 table stores, ~6 raw staging a pixel).
+//  6 as 5, the raw rows copied 4 bytes a lane (aligned LDG.32 + funnel shift + STS.32) inside the image:
+//    raw staging ~6 -> ~3 words a pixel: 61, 18.
 #include "cuda/morph_chords.hpp"
 
 #include <algorithm>
 #include <cfloat>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -104,10 +132,24 @@ struct Params {
     // rows store_row0[l] .. + store_rows[l]; load: samples a segment reads.
     int store_base[max_levels], store_row0[max_levels], store_rows[max_levels];
     int positions, load;
+    // Variants (APRON_CHORDS_VARIANT, see the header): 0 every staged sample through read_sample's border
+    // tests; >= 1 blocks whose staged region lies inside the image load without them; raw_cols > 0
+    // (variants 2, 3): the register path stages the raw samples once, coalesced, into shared memory
+    // (raw_rows staged rows at a time, raw_pitch samples a row, at word raw_base) and builds its tables
+    // from there instead of from overlapping global loads.
+    int variant;
+    int raw_base, raw_pitch, raw_cols, raw_rows;
+    // Variant 4: the kept tables column-major, word w of table row q at store_base + w * rs + q (rs odd:
+    // a warp's lanes, on consecutive columns, hit distinct banks), so a thread's 8 output rows are 8
+    // consecutive words: the chord loop adds the row as an immediate offset; 0: row-major.
+    int rs;
     // Word offset of a chord's first read relative to the thread's first output word (row0 * pitch + col):
     // table base, staged row and position; second read likewise, -1: one read (length a power of two).
     int chord_a[max_chords];
     int chord_b[max_chords];
+    // Variant 5 (column-major tables): entry k stands for chord_run[k] chords of equal offsets on
+    // consecutive rows dy, dy + 1, ..: the thread reads each of their rows once (see the chord loop).
+    int chord_run[max_chords];
 };
 
 template <class T, bool Dilate>
@@ -149,9 +191,52 @@ __device__ __forceinline__ u32 read_sample(const Params& p, int row, int s) {
     return bits_of<T>(__ldg(r + map_index(px, p.width, BorderMode(p.mode)) * C + ch));
 }
 
+template <class T>
+__device__ __forceinline__ T from_bits(u32 b) {
+    if constexpr (std::is_same_v<T, float>) return __uint_as_float(b);
+    else return T(b);
+}
+
+// read_sample without border tests, for blocks whose staged region lies inside the image.
+template <class T>
+__device__ __forceinline__ u32 read_inside(const Params& p, int row, int s) {
+    return bits_of<T>(__ldg(reinterpret_cast<const T*>(p.in + std::size_t(row) * p.in_pitch) + s));
+}
+
+// Raw staging: the words of positions 0 .. N-1 from sample s0 (even) of a raw staged row (4-byte aligned;
+// staged to at least s0 + N + 9 samples for u8, s0 + N + 2 for u16). u8: one LDS.32 and one funnel shift
+// per 4 samples, one PRMT per word; u16: one LDS.32 per even position, one PRMT per odd one (the high
+// lane of its left neighbour and the low lane of its right one); f32: one LDS per position.
+template <class T, int N>
+__device__ __forceinline__ void raw_positions(const T* row, int s0, u32 (&v)[N]) {
+    if constexpr (sizeof(T) == 1) {
+        const u32* w = reinterpret_cast<const u32*>(row) + (s0 >> 2);
+        const unsigned shift = unsigned(s0 & 3) * 8;  // 0 or 16
+        constexpr int K = (N + 1) / 4 + 1;             // aligned words: samples 0 .. 4K-1 >= N+1
+        u32 a[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k) a[k] = __funnelshift_r(w[k], w[k + 1], shift);
+        u32 even[N / 2 + 1];                           // positions 0, 2, .., N - 1 or N: samples (i, i+1) widened
+#pragma unroll
+        for (int j = 0; j <= N / 2; ++j) even[j] = __byte_perm(a[j / 2], 0, j & 1 ? 0x4342 : 0x4140);
+#pragma unroll
+        for (int i = 0; i < N; ++i) v[i] = i & 1 ? __byte_perm(even[i / 2], even[i / 2 + 1], 0x5432) : even[i / 2];
+    } else if constexpr (sizeof(T) == 2) {
+        const u32* w = reinterpret_cast<const u32*>(row + s0);
+        u32 even[N / 2 + 1];
+#pragma unroll
+        for (int j = 0; j <= N / 2; ++j) even[j] = w[j];
+#pragma unroll
+        for (int i = 0; i < N; ++i) v[i] = i & 1 ? __byte_perm(even[i / 2], even[i / 2 + 1], 0x5432) : even[i / 2];
+    } else {
+#pragma unroll
+        for (int i = 0; i < N; ++i) v[i] = bits_of<T>(row[s0 + i]);
+    }
+}
+
 // Register-built tables, level L onwards: stores positions 0 .. N-1 of v (table 2^L from position s0 of
 // staged row r) where table 2^L is kept, then doubles v in registers for the next level.
-template <class T, bool Dilate, int C, int L, int N>
+template <class T, bool Dilate, int C, int L, int N, bool Transposed = false>
 __device__ __forceinline__ void store_levels(const Params& p, u32* tile, u32 (&v)[N], int r, int s0) {
     constexpr bool pairs = sizeof(T) < 4;
     constexpr int seg = segment<pairs>;
@@ -159,12 +244,22 @@ __device__ __forceinline__ void store_levels(const Params& p, u32* tile, u32 (&v
         if (L >= p.levels) return;
         const int q = r - p.store_row0[L];
         if (q >= 0 && q < p.store_rows[L]) {
-            u32* w = tile + p.store_base[L] + q * p.pitch;
+            if constexpr (Transposed) {
+                u32* w = tile + p.store_base[L] + q;
 #pragma unroll
-            for (int i = 0; i < seg; ++i) {
-                if (s0 + i >= p.positions) break;
-                if constexpr (pairs) w[(i & 1) * p.half + s0 / 2 + (i >> 1)] = v[i];
-                else w[s0 + i] = v[i];
+                for (int i = 0; i < seg; ++i) {
+                    if (s0 + i >= p.positions) break;
+                    if constexpr (pairs) w[((i & 1) * p.half + s0 / 2 + (i >> 1)) * p.rs] = v[i];
+                    else w[(s0 + i) * p.rs] = v[i];
+                }
+            } else {
+                u32* w = tile + p.store_base[L] + q * p.pitch;
+#pragma unroll
+                for (int i = 0; i < seg; ++i) {
+                    if (s0 + i >= p.positions) break;
+                    if constexpr (pairs) w[(i & 1) * p.half + s0 / 2 + (i >> 1)] = v[i];
+                    else w[s0 + i] = v[i];
+                }
             }
         }
         constexpr int shift = (1 << L) * C;
@@ -172,14 +267,24 @@ __device__ __forceinline__ void store_levels(const Params& p, u32* tile, u32 (&v
             if (L + 1 < p.levels) {
 #pragma unroll
                 for (int i = 0; i + shift < N; ++i) v[i] = ext<T, Dilate>(v[i], v[i + shift]);
-                store_levels<T, Dilate, C, L + 1, N>(p, tile, v, r, s0);
+                store_levels<T, Dilate, C, L + 1, N, Transposed>(p, tile, v, r, s0);
             }
         }
     }
 }
 
-template <class T, bool Dilate, int C, bool Reg>
-__global__ void __launch_bounds__(block_threads) morph_chords_kernel(const __grid_constant__ Params p) {
+// How the register path loads its samples (a template parameter, so each variant keeps its own register
+// allocation): global_loads (variant 0: every load through read_sample's border tests), inside_loads
+// (variant 1: blocks inside the image skip them), raw_staging (variants 2, 3: raw rows staged in shared
+// memory once, the tables built from there), raw_transposed (variant 4: raw staging, tables column-major).
+enum Stage { global_loads, inside_loads, raw_staging, raw_transposed };
+
+// The register path held at 3 blocks per SM for C <= 3 (80 registers), 2 for C = 4: unbounded, ptxas's
+// choice moves with unrelated code (variant 0's u8 C = 1 kernel took 80 registers, then 94 once the other
+// stages were added; inside_loads 128-164 for C = 3, 4).
+template <class T, bool Dilate, int C, bool Reg, int Stage>
+__global__ void __launch_bounds__(block_threads, Reg ? (C <= 3 ? 3 : 2) : 1)
+    morph_chords_kernel(const __grid_constant__ Params p) {
     constexpr bool pairs = sizeof(T) < 4;  // two samples per word
     extern __shared__ __align__(16) u32 tile[];
     const int tid = threadIdx.x;
@@ -195,41 +300,123 @@ __global__ void __launch_bounds__(block_threads) morph_chords_kernel(const __gri
         // 1'. every kept table straight from global memory, doubling in registers
         constexpr int seg = segment<pairs>, N = seg + reg_reach_of(C) + (pairs ? 1 : 0);
         const int segs = (p.positions + seg - 1) / seg;
-        for (int id = tid; id < p.rows * segs; id += block_threads) {
-            const int r = id / segs, s0 = (id - r * segs) * seg;
-            const int row = source_row(p, gy0 + r);
-            u32 v[N];
-#pragma unroll
-            for (int i = 0; i < N; ++i) v[i] = i < p.load ? read_sample<T, C>(p, row, sx0 + s0 + i) : 0u;
-            if constexpr (pairs) {
-#pragma unroll
-                for (int i = 0; i + 1 < N; ++i) v[i] |= v[i + 1] << 16;  // word of position i: samples i, i+1
+        // The staged region: rows gy0 .. + rows, samples sx0 .. + (segs - 1) * seg + N (every load of every
+        // item, the unused tail included: loads past p.load only reach positions no table keeps), raw
+        // staging: raw_cols (raw_positions' reach).
+        const int span = Stage >= raw_staging ? p.raw_cols : (segs - 1) * seg + N;
+        const bool inside = Stage != global_loads && gy0 >= 0 && gy0 + p.rows <= p.height && sx0 >= 0 && sx0 + span <= p.samples;
+        if constexpr (Stage >= raw_staging) {
+            // 1''. raw samples, one warp a row (lanes on consecutive samples: coalesced), raw_rows at a time;
+            // then the tables of those rows from shared memory (uniform loop: kernel parameters only).
+            T* raw = reinterpret_cast<T*>(tile + p.raw_base);
+            const int warp = tid / 32, lane = tid % 32;
+            // variant 6: whole words from global memory, where the aligned words around the staged samples
+            // (3 bytes before, up to 7 after) lie inside the row
+            const int bytes = p.raw_cols * int(sizeof(T));
+            const bool wide = p.variant >= 6 && inside && sx0 >= 3 && sx0 + p.raw_cols + 8 <= p.samples;
+            for (int c0 = 0; c0 < p.rows; c0 += p.raw_rows) {
+                const int crows = min(p.raw_rows, p.rows - c0);
+                for (int q = warp; q < crows; q += block_threads / 32) {
+                    T* dst = raw + q * p.raw_pitch;
+                    if (wide) {
+                        // 4 bytes a lane: aligned LDG.32 pairs (the second from the same lines) and one funnel
+                        // shift into one STS.32, instead of a load and a store per sample
+                        const auto at = reinterpret_cast<std::uintptr_t>(p.in + std::size_t(gy0 + c0 + q) * p.in_pitch) +
+                                        std::uintptr_t(sx0) * sizeof(T);
+                        const u32* src = reinterpret_cast<const u32*>(at & ~std::uintptr_t(3));
+                        const unsigned shift = unsigned(at & 3) * 8;
+                        u32* to = reinterpret_cast<u32*>(dst);
+                        for (int k = lane; k * 4 < bytes; k += 32) to[k] = __funnelshift_r(__ldg(src + k), __ldg(src + k + 1), shift);
+                    } else if (inside) {
+                        const T* src = reinterpret_cast<const T*>(p.in + std::size_t(gy0 + c0 + q) * p.in_pitch) + sx0;
+                        for (int s = lane; s < p.raw_cols; s += 32) dst[s] = __ldg(src + s);
+                    } else {
+                        const int row = source_row(p, gy0 + c0 + q);
+                        for (int s = lane; s < p.raw_cols; s += 32) dst[s] = from_bits<T>(read_sample<T, C>(p, row, sx0 + s));
+                    }
+                }
+                __syncthreads();
+                for (int id = tid; id < crows * segs; id += block_threads) {
+                    // row-major tables: a warp's items along a row (its stores on consecutive words);
+                    // column-major: down a column (lanes on consecutive rows, raw_pitch odd in words)
+                    const int q = Stage == raw_transposed ? id % crows : id / segs;
+                    const int s0 = (Stage == raw_transposed ? id / crows : id - q * segs) * seg;
+                    u32 v[N];
+                    raw_positions<T, N>(raw + q * p.raw_pitch, s0, v);
+                    store_levels<T, Dilate, C, 0, N, Stage == raw_transposed>(p, tile, v, c0 + q, s0);
+                }
+                __syncthreads();  // the next chunk's staging overwrites raw; the last one: tables complete
             }
-            store_levels<T, Dilate, C, 0, N>(p, tile, v, r, s0);
+        } else {
+            for (int id = tid; id < p.rows * segs; id += block_threads) {
+                const int r = id / segs, s0 = (id - r * segs) * seg;
+                u32 v[N];
+                if (Stage == inside_loads && inside) {
+#pragma unroll
+                    for (int i = 0; i < N; ++i) v[i] = i < p.load ? read_inside<T>(p, gy0 + r, sx0 + s0 + i) : 0u;
+                } else {
+                    const int row = source_row(p, gy0 + r);
+#pragma unroll
+                    for (int i = 0; i < N; ++i) v[i] = i < p.load ? read_sample<T, C>(p, row, sx0 + s0 + i) : 0u;
+                }
+                if constexpr (pairs) {
+#pragma unroll
+                    for (int i = 0; i + 1 < N; ++i) v[i] |= v[i + 1] << 16;  // word of position i: samples i, i+1
+                }
+                store_levels<T, Dilate, C, 0, N>(p, tile, v, r, s0);
+            }
+            __syncthreads();
         }
-        __syncthreads();
         // 2'. every chord
-        const u32* base = tile + row0 * p.pitch + col;
+        constexpr bool transposed = Stage == raw_transposed;
+        const int step = transposed ? 1 : p.pitch;  // words from one output row to the next
+        const u32* base = tile + (transposed ? col * p.rs + row0 : row0 * p.pitch + col);
         for (int k = 0; k < p.level_end[max_levels - 1]; ++k) {
             const u32* a = base + p.chord_a[k];
             const int b = p.chord_b[k];
-            if (b < 0) {
+            const int run = transposed ? p.chord_run[k] : 1;
+            if (transposed && run > 1) {
+                // A run of chords on rows 0 .. run-1 (relative): output row t takes rows t .. t + run - 1 of
+                // h(r) = ext(a[r], b[r]); each of the run + 7 rows read once, held in a window w[t] =
+                // h(j + t) that moves down two rows a step (two chords per VIMNMX3): 2 reads per chord
+                // instead of 16.
+                const u32* bp = base + b;
+                const auto h = [&](int r) { return b < 0 ? a[r] : ext<T, Dilate>(a[r], bp[r]); };
+                u32 w[rows_per_thread + 1];
 #pragma unroll
-                for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext<T, Dilate>(acc[t], a[t * p.pitch]);
+                for (int t = 0; t < rows_per_thread; ++t) w[t] = h(t);
+                int j = 0;
+                for (; j + 1 < run; j += 2) {
+                    w[rows_per_thread] = h(j + rows_per_thread);
+#pragma unroll
+                    for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext3<T, Dilate>(acc[t], w[t], w[t + 1]);
+#pragma unroll
+                    for (int t = 0; t + 1 < rows_per_thread; ++t) w[t] = w[t + 2];
+                    if (j + 2 < run) w[rows_per_thread - 1] = h(j + 2 + rows_per_thread - 1);
+                }
+                if (j < run) {
+#pragma unroll
+                    for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext<T, Dilate>(acc[t], w[t]);
+                }
+            } else if (b < 0) {
+#pragma unroll
+                for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext<T, Dilate>(acc[t], a[t * step]);
             } else {
                 const u32* bp = base + b;
 #pragma unroll
-                for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext3<T, Dilate>(acc[t], a[t * p.pitch], bp[t * p.pitch]);
+                for (int t = 0; t < rows_per_thread; ++t) acc[t] = ext3<T, Dilate>(acc[t], a[t * step], bp[t * step]);
             }
         }
     } else {
         // 1. stage T_1
+        const bool inside = p.variant > 0 && gy0 >= 0 && gy0 + p.rows <= p.height && sx0 >= 0 && sx0 + p.pitch <= p.samples;
         if constexpr (pairs) {
             const int items = p.rows * p.half;  // item (r, m): samples 2m, 2m+1
             for (int id = tid; id < items; id += block_threads) {
                 const int r = id / p.half, m = id - r * p.half;
                 const int row = source_row(p, gy0 + r);
-                const u32 a = read_sample<T, C>(p, row, sx0 + 2 * m), b = read_sample<T, C>(p, row, sx0 + 2 * m + 1);
+                const u32 a = inside ? read_inside<T>(p, row, sx0 + 2 * m) : read_sample<T, C>(p, row, sx0 + 2 * m);
+                const u32 b = inside ? read_inside<T>(p, row, sx0 + 2 * m + 1) : read_sample<T, C>(p, row, sx0 + 2 * m + 1);
                 u32* w = tile + r * p.pitch;
                 w[m] = a | (b << 16);  // plane 0, word m: samples (2m, 2m+1)
                 auto* odd = reinterpret_cast<unsigned short*>(w + p.half);  // plane 1, word m: (2m+1, 2m+2)
@@ -240,7 +427,7 @@ __global__ void __launch_bounds__(block_threads) morph_chords_kernel(const __gri
             const int items = p.rows * p.pitch;
             for (int id = tid; id < items; id += block_threads) {
                 const int r = id / p.pitch, s = id - r * p.pitch;
-                tile[r * p.pitch + s] = read_sample<T, C>(p, source_row(p, gy0 + r), sx0 + s);
+                tile[r * p.pitch + s] = inside ? read_inside<T>(p, gy0 + r, sx0 + s) : read_sample<T, C>(p, source_row(p, gy0 + r), sx0 + s);
             }
         }
         __syncthreads();
@@ -343,6 +530,17 @@ __global__ void __launch_bounds__(block_threads) morph_chords_kernel(const __gri
 }
 
 // ---- host ----------------------------------------------------------------------------------------------
+int variant_override = -1;  // set_morph_chords_variant; -1: the environment's
+
+int device_attribute(cudaDeviceAttr attr, int fallback) {
+    int device = 0, value = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&value, attr, device) != cudaSuccess) {
+        cudaGetLastError();
+        return fallback;
+    }
+    return value;
+}
+
 int smem_optin_limit() {
     int device = 0, limit = 0;
     if (cudaGetDevice(&device) != cudaSuccess ||
@@ -423,7 +621,12 @@ int level_of(int length) {
 
 template <class T, bool Dilate, int C, bool Reg>
 void launch_typed(Params& p, std::size_t bytes, int blocks, cudaStream_t stream) {
-    auto kernel = morph_chords_kernel<T, Dilate, C, Reg>;
+    auto kernel = morph_chords_kernel<T, Dilate, C, Reg, global_loads>;
+    if constexpr (Reg) {
+        if (p.raw_cols > 0 && p.rs > 0) kernel = morph_chords_kernel<T, Dilate, C, Reg, raw_transposed>;
+        else if (p.raw_cols > 0) kernel = morph_chords_kernel<T, Dilate, C, Reg, raw_staging>;
+        else if (p.variant > 0) kernel = morph_chords_kernel<T, Dilate, C, Reg, inside_loads>;
+    }
     if (bytes > 48 * 1024)
         APRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
     kernel<<<unsigned(blocks), block_threads, bytes, stream>>>(p);
@@ -441,6 +644,19 @@ void launch_channels(int C, Params& p, std::size_t bytes, int blocks, cudaStream
 }
 
 } // namespace
+
+int morph_chords_variant() {
+    static const int from_env = [] {
+        const char* v = std::getenv("APRON_CHORDS_VARIANT");
+        const int k = v ? std::atoi(v) : 0;
+        return k >= 0 && k < morph_chords_variants ? k : 0;
+    }();
+    return variant_override >= 0 ? variant_override : from_env;
+}
+
+void set_morph_chords_variant(int variant) {
+    variant_override = variant >= 0 && variant < morph_chords_variants ? variant : -1;
+}
 
 bool morph_chords_supports(const MorphPlan& plan) {
     if (plan.algorithm != MorphAlgorithm::chords || plan.chords.empty() || plan.chords.size() > std::size_t(max_chords))
@@ -502,19 +718,70 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
     p.levels = levels;
     p.positions = pairs ? 2 * g.half : g.pitch;
     p.load = (pairs ? segment<true> + 1 : segment<false>) + ((1 << (levels - 1)) - 1) * C;
-    int words = 0;  // register path: the kept tables one after the other
+    // Register path: the kept tables one after the other, each on its chords' rows; row-major (rs = 0),
+    // or column-major with an odd column stride rs (variant 4).
+    int rows_max = 0;
     for (int l = 0; l < max_levels; ++l) {
         const bool keep = reg && l < levels && dy_min[l] <= dy_max[l];
-        p.store_base[l] = words;
         p.store_row0[l] = keep ? dy_min[l] - e.dy_lo : 0;
         p.store_rows[l] = keep ? dy_max[l] - dy_min[l] + g.th : 0;
-        words += p.store_rows[l] * g.pitch;
+        rows_max = std::max(rows_max, p.store_rows[l]);
+    }
+    const auto lay_out = [&](int rs) {
+        p.rs = rs;
+        int words = 0;
+        for (int l = 0; l < max_levels; ++l) {
+            p.store_base[l] = words;
+            words += (rs && p.store_rows[l] ? rs : p.store_rows[l]) * g.pitch;
+        }
+        return words;
+    };
+    p.variant = morph_chords_variant();
+    int table_words = lay_out(reg && p.variant >= 4 ? rows_max | 1 : 0);
+    std::size_t bytes = g.bytes;
+    if (reg && p.variant >= 2) {
+        // Raw staging: (segs - 1) * seg + N samples a row (every load of the items, as the kernel's N).
+        const int seg = pairs ? segment<true> : segment<false>;
+        const int n = seg + reg_reach_of(C) + (pairs ? 1 : 0);
+        const int segs = (p.positions + seg - 1) / seg;
+        const int sample_bytes = int(bytes_per_sample(plan.type));
+        const std::size_t sm = std::size_t(device_attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor, 228 << 10));
+        const std::size_t reserved = std::size_t(device_attribute(cudaDevAttrReservedSharedMemoryPerBlock, 1024));
+        p.raw_cols = (segs - 1) * seg + n + (sample_bytes == 1 ? 9 : sample_bytes == 2 ? 2 : 0);  // raw_positions' reach
+        for (;;) {
+            // whole words a row; an odd number of them for the column-major build (lanes down a column)
+            int raw_words = (p.raw_cols * sample_bytes + 3) / 4;
+            if (p.rs) raw_words |= 1;
+            p.raw_pitch = raw_words * 4 / sample_bytes;
+            p.raw_base = table_words;
+            p.raw_rows = g.rows;
+            const std::size_t tables = std::size_t(table_words) * sizeof(u32);
+            const auto with_rows = [&](int rows) { return tables + std::size_t(rows) * p.raw_pitch * sample_bytes; };
+            if (p.variant >= 3) {
+                // Chunks of rows small enough to keep the blocks per SM that the tables alone allow (1 KB
+                // reserved a block), at least 8 rows.
+                const std::size_t blocks = std::max<std::size_t>(1, sm / (tables + reserved));
+                while (p.raw_rows > 8 && blocks * (with_rows(p.raw_rows) + reserved) > sm) p.raw_rows = std::max(8, p.raw_rows / 2);
+            }
+            bytes = with_rows(p.raw_rows);
+            if (bytes <= std::size_t(smem_optin_limit()) && tables <= (std::size_t(112) << 10)) break;
+            if (p.rs) {  // column-major tables too big: row-major
+                table_words = lay_out(0);
+                continue;
+            }
+            bytes = g.bytes;  // no room for the raw rows: variant 1's global loads
+            p.raw_cols = 0;
+            break;
+        }
     }
     // Word offset of a read starting `s` staged samples after the thread's first output sample (even for
-    // pairs), in staged row `r` of the tile (in-place tables) or of table `l` (register path).
+    // pairs), in staged row `r` of the tile (in-place tables) or of table `l` (register path), relative to
+    // the thread's first word (row0 * pitch + col, column-major: col * rs + row0).
     auto word_offset = [&](int l, int r, int s) {
+        const int word = pairs ? (s & 1) * g.half + (s >> 1) : s;
+        if (reg && p.rs) return p.store_base[l] + word * p.rs + r - p.store_row0[l];
         const int row = reg ? p.store_base[l] / g.pitch + r - p.store_row0[l] : r;
-        return row * g.pitch + (pairs ? (s & 1) * g.half + (s >> 1) : s);
+        return row * g.pitch + word;
     };
     for (int l = 0; l < max_levels; ++l) p.level_end[l] = 0;
     for (std::size_t k = 0; k < order.size(); ++k) {
@@ -522,7 +789,34 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
         const int level = level_of(c.length), power = 1 << level, r = c.dy - e.dy_lo;
         p.chord_a[k] = word_offset(level, r, (c.dx - e.lo) * C);
         p.chord_b[k] = power == c.length ? -1 : word_offset(level, r, (c.dx + c.length - power - e.lo) * C);
+        p.chord_run[k] = 1;
         for (int l = level; l < max_levels; ++l) p.level_end[l] = int(k) + 1;
+    }
+    if (reg && p.rs && p.raw_cols && p.variant >= 5) {
+        // Runs: chords of one column offset and length on consecutive rows (the register path reads only
+        // level_end[max_levels - 1], the entry count).
+        std::vector<int> by_column(order);
+        std::stable_sort(by_column.begin(), by_column.end(), [&](int a, int b) {
+            const MorphChord &x = plan.chords[a], &y = plan.chords[b];
+            return std::tie(x.dx, x.length, x.dy) < std::tie(y.dx, y.length, y.dy);
+        });
+        int n = 0;
+        for (std::size_t i = 0; i < by_column.size(); ++i) {
+            const MorphChord& c = plan.chords[by_column[i]];
+            if (n > 0 && i > 0) {
+                const MorphChord& last = plan.chords[by_column[i - 1]];
+                if (last.dx == c.dx && last.length == c.length && last.dy + 1 == c.dy) {
+                    ++p.chord_run[n - 1];
+                    continue;
+                }
+            }
+            const int level = level_of(c.length), power = 1 << level, r = c.dy - e.dy_lo;
+            p.chord_a[n] = word_offset(level, r, (c.dx - e.lo) * C);
+            p.chord_b[n] = power == c.length ? -1 : word_offset(level, r, (c.dx + c.length - power - e.lo) * C);
+            p.chord_run[n] = 1;
+            ++n;
+        }
+        p.level_end[max_levels - 1] = n;
     }
     // Where each table is needed, from the largest down: the staged rows and the last sample position
     // its chords read (output samples 0 .. tile_samples - 1 plus the read's offset), and for a table
@@ -554,8 +848,8 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
         }
         const int blocks = p.blocks_x * blocks_y;
         if (reg) {
-            if (dilate) launch_channels<T, true, true>(C, p, g.bytes, blocks, stream);
-            else launch_channels<T, false, true>(C, p, g.bytes, blocks, stream);
+            if (dilate) launch_channels<T, true, true>(C, p, bytes, blocks, stream);
+            else launch_channels<T, false, true>(C, p, bytes, blocks, stream);
         } else {
             if (dilate) launch_channels<T, true, false>(C, p, g.bytes, blocks, stream);
             else launch_channels<T, false, false>(C, p, g.bytes, blocks, stream);
