@@ -2,9 +2,11 @@
 // time only, unless said otherwise; the full tables are in docs/perf-notes.md and docs/gpu-benchmark.md.
 #include "cuda/dispatch_table.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "apron/errors.hpp"
 #include "cuda/direct_dp4a.hpp"
@@ -148,6 +150,7 @@ std::string Overrides::describe() const {
     if (rtc_integer) add("APRON_RTC_INTEGER=1");
     if (fft_side) add("APRON_FFT_SIDE=" + std::to_string(fft_side));
     if (fft_batch) add("APRON_FFT_BATCH=" + std::to_string(fft_batch));
+    if (chords_variant >= 0) add("APRON_CHORDS_VARIANT=" + std::to_string(chords_variant));
     return s;
 }
 
@@ -161,6 +164,8 @@ const Overrides& overrides() {
         r.rtc_integer = env_is("APRON_RTC_INTEGER", "1");
         r.fft_side = env_int("APRON_FFT_SIDE", 0);
         r.fft_batch = env_int("APRON_FFT_BATCH", 0);
+        const int v = env_int("APRON_CHORDS_VARIANT", -1);
+        r.chords_variant = v >= 0 && v < morph_chords_variants ? v : -1;
         return r;
     }();
     return o;
@@ -185,9 +190,24 @@ KernelChoice choose_morph(const MorphPlan& p, const ImageShape& shape, int arch)
     if (morph_rect_supports(p)) return {name_of(MorphFamily::morph_rect), morph_rect_form(p, shape.channels)};
     // 2. morph_chords: any flat element up to 64x64 and 128 runs as chords (Urbach-Wilkinson run tables in
     //    shared memory, morph_chords.cu); disk:7 u8 4.8 Gpix/s through morph_direct before it.
-    if (p.algorithm == MorphAlgorithm::chords && morph_chords_supports(p)) return {name_of(MorphFamily::morph_chords), ""};
+    if (p.algorithm == MorphAlgorithm::chords && morph_chords_supports(p))
+        return {name_of(MorphFamily::morph_chords), "variant=" + std::to_string(chords_variant_for(p, shape.channels))};
     // 3. morph_direct: every cell of the element per sample (disk:7 u8 4.3 Gpix/s on the H200).
     return {name_of(MorphFamily::morph_direct), ""};
+}
+
+// H200, 8192^2 u8, Gpix/s for 1 / 3 / 4 channels, variant 0 (tables built from per-thread global loads)
+// against 6 (raw rows staged once in shared memory by whole warps, column-major tables, chord runs):
+// ellipse 7x7 177/52/26 -> 207/56/50; cross 15x15 158/42/22 -> 185/58/40; ellipse 15x15 144/39/21 ->
+// 175/55/38; but one channel with 6 or more distinct chord lengths: disk:7 134 -> 97, random 15x15 103 -> 75
+// (variant 0 keeps those). Colour: variant 6 everywhere (disk:7 30/20 -> 37/28).
+int chords_variant_for(const MorphPlan& p, int channels) {
+    if (overrides().chords_variant >= 0) return overrides().chords_variant;
+    if (channels > 1) return 6;
+    std::vector<int> lengths;
+    for (const MorphChord& c : p.chords)
+        if (std::find(lengths.begin(), lengths.end(), c.length) == lengths.end()) lengths.push_back(c.length);
+    return lengths.size() >= 6 ? 0 : 6;
 }
 
 KernelChoice choose_combine(const CombinePlan&, const ImageShape&) { return {"cuda.combine", ""}; }

@@ -48,6 +48,7 @@ struct Overrides {
     bool rtc_integer = false;  // APRON_RTC_INTEGER=1: the run-time kernel accumulates integers where it can
     int fft_side = 0;          // APRON_FFT_SIDE=N: N x N transforms (fft_tiling.cpp)
     int fft_batch = 0;         // APRON_FFT_BATCH=B: B tiles per cuFFT batch (fft_tiling.cpp)
+    int chords_variant = -1;   // APRON_CHORDS_VARIANT=0..6: the chord kernel's variant (morph_chords.cu)
     std::string describe() const;  // "" when none is set, else e.g. "APRON_DP4A=0"
 };
 const Overrides& overrides();
@@ -63,6 +64,10 @@ struct ArchPolicy {
     int tiled_rx = 4;         // outputs per thread of the tiled kernel on one channel (1 on several)
 };
 const ArchPolicy& policy_for(int arch);
+
+// The chord kernel's variant for this plan on images of `channels` channels (morph_chords.cu's header
+// describes them): the override, else the measured rule in dispatch_table.cpp.
+int chords_variant_for(const MorphPlan& plan, int channels);
 
 // The family and form that run a planned step on the device of compute capability `arch` (x 10).
 KernelChoice choose_linear(const LinearPlan& plan, const ImageShape& shape, int arch);

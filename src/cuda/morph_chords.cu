@@ -86,6 +86,7 @@
 #include "core/dispatch.hpp"
 #include "core/pixel.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/dispatch_table.hpp"
 #include "plan/morph_decompose.hpp"
 
 namespace apron::cuda {
@@ -645,15 +646,6 @@ void launch_channels(int C, Params& p, std::size_t bytes, int blocks, cudaStream
 
 } // namespace
 
-int morph_chords_variant() {
-    static const int from_env = [] {
-        const char* v = std::getenv("APRON_CHORDS_VARIANT");
-        const int k = v ? std::atoi(v) : 0;
-        return k >= 0 && k < morph_chords_variants ? k : 0;
-    }();
-    return variant_override >= 0 ? variant_override : from_env;
-}
-
 void set_morph_chords_variant(int variant) {
     variant_override = variant >= 0 && variant < morph_chords_variants ? variant : -1;
 }
@@ -736,7 +728,7 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
         }
         return words;
     };
-    p.variant = morph_chords_variant();
+    p.variant = variant_override >= 0 ? variant_override : chords_variant_for(plan, C);
     int table_words = lay_out(reg && p.variant >= 4 ? rows_max | 1 : 0);
     std::size_t bytes = g.bytes;
     if (reg && p.variant >= 2) {

@@ -12,11 +12,10 @@ namespace apron::cuda {
 bool morph_chords_supports(const MorphPlan& plan);
 void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out, cudaStream_t stream);
 
-// Kernel variants (morph_chords.cu's header): APRON_CHORDS_VARIANT=0..morph_chords_variants-1, read once
-// (0 or an unknown value: variant 0); set_morph_chords_variant overrides it (-1: back to the environment's),
-// for tests that check every variant.
+// Kernel variants (morph_chords.cu's header): the dispatch table picks one per plan (chords_variant_for,
+// or APRON_CHORDS_VARIANT=0..morph_chords_variants-1 through its overrides); set_morph_chords_variant
+// forces one (-1: back to the table's choice), for tests that check every variant.
 constexpr int morph_chords_variants = 7;
-int morph_chords_variant();
 void set_morph_chords_variant(int variant);
 
 } // namespace apron::cuda
