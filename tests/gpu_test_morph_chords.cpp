@@ -21,21 +21,12 @@
 #include "apron/pipeline.hpp"
 #include "plan/morph_decompose.hpp"
 #include "plan/plan.hpp"
+#include "gpu_test_morph_support.hpp"
 #include "test_support.hpp"
 
 using namespace apron;
 
-#define REQUIRE_GPU() \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
-
 namespace {
-
-const char* type_name(PixelType t) { return t == PixelType::u8 ? "u8" : t == PixelType::u16 ? "u16" : "f32"; }
-
-std::vector<std::string> borders(PixelType t) {
-    const std::string value = t == PixelType::u8 ? "200" : t == PixelType::u16 ? "40000" : "0.625";
-    return {"", ",border=constant,value=" + value, ",border=nearest", ",border=reflect", ",border=mirror", ",border=wrap"};
-}
 
 Image run_on(const std::string& op, ConstImageView in, Backend b) { return Pipeline({op}).run(in, {.backend = b}); }
 
@@ -103,7 +94,7 @@ TEST(CudaMorphChords, KernelTakesElementsUpTo64) {
         for (const char* se : {"disk:7", "disk:15", "disk:31", "ellipse:63x63", "ellipse:64x64", "cross:64x64", "cross:3x64"}) {
             const MorphPlan p = plan_for(structuring_element(se), MorphKind::dilate, t, std::nullopt, 0);
             EXPECT_EQ(p.algorithm, MorphAlgorithm::chords) << se;
-            EXPECT_TRUE(cuda::morph_chords_supports(p)) << se << ' ' << type_name(t);
+            EXPECT_TRUE(cuda::morph_chords_supports(p)) << se << ' ' << test::type_name(t);
         }
         EXPECT_FALSE(cuda::morph_chords_supports(plan_for(structuring_element("rect:5x5"), MorphKind::dilate, t, std::nullopt, 0)));
         // A one-pixel-wide ellipse sets every cell: a rectangle, not chords.
@@ -126,12 +117,12 @@ TEST(CudaMorphChords, NamedShapesMatchTheReference) {
                 const Image in = test::random_image(w, h, c, t, ++seed);
                 for (const char* se : shapes)
                     for (const char* kind : {"dilate", "erode"})
-                        for (const std::string& border : borders(t)) {
+                        for (const std::string& border : test::morph_borders(t)) {
                             const std::string op = std::string(kind) + ":se=" + se + border;
                             const Image expected = run_on(op, in, Backend::reference);
                             for_each_variant([&](int v) {
                                 ASSERT_TRUE(test::identical(run_on(op, in, Backend::cuda), expected))
-                                    << op << ' ' << type_name(t) << " c" << c << ' ' << w << 'x' << h << " variant " << v;
+                                    << op << ' ' << test::type_name(t) << " c" << c << ' ' << w << 'x' << h << " variant " << v;
                             });
                             if (HasFatalFailure()) return;
                         }
@@ -144,13 +135,14 @@ TEST(CudaMorphChords, LargeDisksAndEllipses) {
     for (PixelType t : {PixelType::u8, PixelType::u16, PixelType::f32})
         for (int c : {1, 3, 4}) {
             const Image in = test::random_image(97, 71, c, t, ++seed);
+            const std::vector<std::string> borders = test::morph_borders(t);
             for (const char* se : {"disk:15", "ellipse:63x63", "ellipse:64x20", "cross:31x63"})
-                for (const std::string& border : {borders(t)[0], borders(t)[1], borders(t)[3], borders(t)[5]}) {
+                for (const std::string& border : {borders[0], borders[1], borders[3], borders[5]}) {
                     const std::string op = std::string(seed % 2 ? "dilate" : "erode") + ":se=" + se + border;
                     const Image expected = run_on(op, in, Backend::reference);
                     for_each_variant([&](int v) {
                         EXPECT_TRUE(test::identical(run_on(op, in, Backend::cuda), expected))
-                            << op << ' ' << type_name(t) << " c" << c << " variant " << v;
+                            << op << ' ' << test::type_name(t) << " c" << c << " variant " << v;
                     });
                 }
         }
@@ -163,14 +155,15 @@ TEST(CudaMorphChords, MatchesCpuOnALargeImage) {
     for (PixelType t : {PixelType::u8, PixelType::u16, PixelType::f32})
         for (int c = 1; c <= 4; ++c) {
             const Image in = test::random_image(1031, 517, c, t, ++seed);
+            const std::vector<std::string> borders = test::morph_borders(t);
             for (const char* se : {"disk:7", "ellipse:9x5", "cross:7x7", "disk:20"})
                 for (const char* kind : {"dilate", "erode"})
-                    for (const std::string& border : {borders(t)[0], borders(t)[2]}) {
+                    for (const std::string& border : {borders[0], borders[2]}) {
                         const std::string op = std::string(kind) + ":se=" + se + border;
                         const Image expected = run_on(op, in, Backend::cpu);
                         for_each_variant([&](int v) {
                             EXPECT_TRUE(test::identical(run_on(op, in, Backend::cuda), expected))
-                                << op << ' ' << type_name(t) << " c" << c << " variant " << v;
+                                << op << ' ' << test::type_name(t) << " c" << c << " variant " << v;
                         });
                     }
         }
@@ -247,7 +240,7 @@ TEST(CudaMorphChords, RandomElementsWithHolesAndAnyAnchor) {
         const double value = t == PixelType::u8 ? 77 : t == PixelType::u16 ? 1234 : -0.375;
         for (MorphKind kind : {MorphKind::dilate, MorphKind::erode}) {
             const MorphPlan p = plan_for(e, kind, t, border, value);
-            ASSERT_TRUE(same_as_reference(p, in)) << element_text(e) << ' ' << type_name(t) << " c" << c << ' ' << iw << 'x'
+            ASSERT_TRUE(same_as_reference(p, in)) << element_text(e) << ' ' << test::type_name(t) << " c" << c << ' ' << iw << 'x'
                                                   << ih << " border " << (border ? to_string(*border) : "ignore")
                                                   << " chords " << p.chords.size() << " algorithm " << int(p.algorithm);
         }
@@ -274,7 +267,7 @@ TEST(CudaMorphChords, VariantsInsideAndAtTheEdges) {
                 const auto border = modes[std::size_t(k++ + c) % 6];
                 for (MorphKind kind : {MorphKind::dilate, MorphKind::erode})
                     EXPECT_TRUE(same_as_reference(plan_for(e, kind, t, border, value), in, c == 3 ? 1 : 0, c == 2 ? 3 : 0))
-                        << element_text(e) << ' ' << type_name(t) << " c" << c << " border "
+                        << element_text(e) << ' ' << test::type_name(t) << " c" << c << " border "
                         << (border ? to_string(*border) : "ignore");
             }
         }
@@ -294,7 +287,7 @@ TEST(CudaMorphChords, UnalignedDeviceViews) {
                         const MorphPlan p = plan_for(structuring_element(se), seed % 2 ? MorphKind::dilate : MorphKind::erode, t,
                                                      offset == 1 ? std::optional(BorderMode::reflect) : std::nullopt, 0);
                         EXPECT_TRUE(same_as_reference(p, in, offset, pad))
-                            << se << ' ' << type_name(t) << " c" << c << " offset " << offset << " pad " << pad;
+                            << se << ' ' << test::type_name(t) << " c" << c << " offset " << offset << " pad " << pad;
                     }
                 }
 }

@@ -18,22 +18,12 @@
 #if APRON_HAVE_CUDA
 #include "cuda/morph_rect.hpp"
 #endif
+#include "gpu_test_morph_support.hpp"
 #include "test_support.hpp"
 
 using namespace apron;
 
-#define REQUIRE_GPU() \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
-
 namespace {
-
-const char* type_name(PixelType t) { return t == PixelType::u8 ? "u8" : t == PixelType::u16 ? "u16" : "f32"; }
-
-// Border options of an op spec: ignored (none), constant with a value the type holds, the four mapped modes.
-std::vector<std::string> borders(PixelType t) {
-    const std::string value = t == PixelType::u8 ? "200" : t == PixelType::u16 ? "40000" : "0.625";
-    return {"", ",border=constant,value=" + value, ",border=nearest", ",border=reflect", ",border=mirror", ",border=wrap"};
-}
 
 std::string spec(const char* kind, const std::string& rect, const std::string& border) {
     return std::string(kind) + ":se=rect:" + rect + border;
@@ -93,13 +83,13 @@ TEST(CudaMorphRect, MatchesCpuAndReferenceOnSmallImages) {
                 const Image in = test::random_image(w, h, c, t, ++seed);
                 for (const char* rect : rects)
                     for (const char* kind : {"dilate", "erode"})
-                        for (const std::string& border : borders(t)) {
+                        for (const std::string& border : test::morph_borders(t)) {
                             const std::string op = spec(kind, rect, border);
                             const Image gpu = run_on(op, in, Backend::cuda);
                             ASSERT_TRUE(test::identical(gpu, run_on(op, in, Backend::cpu)))
-                                << op << ' ' << type_name(t) << " c" << c << ' ' << w << 'x' << h;
+                                << op << ' ' << test::type_name(t) << " c" << c << ' ' << w << 'x' << h;
                             ASSERT_TRUE(test::identical(gpu, run_on(op, in, Backend::reference)))
-                                << op << ' ' << type_name(t) << " c" << c << ' ' << w << 'x' << h;
+                                << op << ' ' << test::type_name(t) << " c" << c << ' ' << w << 'x' << h;
                         }
             }
 }
@@ -112,10 +102,10 @@ TEST(CudaMorphRect, MatchesCpuOnALargeImage) {
             const Image in = test::random_image(1031, 517, c, t, ++seed);
             for (const char* rect : {"3x3", "4x2", "5x5", "17x5", "31x31", "1x9", "9x1", "64x3", "3x64", "64x64"})
                 for (const char* kind : {"dilate", "erode"})
-                    for (const std::string& border : {borders(t)[0], borders(t)[1], borders(t)[3], borders(t)[5]}) {
+                    for (const std::string& border : {test::morph_borders(t)[0], test::morph_borders(t)[1], test::morph_borders(t)[3], test::morph_borders(t)[5]}) {
                         const std::string op = spec(kind, rect, border);
                         EXPECT_TRUE(test::identical(run_on(op, in, Backend::cuda), run_on(op, in, Backend::cpu)))
-                            << op << ' ' << type_name(t) << " c" << c;
+                            << op << ' ' << test::type_name(t) << " c" << c;
                     }
         }
 }
@@ -222,7 +212,7 @@ TEST(CudaMorphRect, UnalignedDeviceViews) {
                     const Image expected = p.run(in.view().roi(ix, 5, 201, 167), {.backend = Backend::cpu});
                     EXPECT_EQ(expected.shape(), roi_shape);
                     EXPECT_TRUE(test::identical(to_host(out), expected))
-                        << op << ' ' << type_name(t) << " c" << c << " offsets " << ix << ',' << ox;
+                        << op << ' ' << test::type_name(t) << " c" << c << " offsets " << ix << ',' << ox;
                 }
         }
 }
@@ -234,9 +224,9 @@ TEST(CudaMorphRect, UnalignedDeviceViews) {
 TEST(CudaMorphRect, FastPathTakesColour) {
     for (PixelType t : {PixelType::u8, PixelType::u16})
         for (int c = 1; c <= 4; ++c) {
-            EXPECT_TRUE(cuda::morph_rect_fast_path_takes(t, c, 7, 7)) << type_name(t) << " c" << c;
-            EXPECT_TRUE(cuda::morph_rect_fast_path_takes(t, c, 2, 64)) << type_name(t) << " c" << c;
-            EXPECT_TRUE(cuda::morph_rect_fast_path_takes(t, c, 1, 1)) << type_name(t) << " c" << c;
+            EXPECT_TRUE(cuda::morph_rect_fast_path_takes(t, c, 7, 7)) << test::type_name(t) << " c" << c;
+            EXPECT_TRUE(cuda::morph_rect_fast_path_takes(t, c, 2, 64)) << test::type_name(t) << " c" << c;
+            EXPECT_TRUE(cuda::morph_rect_fast_path_takes(t, c, 1, 1)) << test::type_name(t) << " c" << c;
         }
     EXPECT_TRUE(cuda::morph_rect_fast_path_takes(PixelType::u8, 1, 16, 16));
     EXPECT_TRUE(cuda::morph_rect_fast_path_takes(PixelType::u8, 2, 14, 3));
@@ -256,7 +246,7 @@ TEST(CudaMorphRect, SupportsEveryRectangle) {
         plan.step.element = Mask(w, h, std::vector<double>(std::size_t(w) * h, 1.0));
         for (PixelType t : {PixelType::u8, PixelType::u16, PixelType::f32}) {
             plan.type = t;
-            EXPECT_TRUE(cuda::morph_rect_supports(plan)) << w << 'x' << h << ' ' << type_name(t);
+            EXPECT_TRUE(cuda::morph_rect_supports(plan)) << w << 'x' << h << ' ' << test::type_name(t);
         }
     }
 }
@@ -273,15 +263,15 @@ TEST(CudaMorphRect, ChannelSweepMatchesCpuAndReference) {
         for (int c = 1; c <= 4; ++c) {
             const Image in = random_input(333, 203, c, t, ++seed);
             for (auto [w, h] : sweep_sizes) {
-                const std::string border = borders(t)[std::size_t(turn++ % 6)];
+                const std::string border = test::morph_borders(t)[std::size_t(turn++ % 6)];
                 for (const char* kind : {"dilate", "erode"}) {
                     const std::string op = spec(kind, rect_name(w, h), border);
                     const Image gpu = run_on(op, in, Backend::cuda);
                     ASSERT_TRUE(test::identical(gpu, run_on(op, in, Backend::cpu)))
-                        << op << ' ' << type_name(t) << " c" << c;
+                        << op << ' ' << test::type_name(t) << " c" << c;
                     if (w * h <= 100)
                         ASSERT_TRUE(test::identical(gpu, run_on(op, in, Backend::reference)))
-                            << op << ' ' << type_name(t) << " c" << c;
+                            << op << ' ' << test::type_name(t) << " c" << c;
                 }
             }
         }
@@ -298,10 +288,10 @@ TEST(CudaMorphRect, ElementsLargerThanTheImage) {
                 const Image in = random_input(iw, ih, c, t, ++seed);
                 for (const char* rect : {"65x65", "101x101", "101x2", "2x101", "16x17", "8x8"})
                     for (const char* kind : {"dilate", "erode"})
-                        for (const std::string& border : borders(t)) {
+                        for (const std::string& border : test::morph_borders(t)) {
                             const std::string op = spec(kind, rect, border);
                             ASSERT_TRUE(test::identical(run_on(op, in, Backend::cuda), run_on(op, in, Backend::reference)))
-                                << op << ' ' << type_name(t) << " c" << c << ' ' << iw << 'x' << ih;
+                                << op << ' ' << test::type_name(t) << " c" << c << ' ' << iw << 'x' << ih;
                         }
             }
 }
@@ -315,10 +305,10 @@ TEST(CudaMorphRect, LargeColourImagesMatchCpu) {
             const Image in = random_input(1031, 517, c, t, ++seed);
             for (const char* rect : {"7x7", "9x9", "14x14", "16x3", "65x65", "101x101", "3x101", "101x3"})
                 for (const char* kind : {"dilate", "erode"})
-                    for (const std::string& border : {borders(t)[0], borders(t)[2], borders(t)[5]}) {
+                    for (const std::string& border : {test::morph_borders(t)[0], test::morph_borders(t)[2], test::morph_borders(t)[5]}) {
                         const std::string op = spec(kind, rect, border);
                         EXPECT_TRUE(test::identical(run_on(op, in, Backend::cuda), run_on(op, in, Backend::cpu)))
-                            << op << ' ' << type_name(t) << " c" << c;
+                            << op << ' ' << test::type_name(t) << " c" << c;
                     }
         }
 }

@@ -86,6 +86,7 @@
 #include "core/dispatch.hpp"
 #include "core/pixel.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/device_limits.hpp"
 #include "cuda/dispatch_table.hpp"
 #include "plan/morph_decompose.hpp"
 
@@ -540,16 +541,6 @@ int device_attribute(cudaDeviceAttr attr, int fallback) {
         return fallback;
     }
     return value;
-}
-
-int smem_optin_limit() {
-    int device = 0, limit = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
-        cudaGetLastError();
-        return 48 * 1024;
-    }
-    return limit;
 }
 
 // The element's extent relative to the anchor: columns lo..hi, rows dy_lo..dy_hi, longest chord.

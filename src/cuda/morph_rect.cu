@@ -80,6 +80,7 @@
 #include "core/dispatch.hpp"
 #include "core/pixel.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/device_limits.hpp"
 #include "cuda/morph_rect_fast.hpp"
 #include "cuda/morph_rect_ops.cuh"
 
@@ -360,16 +361,6 @@ Geometry choose_geometry(int sample_bytes, int C, int mw, int mh, int ax, int he
         if (g.bytes <= preferred_smem) return g;
     }
     return make_geometry(sample_bytes, C, mw, mh, ax, 16);
-}
-
-int smem_optin_limit() {
-    int device = 0, limit = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
-        cudaGetLastError();
-        return 48 * 1024;
-    }
-    return limit;
 }
 
 template <class T, bool Dilate>
