@@ -37,6 +37,7 @@ std::string kernel_of(const std::string& spec, const ImageShape& shape, Algorith
 bool overridden() { return !cuda::overrides().describe().empty(); }
 
 TEST(CudaPlanKernels, MorphologyNamesWhatRuns) {
+    REQUIRE_GPU();  // the rectangle and chord kernels' reach is the device's shared memory
     if (overridden()) GTEST_SKIP() << "an APRON_* override changes the table: " << cuda::overrides().describe();
     const ImageShape u8{997, 613, 1, PixelType::u8};
     EXPECT_EQ(kernel_of("dilate:se=rect:7x7", u8), "cuda.morph_rect fast");
