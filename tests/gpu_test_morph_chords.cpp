@@ -329,15 +329,7 @@ TEST(CudaMorphChords, ElementsOverTheChordLimitFallBack) {
 
 TEST(CudaMorphChords, DerivedOperations) {
     REQUIRE_GPU();
-    for (PixelType t : {PixelType::u8, PixelType::f32}) {
-        const Image in = test::random_image(203, 150, 3, t, 11);
-        for (const char* op : {"open:se=disk:5", "close:se=ellipse:7x5", "gradient:se=disk:3", "tophat:se=cross:5x5",
-                               "blackhat:se=disk:4,border=wrap", "dilate:se=disk:2,iterations=3"}) {
-            const Pipeline p({op});
-            EXPECT_NE(p.describe(in.shape(), {.backend = Backend::cuda}).find("chords("), std::string::npos) << op;
-            const Image gpu = p.run(in, {.backend = Backend::cuda}), ref = p.run(in, {.backend = Backend::reference});
-            if (t == PixelType::u8) EXPECT_TRUE(test::identical(gpu, ref)) << op;
-            else EXPECT_LE(test::max_abs_diff(gpu, ref), 1e-5) << op;  // gradient/tophat combine in float
-        }
-    }
+    test::expect_derived_operations_match({"open:se=disk:5", "close:se=ellipse:7x5", "gradient:se=disk:3", "tophat:se=cross:5x5",
+                                          "blackhat:se=disk:4,border=wrap", "dilate:se=disk:2,iterations=3"},
+                                         "chords(", Backend::reference);
 }
