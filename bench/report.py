@@ -55,6 +55,7 @@ from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report_user  # noqa: E402
+from report_format import fmt_rate, fmt_ratio, ratio_cells, three_digits  # noqa: E402,F401
 
 CORE = ["impl", "op", "type", "param", "size", "ms", "mpix_s"]
 
@@ -94,26 +95,10 @@ def fmt_param(p):
     return "%d" % p if float(p).is_integer() else "%g" % p
 
 
-def three_digits(v, below_one="%.3g"):
-    """v with about three significant digits (below 1: the given format)."""
-    if v >= 100:
-        return "%.0f" % v
-    if v >= 10:
-        return "%.1f" % v
-    if v >= 1:
-        return "%.2f" % v
-    return below_one % v
 
 
-def fmt_rate(mpix_s):
-    """Gpix/s with about three significant digits."""
-    return three_digits(mpix_s / 1e3)
 
 
-def fmt_ratio(r):
-    if r >= 10:
-        return "%.0fx" % r
-    return "%.2fx" % r if r < 1 else "%.1fx" % r
 
 
 class Row:
@@ -294,12 +279,7 @@ def comparison_tables(out, table, matcher, size):
                 mark = "~" if approx else ""
                 cells.append(fmt_rate(r.mpix_s) + mark + (" (%s)" % note if note else ""))
                 each.append((a.mpix_s / r.mpix_s, label(i), mark))
-            if each:
-                ratio, who, mark = min(each, key=lambda e: e[0])
-                cells.append("**%s** %s%s" % (fmt_ratio(ratio), who, mark))
-                cells.append(", ".join("%s %s%s" % (fmt_ratio(x), w, mk) for x, w, mk in each))
-            else:
-                cells += ["–", "–"]
+            cells += ratio_cells(each)
             if has_alg:
                 cells.append(a.extra.get("algorithm", ""))
             body.append(cells)

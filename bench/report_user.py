@@ -18,6 +18,8 @@ the CLI output's max difference from OpenCV's.
 import math
 from collections import defaultdict
 
+from report_format import fmt_rate, fmt_ratio, ratio_cells
+
 GPU_PEERS = ["npp", "cupy", "cudnn"]
 GPU_LABELS = {"npp": "NPP", "cupy": "CuPy", "cudnn": "cuDNN (planar)"}
 OPS = ["correlate", "correlate_int", "gaussian", "box", "sharpen", "dilate", "erode"]
@@ -37,13 +39,6 @@ def channels_of(r):
         return 1
 
 
-def _rate(mpix_s):
-    g = mpix_s / 1e3
-    return "%.0f" % g if g >= 100 else "%.1f" % g if g >= 10 else "%.2f" % g if g >= 1 else "%.3g" % g
-
-
-def _ratio(x):
-    return "%.0fx" % x if x >= 10 else "%.2fx" % x if x < 1 else "%.1fx" % x
 
 
 def _pct(x):
@@ -141,7 +136,7 @@ def gpu_section(out, rows):
                 roof_cell = " [%.0f%%]" % float(roof)
             except ValueError:
                 roof_cell = ""
-            cells = [shape, c, _rate(r.mpix_s) + roof_cell, _rate(r.mpix_s * c)]
+            cells = [shape, c, fmt_rate(r.mpix_s) + roof_cell, fmt_rate(r.mpix_s * c)]
             gray = table.get(("apron", op, typ, 1, shape, size))
             cells.append(_pct(r.mpix_s * c / gray.mpix_s) if gray and c != 1 else "–")
             if morph:
@@ -159,15 +154,10 @@ def gpu_section(out, rows):
                     continue
                 p, approx, note = m
                 mark = "~" if approx else ""
-                cells.append(_rate(p.mpix_s) + mark + (" (%s)" % note if note else ""))
+                cells.append(fmt_rate(p.mpix_s) + mark + (" (%s)" % note if note else ""))
                 each.append((r.mpix_s / p.mpix_s, GPU_LABELS[impl], mark))
             if peers:
-                if each:
-                    x, who, mark = min(each, key=lambda e: e[0])
-                    cells.append("**%s** %s%s" % (_ratio(x), who, mark))
-                    cells.append(", ".join("%s %s%s" % (_ratio(x), w, mk) for x, w, mk in each))
-                else:
-                    cells += ["–", "–"]
+                cells += ratio_cells(each)
             kernel = r.extra.get("kernel") or r.extra.get("algorithm", "")
             check = r.extra.get("check", "")
             if check and not check.startswith("ok"):
@@ -181,7 +171,7 @@ def gpu_section(out, rows):
     if rest:
         out.append("### peer user cases without an apron row\n")
         body = [[GPU_LABELS.get(r.impl, r.impl), r.op, r.type, channels_of(r), r.extra.get("shape", ""), r.size,
-                 _rate(r.mpix_s)] for r in sorted(rest, key=lambda r: (r.impl, r.op, r.type, channels_of(r),
+                 fmt_rate(r.mpix_s)] for r in sorted(rest, key=lambda r: (r.impl, r.op, r.type, channels_of(r),
                                                                           _shape_key(r.extra.get("shape", ""))))]
         out.append(_table(["peer", "op", "type", "C", "shape", "size", "Gpix/s"], body,
                           ["---", "---", "---", "--:", "---", "--:", "--:"]) + "\n")
@@ -213,8 +203,8 @@ def cpu_section(out, rows):
             cv = table.get((CPU_PEER, op, typ, c, shape, size))
             threads = (a or cli or cv).extra.get("threads", "")
             cells = [shape, c, threads]
-            cells += [_rate(r.mpix_s) if r else "–" for r in (a, cli, cv)]
-            cells.append("**%s**" % _ratio(a.mpix_s / cv.mpix_s) if a and cv else "–")
+            cells += [fmt_rate(r.mpix_s) if r else "–" for r in (a, cli, cv)]
+            cells.append("**%s**" % fmt_ratio(a.mpix_s / cv.mpix_s) if a and cv else "–")
             cells.append("%.2f" % (a.mpix_s / cli.mpix_s) if a and cli else "–")
             cells.append(cli.extra.get("max_diff", "") if cli else "–")
             body.append(cells)
