@@ -33,4 +33,12 @@ APRON_HD int map_index(long long i, int n, BorderMode mode) {
     return -1;
 }
 
+// Interleaved rows of n pixels of c samples: the in-row sample that sample s (any distance outside the row)
+// reads, or -1 for `constant`. The border maps the pixel (floor(s / c)); the channel stays.
+APRON_HD int map_sample(long long s, int n, int c, BorderMode mode) {
+    const long long px = s >= 0 ? s / c : -((-s + c - 1) / c);
+    const int m = map_index(px, n, mode);
+    return m < 0 ? -1 : m * c + int(s - px * c);
+}
+
 } // namespace apron

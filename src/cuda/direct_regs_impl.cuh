@@ -1,17 +1,25 @@
-// Direct 2D correlation for small masks (up to 5x5) on single-channel images, with no shared memory:
-// each thread owns RX x RY outputs (RX = 4 for f32, 8 for integer images at 3x3) and reads each input row of its window once, straight from global
-// memory as aligned 4-sample words (three per row: x-4, x, x+4), through L1, which serves the words
-// its neighbours share. No staging phase and no barrier, so loads of one warp overlap the FMAs of
-// another; the tiled kernel's load-sync-compute rhythm left DRAM at 65 % for 3x3 f32.
+// Direct 2D correlation for small masks (up to 5x5) with no shared memory: each thread owns RX x RY
+// outputs (RX = 4 for f32, 8 for integer images at 3x3) and reads each input row of its window once, straight from global
+// memory as aligned 4-sample words, through L1, which serves the words its neighbours share. No staging
+// phase and no barrier, so loads of one warp overlap the FMAs of another; the tiled kernel's
+// load-sync-compute rhythm left DRAM at 65 % for 3x3 f32.
 //
-// Interior blocks use the word loads; blocks touching the border read each sample through map_index.
+// Written over samples, with the channel count C a compile-time stride: an interleaved row of W pixels is
+// a row of W*C samples, and tap i of output sample s reads sample s + (i - R)*C. RX consecutive output
+// samples (of whichever channels) need RX + 2*R*C contiguous samples, loaded as the 4-sample words
+// x - HA .. x + RX + HA (HA = R*C rounded up to 4). So the FMAs per sample are gray's, and the loads per
+// row grow by 2*(HA - 4) samples: none at 3x3 (HA = 4 for every C), 8 at 5x5 for 3-4 channels.
+//
+// Interior blocks use the word loads; blocks touching the border read each sample through map_sample.
 // Exact plans (f32 accumulator, sums below 2^24) share the kernel as in direct_tiled_impl.cuh.
 #pragma once
 #include <cstdint>
 #include <cstdlib>
 #include <type_traits>
 
+#include "cuda/direct_regs.hpp"
 #include "cuda/direct_tiled_impl.cuh"
+#include "cuda/with_channels.hpp"
 
 namespace apron::cuda::regs {
 
@@ -19,9 +27,12 @@ constexpr int block_x = 32, block_y = 8;
 
 // Rows per thread: 8 for 3x3 with 4 outputs per row; 6 for 5x5 keeps 24 accumulators and the window
 // under the 64-register cap (8 spilled). 8 outputs per row: half the rows, the same accumulators.
-template <int K, int RX>
+// 5x5 on 2-3 channels: 4 rows, on 4 channels 3 (ptxas, sm_90, f32 with 6 rows: 40 bytes spilled at 2-3
+// channels, 132 at 4; with 4 rows: 4 bytes at 2, none at 3, 48 at 4, whose 20-sample window is all live).
+// 3 rows re-read (3 + 4) / 3 input rows per output row instead of 2: 4 % more L1 loads, 8 bytes spilled.
+template <int K, int RX, int C>
 constexpr int rows_per_thread() {
-    return (K <= 3 ? 8 : 6) * 4 / RX;
+    return (K <= 3 ? 8 : C == 1 ? 6 : C == 4 ? 3 : 4) * 4 / RX;
 }
 
 // Four consecutive samples of a row as floats, from one aligned word load.
@@ -38,22 +49,30 @@ __device__ __forceinline__ void load4(const std::byte* row, int x, float* v) {
     }
 }
 
-template <int K, class In, int RX>
+// Halo of the window in samples, rounded up to whole 4-sample words.
+template <int K, int C>
+constexpr int halo_words_samples() {
+    return ((K / 2) * C + 3) / 4 * 4;
+}
+
+template <int K, class In, int RX, int C>
 __global__ void __launch_bounds__(block_x* block_y, 4)
     direct_regs(DeviceView in, std::byte* out, std::size_t out_pitch, PixelType out_type,
                 const __grid_constant__ tiled::Weights<K> w, BorderMode mode, float outside, LinearFinish finish,
-                bool exact, int row_begin, int row_end) {
-    static_assert(K <= 9, "the window of RX outputs must fit RX / 4 + 2 four-sample words");
+                bool exact, bool vec_out, int row_begin, int row_end) {
+    static_assert(K <= 5 && C >= 1 && C <= 4, "the window of RX outputs must fit RX / 4 + 4 four-sample words");
     static_assert(RX == 4 || RX == 8);
-    constexpr int RY = rows_per_thread<K, RX>();
+    constexpr int RY = rows_per_thread<K, RX, C>();
     constexpr int R = K / 2;
-    constexpr int NV = RX + 8;  // samples x-4 .. x+RX+3
-    const int x = (blockIdx.x * block_x + threadIdx.x) * RX;               // first output column
+    constexpr int HA = halo_words_samples<K, C>();
+    constexpr int NV = RX + 2 * HA;  // samples x-HA .. x+RX+HA-1
+    const int samples = in.width * C;
+    const int x = (blockIdx.x * block_x + threadIdx.x) * RX;               // first output sample
     const int y0 = row_begin + (blockIdx.y * block_y + threadIdx.y) * RY;  // first output row
-    if (x >= in.width || y0 >= row_end) return;
+    if (x >= samples || y0 >= row_end) return;
     // The block's whole window inside the image: word loads, no border maths.
     const int bx0 = blockIdx.x * block_x * RX, by0 = row_begin + blockIdx.y * block_y * RY;
-    const bool interior = bx0 - 4 >= 0 && bx0 + block_x * RX + 4 <= in.width && by0 - R >= 0 &&
+    const bool interior = bx0 - HA >= 0 && bx0 + block_x * RX + HA <= samples && by0 - R >= 0 &&
                           by0 + block_y * RY + R <= in.height;
 
     float acc[RY][RX];
@@ -69,13 +88,13 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
         if (interior) {
             const std::byte* row = in.data + std::size_t(gy) * in.pitch;
 #pragma unroll
-            for (int m = 0; m < NV / 4; ++m) load4<In>(row, x - 4 + 4 * m, v + 4 * m);
+            for (int m = 0; m < NV / 4; ++m) load4<In>(row, x - HA + 4 * m, v + 4 * m);
         } else {
             const int sy = map_index(gy, in.height, mode);
 #pragma unroll
             for (int e = 0; e < NV; ++e) {
-                if (e < 4 - R || e >= 4 + RX + R) continue;  // outside every window of the RX outputs
-                const int sx = map_index(x - 4 + e, in.width, mode);
+                if (e < HA - R * C || e >= HA + RX + R * C) continue;  // outside every window of the RX outputs
+                const int sx = map_sample(x - HA + e, in.width, C, mode);
                 v[e] = (sx < 0 || sy < 0) ? outside : tiled::load_sample<In>(in, sx, sy);
             }
         }
@@ -86,7 +105,7 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
 #pragma unroll
             for (int i = 0; i < K; ++i)
 #pragma unroll
-                for (int q = 0; q < RX; ++q) acc[r][q] = fmaf(w.w[j * K + i], v[4 - R + q + i], acc[r][q]);
+                for (int q = 0; q < RX; ++q) acc[r][q] = fmaf(w.w[j * K + i], v[HA + q + (i - R) * C], acc[r][q]);
         }
     }
 #pragma unroll
@@ -97,52 +116,30 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
         for (int g = 0; g < RX / 4; ++g) {
             const float a[4] = {acc[r][4 * g], acc[r][4 * g + 1], acc[r][4 * g + 2], acc[r][4 * g + 3]};
             const int xg = x + 4 * g;
-            if (xg >= in.width) break;
+            if (xg >= samples) break;
             switch (out_type) {
-            case PixelType::u8: tiled::store4<std::uint8_t>(out, out_pitch, y, xg, in.width, a, exact, finish); break;
-            case PixelType::u16: tiled::store4<std::uint16_t>(out, out_pitch, y, xg, in.width, a, exact, finish); break;
-            case PixelType::f32: tiled::store4<float>(out, out_pitch, y, xg, in.width, a, exact, finish); break;
+            case PixelType::u8: tiled::store4<std::uint8_t>(out, out_pitch, y, xg, samples, vec_out, a, exact, finish); break;
+            case PixelType::u16: tiled::store4<std::uint16_t>(out, out_pitch, y, xg, samples, vec_out, a, exact, finish); break;
+            case PixelType::f32: tiled::store4<float>(out, out_pitch, y, xg, samples, vec_out, a, exact, finish); break;
             }
         }
     }
 }
 
-// Outputs per thread along x for the register kernel on this input type and mask size; 0: the tiles take
-// it. f32 takes it with 4 outputs. Integer images at 3x3 with 8 (one PRMT + FADD per sample converts it;
-// measured on the H100, u8 3x3: 493 Gpix/s against 445 tiled and 435 with 4 outputs), at 5x5 the tiles,
-// which convert each sample once (393 against 340 with 8 outputs, 342 with 4). APRON_DIRECT_REGS=4 or 8
-// forces that width on integer images, =0 keeps every type on the tiles (to measure one against another).
-template <int K, class In>
-int outputs_per_thread() {
-    static const int forced = [] {
-        const char* v = std::getenv("APRON_DIRECT_REGS");
-        return v ? std::atoi(v) : -1;
-    }();
-    if (forced == 0) return 0;
-    if (std::is_same_v<In, float>) return 4;
-    if (forced == 4 || forced == 8) return forced;
-    return K == 3 ? 8 : 0;
-}
-
-template <int K, class In>
-int usable(ConstImageView in) {
-    const int rx = outputs_per_thread<K, In>();
-    const std::size_t quad = 4 * sizeof(In);
-    const bool ok = K <= 5 && rx && in.channels() == 1 && reinterpret_cast<std::uintptr_t>(in.data) % quad == 0 &&
-                    in.pitch % quad == 0;
-    return ok ? rx : 0;
-}
-
 template <int K, class In, int RX>
 void launch(const LinearPlan& p, const tiled::Weights<K>& w, ConstImageView in, ImageView out, cudaStream_t stream,
             int row_begin, int row_end) {
-    constexpr int RY = rows_per_thread<K, RX>();
     const float outside = float(store_pixel<In>(p.step.border_value));
+    const bool vec_out = tiled::vector_stores(out);
     const dim3 block(block_x, block_y);
-    const dim3 grid(unsigned((in.width() + block_x * RX - 1) / (block_x * RX)),
-                    unsigned((row_end - row_begin + block_y * RY - 1) / (block_y * RY)));
-    direct_regs<K, In, RX><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w, p.step.border,
-                                                        outside, p.finish, p.exact, row_begin, row_end);
+    with_channels(in.channels(), [&]<int C>() {
+        constexpr int RY = rows_per_thread<K, RX, C>();
+        const dim3 grid(unsigned((std::size_t(in.width()) * C + block_x * RX - 1) / (block_x * RX)),
+                        unsigned((row_end - row_begin + block_y * RY - 1) / (block_y * RY)));
+        direct_regs<K, In, RX, C><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w,
+                                                               p.step.border, outside, p.finish, p.exact, vec_out,
+                                                               row_begin, row_end);
+    });
     APRON_CUDA_CHECK_LAUNCH("direct_regs");
 }
 
@@ -151,7 +148,7 @@ void launch(const LinearPlan& p, const tiled::Weights<K>& w, ConstImageView in, 
 namespace apron::cuda {
 
 // One mask size, every input type: what the dispatcher in direct_tiled.cu calls. Small masks on
-// aligned single-channel rows take the register kernel, the rest the shared-memory tiles.
+// aligned rows (1-4 channels) take the register kernel, the rest the shared-memory tiles.
 template <int K>
 void launch_direct_tiled_k(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream, int row_begin,
                            int row_end) {

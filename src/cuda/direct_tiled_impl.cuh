@@ -1,7 +1,11 @@
 // Direct 2D correlation, tiled (kernel template; instantiated by direct_tiled_k*.cu, one group of mask
 // sizes per file so they compile in parallel): a block stages its input tile with the halo in shared memory (as f32,
-// converted once), then each thread slides down a column of RY outputs, holding them in registers while
+// converted once), then each thread slides down a column of 4 x RY outputs, holding them in registers while
 // every input row of the window is read once and multiplied by the mask rows it meets.
+//
+// Written over samples, with the channel count C (1-4 interleaved) a compile-time stride: a row of W
+// pixels is W*C samples, tap i of output sample s reads sample s + (i - R)*C, so the FMAs per sample are
+// gray's and a tile row is 2*R*C samples wider than its outputs. The border maps pixels (map_sample).
 //
 // Weights travel as a __grid_constant__ kernel parameter: the loops are unrolled over the compile-time
 // mask size, so every weight is an immediate constant-bank operand of its FFMA (no load per tap).
@@ -19,6 +23,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_view.hpp"
 #include "cuda/direct_tiled.hpp"
+#include "cuda/with_channels.hpp"
 
 namespace apron::cuda {
 namespace tiled {
@@ -30,112 +35,16 @@ struct Weights {
     float w[K * K];
 };
 
-// Output rows per thread: more rows reuse each shared-memory load across more FMAs, fewer keep the
-// unrolled code small for big masks (RY * K * K FFMAs per thread).
-template <int K>
-constexpr int rows_per_thread() {
-    return K <= 9 ? 8 : K <= 17 ? 4 : 2;
-}
-
 template <class In>
 __device__ __forceinline__ float load_sample(const DeviceView& v, int x_sample, int y) {
     return sample_to_float(reinterpret_cast<const In*>(v.data + std::size_t(y) * v.pitch)[x_sample]);
 }
 
-template <class Out>
-__device__ __forceinline__ void store(std::byte* out, std::size_t pitch, int y, int xs, float acc, bool exact,
-                                      const LinearFinish& f) {
-    Out* row = reinterpret_cast<Out*>(out + std::size_t(y) * pitch);
-    row[xs] = exact ? finish_exact32<Out>(static_cast<int>(acc), f) : finish_float<Out, float>(acc, f);
-}
-
-template <int K, class In>
-__global__ void __launch_bounds__(block_x* block_y)
-    direct_tiled(DeviceView in, std::byte* out, std::size_t out_pitch, PixelType out_type,
-                 const __grid_constant__ Weights<K> w, BorderMode mode, float outside, LinearFinish finish, bool exact,
-                 int row_begin, int row_end) {
-    constexpr int RY = rows_per_thread<K>();
-    constexpr int R = K / 2;  // odd square masks: anchor at the centre
-    constexpr int tile_h = block_y * RY + K - 1;
-    extern __shared__ float tile[];
-    const int C = in.channels;
-    const int tile_w = block_x + (K - 1) * C;  // in samples
-    const int samples = in.width * C;
-    const int x0 = blockIdx.x * block_x;        // first output sample of the block
-    const int y0 = row_begin + blockIdx.y * block_y * RY;  // first output row of the block
-    const int gx0 = x0 - R * C, gy0 = y0 - R;   // first input sample/row of the tile
-
-    const bool interior = gx0 >= 0 && gy0 >= 0 && gx0 + tile_w <= samples && gy0 + tile_h <= in.height;
-    if (interior) {
-        // Every load of the thread is issued before the first store to shared memory, so each thread
-        // keeps up to rows x cols loads in flight (a plain loop waits for each load before the next:
-        // measured 33 % of bandwidth at 3x3 that way).
-        constexpr int rows = (tile_h + block_y - 1) / block_y;
-        constexpr int cols = (block_x + (K - 1) * max_channels + block_x - 1) / block_x;
-        float v[rows][cols];
-#pragma unroll
-        for (int a = 0; a < rows; ++a)
-#pragma unroll
-            for (int b = 0; b < cols; ++b) {
-                const int r = threadIdx.y + a * block_y, c = threadIdx.x + b * block_x;
-                if (r < tile_h && c < tile_w) v[a][b] = load_sample<In>(in, gx0 + c, gy0 + r);
-            }
-#pragma unroll
-        for (int a = 0; a < rows; ++a)
-#pragma unroll
-            for (int b = 0; b < cols; ++b) {
-                const int r = threadIdx.y + a * block_y, c = threadIdx.x + b * block_x;
-                if (r < tile_h && c < tile_w) tile[r * tile_w + c] = v[a][b];
-            }
-    } else {
-        for (int r = threadIdx.y; r < tile_h; r += block_y) {
-            const int sy = map_index(gy0 + r, in.height, mode);
-            for (int c = threadIdx.x; c < tile_w; c += block_x) {
-                const int gs = gx0 + c;
-                const int px = gs >= 0 ? gs / C : -((-gs + C - 1) / C);  // floor division
-                const int ch = gs - px * C;
-                const int sx = map_index(px, in.width, mode);
-                tile[r * tile_w + c] = (sx < 0 || sy < 0) ? outside : load_sample<In>(in, sx * C + ch, sy);
-            }
-        }
-    }
-    __syncthreads();
-
-    float acc[RY];
-#pragma unroll
-    for (int r = 0; r < RY; ++r) acc[r] = 0.0f;
-    const float* base = tile + threadIdx.y * RY * tile_w + threadIdx.x;
-#pragma unroll
-    for (int t = 0; t < RY + K - 1; ++t) {
-#pragma unroll
-        for (int i = 0; i < K; ++i) {
-            const float v = base[t * tile_w + i * C];
-#pragma unroll
-            for (int r = 0; r < RY; ++r) {
-                const int j = t - r;
-                if (j >= 0 && j < K) acc[r] = fmaf(w.w[j * K + i], v, acc[r]);
-            }
-        }
-    }
-
-    const int xs = x0 + threadIdx.x;
-    if (xs >= samples) return;
-#pragma unroll
-    for (int r = 0; r < RY; ++r) {
-        const int y = y0 + threadIdx.y * RY + r;
-        if (y >= row_end) break;
-        switch (out_type) {
-        case PixelType::u8: store<std::uint8_t>(out, out_pitch, y, xs, acc[r], exact, finish); break;
-        case PixelType::u16: store<std::uint16_t>(out, out_pitch, y, xs, acc[r], exact, finish); break;
-        case PixelType::f32: store<float>(out, out_pitch, y, xs, acc[r], exact, finish); break;
-        }
-    }
-}
-
-// ---- single channel: four outputs per thread along x -------------------------------------------
-// Each thread owns a 4 x RY block of outputs. A row of its window is RX + K - 1 consecutive tile values,
-// read with 16-byte shared loads (a warp's reads are contiguous: no bank conflicts) and held in registers
-// while 4 x K FMAs per contributing output row consume them; outputs leave as one 4-sample store.
+// ---- four output samples per thread along x -----------------------------------------------------
+// Each thread owns a 4 x RY block of output samples. A row of its window is rx + (K - 1)*C consecutive
+// tile values, read with 16-byte shared loads (a warp's reads are contiguous: no bank conflicts) and
+// consumed by the 4 x K FMAs of every contributing output row (a wide window, such as 31 taps of RGBA in
+// 31 words, word by word so it never lives in registers at once); outputs leave as one 4-sample store.
 constexpr int rx = 4;
 
 template <int K>
@@ -148,16 +57,23 @@ __device__ __forceinline__ Out finish_one(float acc, bool exact, const LinearFin
     return exact ? finish_exact32<Out>(static_cast<int>(acc), f) : finish_float<Out, float>(acc, f);
 }
 
-// Four consecutive outputs of one row: one vector store when all four exist (rows start 256-byte aligned
-// and x is a multiple of 4), scalar stores at the right edge.
+// Whether an output view takes 4-sample vector stores at every sample index that is a multiple of 4:
+// the executor's buffers do (rows start 256-byte aligned); a caller's ROI view may start anywhere.
+inline bool vector_stores(ImageView out) {
+    const std::size_t quad = 4 * bytes_per_sample(out.type());
+    return reinterpret_cast<std::uintptr_t>(out.data) % quad == 0 && out.pitch % quad == 0;
+}
+
+// Four consecutive output samples of one row (xs a multiple of 4): one vector store when all four exist
+// and the view is aligned (vec), scalar stores otherwise.
 template <class Out>
-__device__ __forceinline__ void store4(std::byte* out, std::size_t pitch, int y, int xs, int samples, const float (&acc)[rx],
-                                       bool exact, const LinearFinish& f) {
+__device__ __forceinline__ void store4(std::byte* out, std::size_t pitch, int y, int xs, int samples, bool vec,
+                                       const float (&acc)[rx], bool exact, const LinearFinish& f) {
     Out* row = reinterpret_cast<Out*>(out + std::size_t(y) * pitch) + xs;
     Out v[rx];
 #pragma unroll
     for (int q = 0; q < rx; ++q) v[q] = finish_one<Out>(acc[q], exact, f);
-    if (xs + rx <= samples) {
+    if (vec && xs + rx <= samples) {
         if constexpr (sizeof(Out) == 1) *reinterpret_cast<uchar4*>(row) = make_uchar4(v[0], v[1], v[2], v[3]);
         else if constexpr (sizeof(Out) == 2) *reinterpret_cast<ushort4*>(row) = make_ushort4(v[0], v[1], v[2], v[3]);
         else *reinterpret_cast<float4*>(row) = make_float4(v[0], v[1], v[2], v[3]);
@@ -187,26 +103,35 @@ struct Quad<std::uint16_t> {
 // At least 4 blocks per SM (<= 64 registers): unbounded, the 3x3 instance held its 45 staged loads in
 // 90 registers and ran 2 blocks per SM (224 Gpix/s f32 where 5x5 reached 323).
 //
-// The tile starts S = (4 - R % 4) % 4 samples left of the window so that its origin x0 - R - S is a
+// The tile starts S = (4 - R*C % 4) % 4 samples left of the window so that its origin x0 - R*C - S is a
 // multiple of 4: integer rows then load as aligned 4-sample words (one LDG per 4 samples instead of
 // one per byte), and every tile row keeps 16-byte alignment for the LDS.128 of the compute loop, which
-// reads its window shifted by S (free for K >= 7, one extra LDS.128 per row below).
-template <int K, class In>
+// reads its window shifted by S (free for K >= 7 at one channel, one extra LDS.128 per row below).
+template <int K, int C>
+struct TileRx {
+    static constexpr int RY = rows_per_thread_rx<K>();
+    static constexpr int R = K / 2;
+    static constexpr int S = (4 - R * C % 4) % 4;
+    static constexpr int h = block_y * RY + K - 1;
+    static constexpr int w = block_x * rx + 2 * R * C + S;
+    static constexpr int pitch = (w + 3) / 4 * 4;  // 16-byte aligned rows
+    // Largest: K = 9, C = 4: 72 rows x 160 samples, 46080 bytes.
+    static_assert(sizeof(float) * h * pitch <= 48 * 1024, "static shared memory of one block");
+};
+
+template <int K, class In, int C>
 __global__ void __launch_bounds__(block_x* block_y, 4)
     direct_tiled_rx(DeviceView in, std::byte* out, std::size_t out_pitch, PixelType out_type,
                     const __grid_constant__ Weights<K> w, BorderMode mode, float outside, LinearFinish finish, bool exact,
-                    int row_begin, int row_end, bool aligned) {
-    constexpr int RY = rows_per_thread_rx<K>();
-    constexpr int R = K / 2;
-    constexpr int S = (4 - R % 4) % 4;
-    constexpr int tile_h = block_y * RY + K - 1;
-    constexpr int tile_w = block_x * rx + K - 1 + S;
-    constexpr int pitch = (tile_w + 3) / 4 * 4;  // 16-byte aligned rows
+                    int row_begin, int row_end, bool aligned, bool vec_out) {
+    using T = TileRx<K, C>;
+    constexpr int RY = T::RY, R = T::R, S = T::S, tile_h = T::h, tile_w = T::w, pitch = T::pitch;
     __shared__ __align__(16) float tile[tile_h * pitch];
+    const int samples = in.width * C;
     const int x0 = blockIdx.x * block_x * rx, y0 = row_begin + blockIdx.y * block_y * RY;
-    const int gx0 = x0 - R - S, gy0 = y0 - R;  // tile origin (gx0 is a multiple of 4)
+    const int gx0 = x0 - R * C - S, gy0 = y0 - R;  // tile origin in samples (gx0 is a multiple of 4)
 
-    const bool interior = gx0 >= 0 && gy0 >= 0 && gx0 + pitch <= in.width && gy0 + tile_h <= in.height;
+    const bool interior = gx0 >= 0 && gy0 >= 0 && gx0 + pitch <= samples && gy0 + tile_h <= in.height;
     constexpr int rows = (tile_h + block_y - 1) / block_y;
     bool staged = false;
     if constexpr (!std::is_same_v<In, float>) {
@@ -265,7 +190,7 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
         for (int r = threadIdx.y; r < tile_h; r += block_y) {
             const int sy = map_index(gy0 + r, in.height, mode);
             for (int c = threadIdx.x; c < tile_w; c += block_x) {
-                const int sx = map_index(gx0 + c, in.width, mode);
+                const int sx = map_sample(gx0 + c, in.width, C, mode);
                 tile[r * pitch + c] = (sx < 0 || sy < 0) ? outside : load_sample<In>(in, sx, sy);
             }
         }
@@ -277,37 +202,62 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
     for (int r = 0; r < RY; ++r)
 #pragma unroll
         for (int q = 0; q < rx; ++q) acc[r][q] = 0.0f;
-    constexpr int vecs = (S + rx + K - 1 + 3) / 4;
+    // Window element S + q + i*C is tap i of output q. Windows of up to 40 samples (every K at one
+    // channel, K <= 9 at four) are read whole, then consumed; wider ones word by word, each consumed before
+    // the next is read (ptxas, K = 9 f32 at one channel: 16 bytes spilled word by word, none whole).
+    // Both orders add the taps of an output in the same order (i ascending): the same bits.
+    constexpr int vecs = (S + rx + (K - 1) * C + 3) / 4;
     const float* base = tile + threadIdx.y * RY * pitch + threadIdx.x * rx;
 #pragma unroll
     for (int t = 0; t < RY + K - 1; ++t) {
-        float v[vecs * 4];
+        if constexpr (vecs <= 10) {
+            float v[vecs * 4];
 #pragma unroll
-        for (int m = 0; m < vecs; ++m) {
-            const float4 f = *reinterpret_cast<const float4*>(base + t * pitch + 4 * m);
-            v[4 * m] = f.x, v[4 * m + 1] = f.y, v[4 * m + 2] = f.z, v[4 * m + 3] = f.w;
-        }
+            for (int m = 0; m < vecs; ++m) {
+                const float4 f = *reinterpret_cast<const float4*>(base + t * pitch + 4 * m);
+                v[4 * m] = f.x, v[4 * m + 1] = f.y, v[4 * m + 2] = f.z, v[4 * m + 3] = f.w;
+            }
 #pragma unroll
-        for (int r = 0; r < RY; ++r) {
-            const int j = t - r;
-            if (j < 0 || j >= K) continue;
+            for (int r = 0; r < RY; ++r) {
+                const int j = t - r;
+                if (j < 0 || j >= K) continue;
 #pragma unroll
-            for (int i = 0; i < K; ++i)
+                for (int i = 0; i < K; ++i)
 #pragma unroll
-                for (int q = 0; q < rx; ++q) acc[r][q] = fmaf(w.w[j * K + i], v[S + q + i], acc[r][q]);
+                    for (int q = 0; q < rx; ++q) acc[r][q] = fmaf(w.w[j * K + i], v[S + q + i * C], acc[r][q]);
+            }
+        } else {
+#pragma unroll
+            for (int m = 0; m < vecs; ++m) {
+                const float4 f = *reinterpret_cast<const float4*>(base + t * pitch + 4 * m);
+                const float v[4] = {f.x, f.y, f.z, f.w};
+#pragma unroll
+                for (int r = 0; r < RY; ++r) {
+                    const int j = t - r;
+                    if (j < 0 || j >= K) continue;
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+#pragma unroll
+                        for (int q = 0; q < rx; ++q) {
+                            const int d = 4 * m + e - S - q;  // = i*C for the tap i this element is to output q
+                            if (d < 0 || d % C != 0 || d / C >= K) continue;
+                            acc[r][q] = fmaf(w.w[j * K + d / C], v[e], acc[r][q]);
+                        }
+                }
+            }
         }
     }
 
     const int xs = x0 + threadIdx.x * rx;
-    if (xs >= in.width) return;
+    if (xs >= samples) return;
 #pragma unroll
     for (int r = 0; r < RY; ++r) {
         const int y = y0 + threadIdx.y * RY + r;
         if (y >= row_end) break;
         switch (out_type) {
-        case PixelType::u8: store4<std::uint8_t>(out, out_pitch, y, xs, in.width, acc[r], exact, finish); break;
-        case PixelType::u16: store4<std::uint16_t>(out, out_pitch, y, xs, in.width, acc[r], exact, finish); break;
-        case PixelType::f32: store4<float>(out, out_pitch, y, xs, in.width, acc[r], exact, finish); break;
+        case PixelType::u8: store4<std::uint8_t>(out, out_pitch, y, xs, samples, vec_out, acc[r], exact, finish); break;
+        case PixelType::u16: store4<std::uint16_t>(out, out_pitch, y, xs, samples, vec_out, acc[r], exact, finish); break;
+        case PixelType::f32: store4<float>(out, out_pitch, y, xs, samples, vec_out, acc[r], exact, finish); break;
         }
     }
 }
@@ -323,31 +273,22 @@ Weights<K> weights_of(const LinearPlan& p) {
 template <int K, class In>
 void launch(const LinearPlan& p, const Weights<K>& w, ConstImageView in, ImageView out, cudaStream_t stream,
             int row_begin, int row_end) {
-    const int rows = row_end - row_begin;
-    constexpr int RY = rows_per_thread<K>();
-    const int C = in.channels();
+    constexpr int RY = rows_per_thread_rx<K>();
     const float outside = float(store_pixel<In>(p.step.border_value));
     const dim3 block(block_x, block_y);
-    if (C == 1) {
-        constexpr int RYX = rows_per_thread_rx<K>();
-        const dim3 grid(unsigned((in.width() + block_x * rx - 1) / (block_x * rx)),
-                        unsigned((rows + block_y * RYX - 1) / (block_y * RYX)));
-        // Word loads need 4-sample alignment of the data and the pitch (device buffers: 256 bytes; an ROI
-        // may start anywhere).
-        const std::size_t quad = 4 * sizeof(In);
-        const bool aligned = reinterpret_cast<std::uintptr_t>(in.data) % quad == 0 && in.pitch % quad == 0;
-        direct_tiled_rx<K, In><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w, p.step.border,
-                                                            outside, p.finish, p.exact, row_begin, row_end, aligned);
-        APRON_CUDA_CHECK_LAUNCH("direct_tiled_rx");
-        return;
-    }
-    const std::size_t smem = sizeof(float) * std::size_t(block_y * RY + K - 1) * std::size_t(block_x + (K - 1) * C);
-    auto kernel = direct_tiled<K, In>;
-    APRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    const dim3 grid(unsigned((in.width() * C + block_x - 1) / block_x), unsigned((rows + block_y * RY - 1) / (block_y * RY)));
-    kernel<<<grid, block, smem, stream>>>(device_view(in), out.data, out.pitch, p.out, w, p.step.border, outside,
-                                          p.finish, p.exact, row_begin, row_end);
-    APRON_CUDA_CHECK_LAUNCH("direct_tiled");
+    const dim3 grid(unsigned((std::size_t(in.width()) * in.channels() + block_x * rx - 1) / (block_x * rx)),
+                    unsigned((row_end - row_begin + block_y * RY - 1) / (block_y * RY)));
+    // Word loads need 4-sample alignment of the data and the pitch (device buffers: 256 bytes; an ROI
+    // may start anywhere).
+    const std::size_t quad = 4 * sizeof(In);
+    const bool aligned = reinterpret_cast<std::uintptr_t>(in.data) % quad == 0 && in.pitch % quad == 0;
+    const bool vec_out = vector_stores(out);
+    with_channels(in.channels(), [&]<int C>() {
+        direct_tiled_rx<K, In, C><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w,
+                                                               p.step.border, outside, p.finish, p.exact, row_begin,
+                                                               row_end, aligned, vec_out);
+    });
+    APRON_CUDA_CHECK_LAUNCH("direct_tiled_rx");
 }
 
 } // namespace tiled

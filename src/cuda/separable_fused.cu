@@ -10,7 +10,7 @@
 //   of 8 for 3 channels), 256 threads. Intermediate in shared memory as f32/int32:
 //   (128 + 2R) rows x 64 px x 4 B = 34 KB (R = 3) .. 49 KB (R = 32); up to 4 blocks per SM (64 registers).
 // - Work per output pixel: row pass (2R+1) FMAs x (128 + 2R)/128 (vertical halo), column pass 2R+1 FMAs.
-//   Row-pass window loads: (4 + 2 RA)/4 16-byte loads per 4 outputs (RA = R rounded up to 4); column
+//   Row-pass window loads: (4C + 2 HA)/4 16-byte loads per 4C outputs (HA = R*C rounded up to 4); column
 //   pass: (8 + 2R) 16-byte shared loads per 32 outputs. Sigma 1 (R = 3): ~15 FMA/px, memory-bound.
 //   Sigma 8 (R = 24): ~116 FMA/px, ~100 B/px of L1+shared traffic: FMA-bound near 33.4e12/116 = 290 Gpix/s
 //   (even a halo-free kernel would need 98 FMA/px: 340 Gpix/s), so 80 % of the memory roofline is out of

@@ -1,10 +1,16 @@
 // Fused separable filter, kernel template (design notes at the top of separable_fused.cu; instantiated by
 // separable_fused_r*.cu, one group of radius buckets per file so they compile in parallel).
 //
-// One block owns an output tile of TPX pixels x TH rows (all channels). Phase 1 (row pass): for each of
-// the TH + 2R rows the column pass needs, four consecutive outputs per thread are summed from a register
-// window read straight from global memory (through L1: neighbouring windows overlap, so each input
-// sector comes from DRAM/L2 about once), and stored as one 16-byte word into the shared intermediate.
+// Written over samples, with the channel count C (1-4 interleaved) a compile-time stride: tap i of output
+// sample s reads sample s + (i - R)*C of the same row.
+//
+// One block owns an output tile of TPX pixels x TH rows (all channels: TPX*C samples). Phase 1 (row
+// pass): for each of the TH + 2R rows the column pass needs, each thread sums four consecutive pixels
+// of every channel (4C consecutive samples) from a register window of 4C + 2RC samples read straight
+// from global memory as 16-byte words (through L1: neighbouring windows overlap, so each input sector
+// comes from DRAM/L2 about once), and stores them as C 16-byte words into the shared intermediate. Each
+// window sample feeds up to 4 outputs, as at one channel (4 consecutive samples per thread would use
+// each sample of an RGBA window once: L1-bound at 4 FMAs per 16-byte load).
 // Phase 2 (column pass): each thread holds 4 x RY outputs in registers and reads each of its RY + 2R
 // intermediate rows once as a 16-byte shared load. The intermediate never leaves the SM.
 //
@@ -24,6 +30,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_view.hpp"
 #include "cuda/separable_fused.hpp"
+#include "cuda/with_channels.hpp"
 
 namespace apron::cuda {
 namespace sep {
@@ -31,23 +38,24 @@ namespace sep {
 constexpr int threads = 256;
 constexpr int rows_per_thread = 8;  // RY: column-pass outputs per thread along y (x4 along x)
 
-// Tile geometry for C channels. The intermediate holds one row of IW 16-byte items per tile row:
-// item k is plane c = k / (TPX/4), pixels 4 (k % (TPX/4)) .. +3, so a warp's 16-byte accesses to one row
-// are contiguous (no bank conflicts). IW is a multiple of 8 for every C (a quarter-warp never straddles rows).
+// Tile geometry for C channels. The intermediate holds one row of IW 16-byte items per tile row, the
+// row's TPX*C samples in image order (item k: samples 4k .. 4k+3), so a warp's 16-byte accesses to one
+// row are contiguous (no bank conflicts) and the column pass, per sample, is the same for every C. IW is
+// a multiple of 8 for every C (a quarter-warp never straddles rows). 64, 64, 96 and 64 samples per row:
+// the same intermediate and halo rows per output sample as at one channel (3 channels: 10 row groups).
 struct Geometry {
     int tpx;     // tile width in pixels
     int iw;      // 16-byte items per intermediate row (C * tpx / 4)
     int ng;      // row groups of the column pass (threads / iw)
-    int gshift;  // log2(tpx / 4)
-    __host__ __device__ int th() const { return ng * rows_per_thread; }
+    __host__ __device__ constexpr int th() const { return ng * rows_per_thread; }
 };
 
-inline Geometry geometry(int channels) {
+__host__ __device__ constexpr Geometry geometry(int channels) {
     switch (channels) {
-    case 1: return {64, 16, 16, 4};
-    case 2: return {32, 16, 16, 3};
-    case 3: return {32, 24, 10, 3};
-    default: return {16, 16, 16, 2};
+    case 1: return {64, 16, 16};
+    case 2: return {32, 16, 16};
+    case 3: return {32, 24, 10};
+    default: return {16, 16, 16};
     }
 }
 
@@ -93,23 +101,23 @@ __device__ __forceinline__ Out finish_one(Acc acc, bool exact, const LinearFinis
     else return exact ? finish_exact32<Out>(static_cast<int>(acc), f) : finish_float<Out, float>(acc, f);
 }
 
-// Four outputs of one row and plane: pixels x .. x+3 (those below `width`), channel c of C.
+// Four consecutive output samples of one row, from sample xs (a multiple of 4): those below `samples`.
 template <class Out, class Acc>
-__device__ __forceinline__ void store4(std::byte* out, std::size_t pitch, int y, int x, int c, int C, int width,
-                                       bool vec_out, const Acc (&a)[4], bool exact, const LinearFinish& f) {
+__device__ __forceinline__ void store4(std::byte* out, std::size_t pitch, int y, int xs, int samples, bool vec_out,
+                                       const Acc (&a)[4], bool exact, const LinearFinish& f) {
     Out v[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) v[q] = finish_one<Out>(a[q], exact, f);
-    Out* row = reinterpret_cast<Out*>(out + std::size_t(y) * pitch);
-    if (C == 1 && vec_out && x + 4 <= width) {
-        if constexpr (sizeof(Out) == 1) *reinterpret_cast<uchar4*>(row + x) = make_uchar4(v[0], v[1], v[2], v[3]);
-        else if constexpr (sizeof(Out) == 2) *reinterpret_cast<ushort4*>(row + x) = make_ushort4(v[0], v[1], v[2], v[3]);
-        else *reinterpret_cast<float4*>(row + x) = make_float4(v[0], v[1], v[2], v[3]);
+    Out* row = reinterpret_cast<Out*>(out + std::size_t(y) * pitch) + xs;
+    if (vec_out && xs + 4 <= samples) {
+        if constexpr (sizeof(Out) == 1) *reinterpret_cast<uchar4*>(row) = make_uchar4(v[0], v[1], v[2], v[3]);
+        else if constexpr (sizeof(Out) == 2) *reinterpret_cast<ushort4*>(row) = make_ushort4(v[0], v[1], v[2], v[3]);
+        else *reinterpret_cast<float4*>(row) = make_float4(v[0], v[1], v[2], v[3]);
         return;
     }
 #pragma unroll
     for (int q = 0; q < 4; ++q)
-        if (x + q < width) row[std::size_t(x + q) * C + c] = v[q];
+        if (xs + q < samples) row[q] = v[q];
 }
 
 struct Params {
@@ -122,13 +130,14 @@ struct Params {
     Geometry g;
     int block_row0;  // blockIdx.y offset (grids of more than 65535 block rows go in several launches)
     bool exact;    // float accumulator holding exact integers: finish_exact
-    bool vec_in;   // C == 1 and rows 4-sample aligned: vector loads in interior blocks
-    bool vec_out;  // C == 1 and output rows 4-sample aligned: vector stores
+    bool vec_in;   // rows 4-sample aligned: vector loads in interior blocks
+    bool vec_out;  // output rows 4-sample aligned: vector stores
 };
 
-template <int R>
-constexpr int aligned_radius() {
-    return (R + 3) / 4 * 4;
+// Halo of the row window in samples (R*C), rounded up to whole 16-byte words.
+template <int R, int C>
+constexpr int aligned_halo() {
+    return (R * C + 3) / 4 * 4;
 }
 
 // 4 blocks per SM (64 registers) for f32 images (memory-bound at small radii: occupancy keeps loads in
@@ -139,72 +148,81 @@ constexpr int min_blocks() {
     return std::is_same_v<In, float> ? 4 : 3;
 }
 
-template <int R, class In, class Acc>
+template <int R, class In, class Acc, int C>
 __global__ void __launch_bounds__(threads, min_blocks<In>())
     separable_fused(const Params p, const __grid_constant__ Taps<R, Acc> w, Acc outside) {
     constexpr int K = 2 * R + 1;
-    constexpr int RA = aligned_radius<R>();
+    constexpr int HA = aligned_halo<R, C>();
     constexpr int RY = rows_per_thread;
+    constexpr int GS = 4 * C;  // samples of a row-pass group: 4 pixels
     extern __shared__ __align__(16) unsigned char smem_raw[];
     Acc* mid = reinterpret_cast<Acc*>(smem_raw);
-    const Geometry g = p.g;
-    const int C = p.in.channels, W = p.in.width, H = p.in.height;
+    constexpr Geometry g = geometry(C);  // compile-time tile shape (p.g is the same, for the launch)
+    const int W = p.in.width, H = p.in.height, samples = W * C;
     const int TH = g.th(), TR = TH + 2 * R, MP = 4 * g.iw;  // MP: intermediate row pitch in elements
     int* colmap = reinterpret_cast<int*>(mid + std::size_t(TR) * MP);
     const int x0 = blockIdx.x * g.tpx, y0 = (p.block_row0 + int(blockIdx.y)) * TH;
-    const bool interior = x0 - RA >= 0 && x0 + g.tpx + RA <= W && y0 - R >= 0 && y0 + TH + R <= H;
+    const int xs0 = x0 * C;  // first sample of the tile
+    const bool interior = xs0 - HA >= 0 && xs0 + g.tpx * C + HA <= samples && y0 - R >= 0 && y0 + TH + R <= H;
     if (!interior) {
         for (int e = threadIdx.x; e < g.tpx + 2 * R; e += threads) colmap[e] = map_index(x0 - R + e, W, p.mode);
         __syncthreads();
     }
 
-    const int k = threadIdx.x % g.iw, r0 = threadIdx.x / g.iw;  // item and first row of this thread
-    const int gmask = (1 << g.gshift) - 1;
-    const int c = k >> g.gshift, px0 = 4 * (k & gmask);       // plane and first tile pixel of the item
-
-    // ---- row pass: intermediate rows r0, r0 + ng, ... --------------------------------------------
-    if (r0 < g.ng) {
-        for (int r = r0; r < TR; r += g.ng) {
-            Acc a[4] = {Acc(0), Acc(0), Acc(0), Acc(0)};
-            const int vy = y0 - R + r;
-            if (interior && p.vec_in) {
-                // Window: pixels x0 + px0 - RA .. + 4 + 2 RA, 4-aligned; tap i of output q is element q + i + RA - R.
-                const In* src = reinterpret_cast<const In*>(p.in.data + std::size_t(vy) * p.in.pitch) + (x0 + px0 - RA);
+    // ---- row pass: group gi (pixels 4 gi .. 4 gi + 3, all channels) of rows gr0, gr0 + rows_step, ... ----
+    constexpr int groups = g.tpx / 4, rows_step = threads / groups;  // groups divides 256 for every C
+    const int gi = threadIdx.x % groups, gr0 = threadIdx.x / groups;
+    const int px0 = 4 * gi;
+    for (int r = gr0; r < TR; r += rows_step) {
+        Acc a[GS];
 #pragma unroll
-                for (int m = 0; m < 1 + RA / 2; ++m) {
-                    Acc v[4];
-                    load4<Acc>(src + 4 * m, v);
+        for (int o = 0; o < GS; ++o) a[o] = Acc(0);
+        const int vy = y0 - R + r;
+        if (interior && p.vec_in) {
+            // Window: samples (x0 + px0)*C - HA .. + GS + HA, 4-aligned; element l is sample l - HA of the
+            // group, tap i of output o reads group sample o + (i - R)*C.
+            const In* src = reinterpret_cast<const In*>(p.in.data + std::size_t(vy) * p.in.pitch) + ((x0 + px0) * C - HA);
 #pragma unroll
-                    for (int j = 0; j < 4; ++j)
+            for (int m = 0; m < (GS + 2 * HA) / 4; ++m) {
+                Acc v[4];
+                load4<Acc>(src + 4 * m, v);
 #pragma unroll
-                        for (int q = 0; q < 4; ++q) {
-                            const int i = 4 * m + j - q - (RA - R);
-                            if (i >= 0 && i < K) a[q] = fmaf_acc(w.row[i], v[j], a[q]);
-                        }
-                }
-            } else {
-                const int sy = interior ? vy : map_index(vy, H, p.mode);
-                const In* src = reinterpret_cast<const In*>(p.in.data + std::size_t(sy < 0 ? 0 : sy) * p.in.pitch);
-                const int xb = x0 + px0 - R;  // pixel of window element 0
+                for (int e = 0; e < 4; ++e)
 #pragma unroll
-                for (int e = 0; e < 4 + 2 * R; ++e) {
-                    const int sx = interior ? xb + e : colmap[px0 + e];
-                    const Acc v = (sx < 0 || sy < 0) ? outside : to_acc<Acc>(__ldg(src + std::size_t(sx) * C + c));
-#pragma unroll
-                    for (int q = 0; q < 4; ++q) {
-                        const int i = e - q;
-                        if (i >= 0 && i < K) a[q] = fmaf_acc(w.row[i], v, a[q]);
+                    for (int o = 0; o < GS; ++o) {
+                        const int d = 4 * m + e - HA - o + R * C;  // = i*C for tap i
+                        if (d < 0 || d % C != 0 || d / C >= K) continue;
+                        a[o] = fmaf_acc(w.row[d / C], v[e], a[o]);
                     }
+            }
+        } else {
+            const int sy = interior ? vy : map_index(vy, H, p.mode);
+            const In* src = reinterpret_cast<const In*>(p.in.data + std::size_t(sy < 0 ? 0 : sy) * p.in.pitch);
+            const int xb = x0 + px0 - R;  // pixel of window element 0
+            // Element l: pixel xb + l / C, channel l % C; tap i of output o is element o + i*C.
+#pragma unroll
+            for (int l = 0; l < GS + 2 * R * C; ++l) {
+                const int sx = interior ? xb + l / C : colmap[px0 + l / C];
+                const Acc v = (sx < 0 || sy < 0) ? outside : to_acc<Acc>(__ldg(src + std::size_t(sx) * C + l % C));
+#pragma unroll
+                for (int o = 0; o < GS; ++o) {
+                    const int d = l - o;
+                    if (d < 0 || d % C != 0 || d / C >= K) continue;
+                    a[o] = fmaf_acc(w.row[d / C], v, a[o]);
                 }
             }
+        }
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
             Vec4<Acc> o;
-            o.x = a[0], o.y = a[1], o.z = a[2], o.w = a[3];
-            *reinterpret_cast<Vec4<Acc>*>(mid + std::size_t(r) * MP + 4 * k) = o;
+            o.x = a[4 * c], o.y = a[4 * c + 1], o.z = a[4 * c + 2], o.w = a[4 * c + 3];
+            *reinterpret_cast<Vec4<Acc>*>(mid + std::size_t(r) * MP + px0 * C + 4 * c) = o;
         }
     }
     __syncthreads();
 
-    // ---- column pass: rows r0 * RY .. + RY of the tile, four pixels of plane c ----------------------
+    // ---- column pass: rows r0 * RY .. + RY of the tile, samples 4k .. 4k+3 --------------------------
+    const int k = threadIdx.x % g.iw, r0 = threadIdx.x / g.iw;  // item and row group of this thread
     if (r0 >= g.ng) return;
     Acc acc[RY][4];
 #pragma unroll
@@ -224,16 +242,16 @@ __global__ void __launch_bounds__(threads, min_blocks<In>())
             for (int q = 0; q < 4; ++q) acc[r][q] = fmaf_acc(w.col[j], v[q], acc[r][q]);
         }
     }
-    const int x = x0 + px0;
-    if (x >= W) return;
+    const int xs = xs0 + 4 * k;
+    if (xs >= samples) return;
 #pragma unroll
     for (int r = 0; r < RY; ++r) {
         const int y = y0 + r0 * RY + r;
         if (y >= H) break;
         switch (p.out_type) {
-        case PixelType::u8: store4<std::uint8_t>(p.out, p.out_pitch, y, x, c, C, W, p.vec_out, acc[r], p.exact, p.finish); break;
-        case PixelType::u16: store4<std::uint16_t>(p.out, p.out_pitch, y, x, c, C, W, p.vec_out, acc[r], p.exact, p.finish); break;
-        case PixelType::f32: store4<float>(p.out, p.out_pitch, y, x, c, C, W, p.vec_out, acc[r], p.exact, p.finish); break;
+        case PixelType::u8: store4<std::uint8_t>(p.out, p.out_pitch, y, xs, samples, p.vec_out, acc[r], p.exact, p.finish); break;
+        case PixelType::u16: store4<std::uint16_t>(p.out, p.out_pitch, y, xs, samples, p.vec_out, acc[r], p.exact, p.finish); break;
+        case PixelType::f32: store4<float>(p.out, p.out_pitch, y, xs, samples, p.vec_out, acc[r], p.exact, p.finish); break;
         }
     }
 }
@@ -272,20 +290,22 @@ void launch(const LinearPlan& plan, ConstImageView in, ImageView out, cudaStream
     p.g = geometry(in.channels());
     p.exact = plan.exact;
     const std::size_t isz = sizeof(In), osz = bytes_per_sample(plan.out);
-    p.vec_in = in.channels() == 1 && reinterpret_cast<std::uintptr_t>(in.data) % (4 * isz) == 0 && in.pitch % (4 * isz) == 0;
-    p.vec_out = out.channels() == 1 && reinterpret_cast<std::uintptr_t>(out.data) % (4 * osz) == 0 && out.pitch % (4 * osz) == 0;
+    p.vec_in = reinterpret_cast<std::uintptr_t>(in.data) % (4 * isz) == 0 && in.pitch % (4 * isz) == 0;
+    p.vec_out = reinterpret_cast<std::uintptr_t>(out.data) % (4 * osz) == 0 && out.pitch % (4 * osz) == 0;
     const Taps<R, Acc> taps = padded_taps<R, Acc>(plan);
     const Acc outside = Acc(store_pixel<In>(plan.step.border_value));
     const std::size_t smem = shared_bytes<R, Acc>(p.g);
-    auto kernel = separable_fused<R, In, Acc>;
-    APRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    const int block_rows = (in.height() + p.g.th() - 1) / p.g.th();
-    for (int b = 0; b < block_rows; b += 65535) {
-        p.block_row0 = b;
-        const dim3 grid(unsigned((in.width() + p.g.tpx - 1) / p.g.tpx), unsigned(std::min(65535, block_rows - b)));
-        kernel<<<grid, threads, smem, stream>>>(p, taps, outside);
-        APRON_CUDA_CHECK_LAUNCH("separable_fused");
-    }
+    with_channels(in.channels(), [&]<int C>() {
+        auto kernel = separable_fused<R, In, Acc, C>;
+        APRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        const int block_rows = (in.height() + p.g.th() - 1) / p.g.th();
+        for (int b = 0; b < block_rows; b += 65535) {
+            p.block_row0 = b;
+            const dim3 grid(unsigned((in.width() + p.g.tpx - 1) / p.g.tpx), unsigned(std::min(65535, block_rows - b)));
+            kernel<<<grid, threads, smem, stream>>>(p, taps, outside);
+            APRON_CUDA_CHECK_LAUNCH("separable_fused");
+        }
+    });
 }
 
 } // namespace sep
