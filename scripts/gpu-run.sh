@@ -97,7 +97,7 @@ case " $steps " in *" sanitize "*)
   small=Cuda.PipelinesAndViews:Cuda.DevicePipelinesRunOnTheCallersStream:CudaSeparable.*:-CudaSeparable.GaussianOnALargeOddImage
   small=CudaMorphRect.ElementsLargerThanTheImage:CudaMorphChords.RandomElementsWithHolesAndAnyAnchor:CudaMorphChords.UnalignedDeviceViews:CudaMorphChords.FloatSpecialValuesFollowTheReference:CudaPlanKernels.PlansWithoutACudaKernelOrWithAWrongOneStillRun:$small
   small=GpuLargeWeights.Cufft*:CudaDp4a.*:CudaMorphRect.FloatSpecialValuesFollowTheReference:CudaMorphRect.DerivedOperations:CudaMorphRect.HostRoiViews:CudaMorphRect.UnalignedDeviceViews:RuntimeDirect.RoiViewsAndAnchors:RuntimeDirect.TheExecutorRoutesOtherMasksHere:$small
-  large=CudaMorphRect.LargeColourImagesMatchCpu:CudaMorphChords.MatchesCpuOnALargeImage:Cuda.IntegerPathIsBitExactOnALargeImage:Cuda.OverlappedHostToHostGivesTheSameBits:CudaMorphRect.MatchesCpuOnALargeImage:CudaSeparable.GaussianOnALargeOddImage:RuntimeDirect.ExactSumsBeyondTwoToThe24InIntegers
+  large=CudaColourLinear.DirectExactColourOnALargeImage:CudaMorphRect.LargeColourImagesMatchCpu:CudaMorphChords.MatchesCpuOnALargeImage:Cuda.IntegerPathIsBitExactOnALargeImage:Cuda.OverlappedHostToHostGivesTheSameBits:CudaMorphRect.MatchesCpuOnALargeImage:CudaSeparable.GaussianOnALargeOddImage:RuntimeDirect.ExactSumsBeyondTwoToThe24InIntegers
   log "compute-sanitizer memcheck, racecheck, initcheck"
   for tool in memcheck racecheck initcheck; do
     filter=$small

@@ -2,28 +2,26 @@
 // Which images the register kernel (direct_regs_impl.cuh) takes: host code only, so tests can assert that
 // the kernel they mean to cover is the one that runs.
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "apron/image.hpp"
+#include "cuda/dispatch_table.hpp"
+#include "plan/plan.hpp"
 
 namespace apron::cuda::regs {
 
 // Outputs per thread along x for the register kernel on this input type and mask size; 0: the tiles take
-// it. f32 takes it with 4 outputs. Integer images at 3x3 with 8 (one PRMT + FADD per sample converts it;
-// measured on the H100, u8 3x3: 493 Gpix/s against 445 tiled and 435 with 4 outputs), at 5x5 the tiles,
-// which convert each sample once (393 against 340 with 8 outputs, 342 with 4). APRON_DIRECT_REGS=4 or 8
-// forces that width on integer images, =0 keeps every type on the tiles (to measure one against another).
+// it. The values are the dispatch table's (cuda/dispatch_table.cpp, with their measurements): f32 with 4,
+// u8/u16 at 3x3 with 8, at 5x5 the tiles; APRON_DIRECT_REGS=4 or 8 forces that width on integer images,
+// =0 keeps every type on the tiles (read once, by overrides()).
 template <int K, class In>
 int outputs_per_thread() {
-    static const int forced = [] {
-        const char* v = std::getenv("APRON_DIRECT_REGS");
-        return v ? std::atoi(v) : -1;
-    }();
-    if (forced == 0) return 0;
-    if (std::is_same_v<In, float>) return 4;
+    const int forced = overrides().direct_regs;
+    const ArchPolicy& policy = policy_for(cuda_device_arch());
+    if (forced == 0 || K > policy.regs_max_k) return 0;
+    if (std::is_same_v<In, float>) return policy.regs_rx_float;
     if (forced == 4 || forced == 8) return forced;
-    return K == 3 ? 8 : 0;
+    return K == 3 ? policy.regs_rx_int_3x3 : 0;
 }
 
 // Outputs per thread the register kernel takes this image with, 0 where it declines. The word loads need

@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "apron/errors.hpp"
+#include "core/dispatch.hpp"
 #include "cuda/direct_dp4a.hpp"
 #include "cuda/direct_imma.hpp"
 #include "cuda/direct_tiled.hpp"
 #include "cuda/fft_support.hpp"
+#include "cuda/direct_regs.hpp"
 #include "cuda/morph_chords.hpp"
 #include "cuda/morph_rect.hpp"
 #include "cuda/runtime_direct_api.hpp"
@@ -46,7 +48,7 @@ constexpr ArchPolicy sm90 = {
     //  - linear_direct: the baseline, any mask (85x85 0.09 Gpix/s: the planner takes the FFT there).
     {LinearFamily::fft, LinearFamily::tensor, LinearFamily::separable_fused, LinearFamily::direct_tiled,
      LinearFamily::runtime_direct, LinearFamily::linear_direct},
-    // Register kernel up to 5x5 (direct_regs_impl.cuh): past it the window outgrows the registers.
+    // Register kernel up to 5x5, 1-4 channels (direct_regs_impl.cuh): past it the window outgrows the registers.
     5,
     // f32 with 4 outputs per thread (single channel, 16-byte shared loads): 31x31 11.3 -> 21.2 Gpix/s,
     // 5x5 274 -> 323 against one output per thread.
@@ -54,7 +56,7 @@ constexpr ArchPolicy sm90 = {
     // u8 3x3 with 8 outputs per thread: H100 493 Gpix/s against 445 tiled and 435 with 4; at 5x5 the tiles
     // win (393 against 340 with 8 and 342 with 4), so 5x5 integer images stay on the tiles.
     8,
-    // Tiled kernel, one channel: 4 outputs per thread along x (direct_tiled_rx); several channels: 1.
+    // Tiled kernel: 4 output samples per thread along x (1-4 channels: taps at stride C over samples).
     4,
 };
 
@@ -73,10 +75,9 @@ ConstImageView own_buffer(const ImageShape& shape) {
     return ConstImageView{aligned, shape, (shape.row_bytes() + 255) / 256 * 256, Memory::device};
 }
 
-// The form direct_tiled takes for a plan (direct_tiled.cu: dp4a first, then the register kernel's rule of
-// direct_regs_impl.cuh, then the tiles), for the executor's own aligned buffers. The register kernel still
-// applies its own copy of that rule (outputs_per_thread, usable in direct_regs_impl.cuh); the values here
-// name it in the plan, and the two must change together.
+// The form direct_tiled takes for a plan (direct_tiled.cu: dp4a first, then the register kernel, then the
+// tiles), for the executor's own aligned buffers: the kernels' own rules (direct_dp4a_supports,
+// regs::usable) asked about such a buffer.
 KernelChoice direct_tiled_form(const LinearPlan& p, const ImageShape& shape, const ArchPolicy& policy) {
     const Overrides& o = overrides();
     const Mask& m = p.step.mask;
@@ -84,14 +85,12 @@ KernelChoice direct_tiled_form(const LinearPlan& p, const ImageShape& shape, con
     // IDP.4A for exact u8 masks with byte weights (direct_dp4a_supports): H100 3x3 351 -> 565 Gpix/s,
     // 5x5 296 -> 416, 7x7 221 -> 366, 9x9 167 -> 281 against the float kernels (APRON_DP4A=0 in one call).
     if (!o.dp4a_off && direct_dp4a_supports(p, own_buffer(shape))) return {"cuda.direct_dp4a", size};
-    int rx = 0;
-    if (o.direct_regs != 0 && m.width <= policy.regs_max_k && shape.channels == 1) {
-        if (p.in == PixelType::f32) rx = policy.regs_rx_float;
-        else if (o.direct_regs == 4 || o.direct_regs == 8) rx = o.direct_regs;
-        else if (m.width == 3) rx = policy.regs_rx_int_3x3;
-    }
+    const ConstImageView buffer = own_buffer(shape);
+    const int rx = with_type(p.in, [&]<class In>() {
+        return m.width == 3 ? regs::usable<3, In>(buffer) : m.width == 5 ? regs::usable<5, In>(buffer) : 0;
+    });
     if (rx) return {"cuda.direct_regs", size + " rx=" + std::to_string(rx)};
-    return {"cuda.direct_tiled", size + " rx=" + std::to_string(shape.channels == 1 ? policy.tiled_rx : 1)};
+    return {"cuda.direct_tiled", size + " rx=" + std::to_string(policy.tiled_rx)};
 }
 
 // Whether `family` runs this plan, and in which form.

@@ -58,10 +58,10 @@ struct ArchPolicy {
     int arch = 0;             // compute capability x 10 it was measured on; 0: the default
     const char* name = "";
     LinearFamily linear_order[linear_family_count];
-    int regs_max_k = 5;       // the register kernel takes odd square masks up to this side, one channel
+    int regs_max_k = 5;       // the register kernel takes odd square masks up to this side, 1-4 channels
     int regs_rx_float = 4;    // its outputs per thread on f32 images
     int regs_rx_int_3x3 = 8;  // ... on u8/u16 images at 3x3 (5x5 and up: the tiles)
-    int tiled_rx = 4;         // outputs per thread of the tiled kernel on one channel (1 on several)
+    int tiled_rx = 4;         // output samples per thread of the tiled kernel
 };
 const ArchPolicy& policy_for(int arch);
 
