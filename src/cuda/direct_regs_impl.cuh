@@ -19,7 +19,6 @@
 
 #include "cuda/direct_regs.hpp"
 #include "cuda/direct_tiled_impl.cuh"
-#include "cuda/with_channels.hpp"
 
 namespace apron::cuda::regs {
 
@@ -126,20 +125,18 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
     }
 }
 
-template <int K, class In, int RX>
+template <int K, class In, int RX, int C>
 void launch(const LinearPlan& p, const tiled::Weights<K>& w, ConstImageView in, ImageView out, cudaStream_t stream,
             int row_begin, int row_end) {
     const float outside = float(store_pixel<In>(p.step.border_value));
     const bool vec_out = tiled::vector_stores(out);
     const dim3 block(block_x, block_y);
-    with_channels(in.channels(), [&]<int C>() {
-        constexpr int RY = rows_per_thread<K, RX, C>();
-        const dim3 grid(unsigned((std::size_t(in.width()) * C + block_x * RX - 1) / (block_x * RX)),
-                        unsigned((row_end - row_begin + block_y * RY - 1) / (block_y * RY)));
-        direct_regs<K, In, RX, C><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w,
-                                                               p.step.border, outside, p.finish, p.exact, vec_out,
-                                                               row_begin, row_end);
-    });
+    constexpr int RY = rows_per_thread<K, RX, C>();
+    const dim3 grid(unsigned((std::size_t(in.width()) * C + block_x * RX - 1) / (block_x * RX)),
+                    unsigned((row_end - row_begin + block_y * RY - 1) / (block_y * RY)));
+    direct_regs<K, In, RX, C><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w,
+                                                           p.step.border, outside, p.finish, p.exact, vec_out,
+                                                           row_begin, row_end);
     APRON_CUDA_CHECK_LAUNCH("direct_regs");
 }
 
@@ -147,23 +144,24 @@ void launch(const LinearPlan& p, const tiled::Weights<K>& w, ConstImageView in, 
 
 namespace apron::cuda {
 
-// One mask size, every input type: what the dispatcher in direct_tiled.cu calls. Small masks on
-// aligned rows (1-4 channels) take the register kernel, the rest the shared-memory tiles.
-template <int K>
+// One mask size and channel count, every input type: what the dispatcher in direct_tiled.cu calls
+// (instantiated per group of mask sizes and per channel count in files src/cuda/CMakeLists.txt generates).
+// Small masks on aligned rows take the register kernel, the rest the shared-memory tiles.
+template <int K, int C>
 void launch_direct_tiled_k(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream, int row_begin,
                            int row_end) {
     const tiled::Weights<K> w = tiled::weights_of<K>(p);
     with_type(p.in, [&]<class In>() {
         if constexpr (K <= 5) {
             switch (regs::usable<K, In>(in)) {
-            case 4: return regs::launch<K, In, 4>(p, w, in, out, stream, row_begin, row_end);
+            case 4: return regs::launch<K, In, 4, C>(p, w, in, out, stream, row_begin, row_end);
             case 8:
-                if constexpr (!std::is_same_v<In, float>) return regs::launch<K, In, 8>(p, w, in, out, stream, row_begin, row_end);
+                if constexpr (!std::is_same_v<In, float>) return regs::launch<K, In, 8, C>(p, w, in, out, stream, row_begin, row_end);
                 break;
             default: break;
             }
         }
-        tiled::launch<K, In>(p, w, in, out, stream, row_begin, row_end);
+        tiled::launch<K, In, C>(p, w, in, out, stream, row_begin, row_end);
     });
 }
 

@@ -23,7 +23,6 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_view.hpp"
 #include "cuda/direct_tiled.hpp"
-#include "cuda/with_channels.hpp"
 
 namespace apron::cuda {
 namespace tiled {
@@ -96,7 +95,7 @@ struct Quad<std::uint16_t> {
     using Raw = uint2;
     __device__ static float get(Raw w, int e) {
         const unsigned word = e < 2 ? w.x : w.y, lo = (e & 1) * 2;
-        return __uint_as_float(__byte_perm(word, 0x4Bu, lo | (lo + 1) << 4 | 0x5400u)) - 8388608.0f;
+        return __uint_as_float(__byte_perm(word, 0x4Bu, lo | (lo + 1) << 4 | 0x4500u)) - 8388608.0f;
     }
 };
 
@@ -270,7 +269,7 @@ Weights<K> weights_of(const LinearPlan& p) {
     return w;
 }
 
-template <int K, class In>
+template <int K, class In, int C>
 void launch(const LinearPlan& p, const Weights<K>& w, ConstImageView in, ImageView out, cudaStream_t stream,
             int row_begin, int row_end) {
     constexpr int RY = rows_per_thread_rx<K>();
@@ -283,11 +282,9 @@ void launch(const LinearPlan& p, const Weights<K>& w, ConstImageView in, ImageVi
     const std::size_t quad = 4 * sizeof(In);
     const bool aligned = reinterpret_cast<std::uintptr_t>(in.data) % quad == 0 && in.pitch % quad == 0;
     const bool vec_out = vector_stores(out);
-    with_channels(in.channels(), [&]<int C>() {
-        direct_tiled_rx<K, In, C><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w,
-                                                               p.step.border, outside, p.finish, p.exact, row_begin,
-                                                               row_end, aligned, vec_out);
-    });
+    direct_tiled_rx<K, In, C><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w,
+                                                           p.step.border, outside, p.finish, p.exact, row_begin,
+                                                           row_end, aligned, vec_out);
     APRON_CUDA_CHECK_LAUNCH("direct_tiled_rx");
 }
 

@@ -34,14 +34,18 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_view.hpp"
 #include "cuda/separable_fused_impl.cuh"
+#include "cuda/with_channels.hpp"
 
 namespace apron::cuda {
 
-// The buckets, instantiated in separable_fused_r*.cu.
-#define APRON_SEP_EXTERN(R)                                                                                        \
-    extern template void launch_separable_fused_f32<R>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
-#define APRON_SEP_EXTERN_I(R)                                                                                      \
-    extern template void launch_separable_fused_i32<R>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+// The buckets, instantiated per group of radii and per channel count in files src/cuda/CMakeLists.txt
+// generates (separable_fused_impl.cuh defines them; this file only calls them).
+#define APRON_SEP_EXTERN_C(R, C)                                                                                    \
+    extern template void launch_separable_fused_f32<R, C>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+#define APRON_SEP_EXTERN_IC(R, C)                                                                                   \
+    extern template void launch_separable_fused_i32<R, C>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
+#define APRON_SEP_EXTERN(R) APRON_SEP_EXTERN_C(R, 1) APRON_SEP_EXTERN_C(R, 2) APRON_SEP_EXTERN_C(R, 3) APRON_SEP_EXTERN_C(R, 4)
+#define APRON_SEP_EXTERN_I(R) APRON_SEP_EXTERN_IC(R, 1) APRON_SEP_EXTERN_IC(R, 2) APRON_SEP_EXTERN_IC(R, 3) APRON_SEP_EXTERN_IC(R, 4)
 APRON_SEP_EXTERN(1) APRON_SEP_EXTERN(2) APRON_SEP_EXTERN(3) APRON_SEP_EXTERN(4) APRON_SEP_EXTERN(5)
 APRON_SEP_EXTERN(6) APRON_SEP_EXTERN(7) APRON_SEP_EXTERN(8) APRON_SEP_EXTERN(9) APRON_SEP_EXTERN(10)
 APRON_SEP_EXTERN(12) APRON_SEP_EXTERN(14) APRON_SEP_EXTERN(16) APRON_SEP_EXTERN(18) APRON_SEP_EXTERN(20)
@@ -171,42 +175,43 @@ void launch_two_pass(const LinearPlan& p, ConstImageView in, ImageView out, cuda
     APRON_CUDA_CHECK(cudaFreeAsync(raw, stream));
 }
 
+template <int C>
 void launch_fused(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t s, int R) {
     if (int_accumulator(p)) {
-        if (R <= 1) return launch_separable_fused_i32<1>(p, in, out, s);
-        if (R <= 2) return launch_separable_fused_i32<2>(p, in, out, s);
-        if (R <= 3) return launch_separable_fused_i32<3>(p, in, out, s);
-        if (R <= 4) return launch_separable_fused_i32<4>(p, in, out, s);
-        if (R <= 6) return launch_separable_fused_i32<6>(p, in, out, s);
-        if (R <= 8) return launch_separable_fused_i32<8>(p, in, out, s);
-        if (R <= 12) return launch_separable_fused_i32<12>(p, in, out, s);
-        if (R <= 16) return launch_separable_fused_i32<16>(p, in, out, s);
-        if (R <= 24) return launch_separable_fused_i32<24>(p, in, out, s);
-        return launch_separable_fused_i32<32>(p, in, out, s);
+        if (R <= 1) return launch_separable_fused_i32<1, C>(p, in, out, s);
+        if (R <= 2) return launch_separable_fused_i32<2, C>(p, in, out, s);
+        if (R <= 3) return launch_separable_fused_i32<3, C>(p, in, out, s);
+        if (R <= 4) return launch_separable_fused_i32<4, C>(p, in, out, s);
+        if (R <= 6) return launch_separable_fused_i32<6, C>(p, in, out, s);
+        if (R <= 8) return launch_separable_fused_i32<8, C>(p, in, out, s);
+        if (R <= 12) return launch_separable_fused_i32<12, C>(p, in, out, s);
+        if (R <= 16) return launch_separable_fused_i32<16, C>(p, in, out, s);
+        if (R <= 24) return launch_separable_fused_i32<24, C>(p, in, out, s);
+        return launch_separable_fused_i32<32, C>(p, in, out, s);
     }
     switch (R) {
     case 0:
-    case 1: return launch_separable_fused_f32<1>(p, in, out, s);
-    case 2: return launch_separable_fused_f32<2>(p, in, out, s);
-    case 3: return launch_separable_fused_f32<3>(p, in, out, s);
-    case 4: return launch_separable_fused_f32<4>(p, in, out, s);
-    case 5: return launch_separable_fused_f32<5>(p, in, out, s);
-    case 6: return launch_separable_fused_f32<6>(p, in, out, s);
-    case 7: return launch_separable_fused_f32<7>(p, in, out, s);
-    case 8: return launch_separable_fused_f32<8>(p, in, out, s);
-    case 9: return launch_separable_fused_f32<9>(p, in, out, s);
-    case 10: return launch_separable_fused_f32<10>(p, in, out, s);
+    case 1: return launch_separable_fused_f32<1, C>(p, in, out, s);
+    case 2: return launch_separable_fused_f32<2, C>(p, in, out, s);
+    case 3: return launch_separable_fused_f32<3, C>(p, in, out, s);
+    case 4: return launch_separable_fused_f32<4, C>(p, in, out, s);
+    case 5: return launch_separable_fused_f32<5, C>(p, in, out, s);
+    case 6: return launch_separable_fused_f32<6, C>(p, in, out, s);
+    case 7: return launch_separable_fused_f32<7, C>(p, in, out, s);
+    case 8: return launch_separable_fused_f32<8, C>(p, in, out, s);
+    case 9: return launch_separable_fused_f32<9, C>(p, in, out, s);
+    case 10: return launch_separable_fused_f32<10, C>(p, in, out, s);
     default: break;
     }
-    if (R <= 12) return launch_separable_fused_f32<12>(p, in, out, s);
-    if (R <= 14) return launch_separable_fused_f32<14>(p, in, out, s);
-    if (R <= 16) return launch_separable_fused_f32<16>(p, in, out, s);
-    if (R <= 18) return launch_separable_fused_f32<18>(p, in, out, s);
-    if (R <= 20) return launch_separable_fused_f32<20>(p, in, out, s);
-    if (R <= 22) return launch_separable_fused_f32<22>(p, in, out, s);
-    if (R <= 24) return launch_separable_fused_f32<24>(p, in, out, s);
-    if (R <= 28) return launch_separable_fused_f32<28>(p, in, out, s);
-    return launch_separable_fused_f32<32>(p, in, out, s);
+    if (R <= 12) return launch_separable_fused_f32<12, C>(p, in, out, s);
+    if (R <= 14) return launch_separable_fused_f32<14, C>(p, in, out, s);
+    if (R <= 16) return launch_separable_fused_f32<16, C>(p, in, out, s);
+    if (R <= 18) return launch_separable_fused_f32<18, C>(p, in, out, s);
+    if (R <= 20) return launch_separable_fused_f32<20, C>(p, in, out, s);
+    if (R <= 22) return launch_separable_fused_f32<22, C>(p, in, out, s);
+    if (R <= 24) return launch_separable_fused_f32<24, C>(p, in, out, s);
+    if (R <= 28) return launch_separable_fused_f32<28, C>(p, in, out, s);
+    return launch_separable_fused_f32<32, C>(p, in, out, s);
 }
 
 } // namespace
@@ -226,7 +231,8 @@ void launch_separable_fused(const LinearPlan& p, ConstImageView in, ImageView ou
     if (!separable_fused_supports(p)) throw Error("separable_fused: unsupported plan");
     if (in.empty()) return;
     const int R = reach(p);
-    if (R <= max_fused_radius) return launch_fused(p, in, out, stream, R);
+    if (R <= max_fused_radius)
+        return with_channels(in.channels(), [&]<int C>() { launch_fused<C>(p, in, out, stream, R); });
     if (int_accumulator(p)) launch_two_pass<int>(p, in, out, stream);
     else launch_two_pass<float>(p, in, out, stream);
 }

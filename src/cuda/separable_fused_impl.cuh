@@ -30,7 +30,6 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_view.hpp"
 #include "cuda/separable_fused.hpp"
-#include "cuda/with_channels.hpp"
 
 namespace apron::cuda {
 namespace sep {
@@ -278,7 +277,7 @@ Taps<R, Acc> padded_taps(const LinearPlan& p) {
     return t;
 }
 
-template <int R, class In, class Acc>
+template <int R, class In, class Acc, int C>
 void launch(const LinearPlan& plan, ConstImageView in, ImageView out, cudaStream_t stream) {
     Params p;
     p.in = device_view(in);
@@ -295,32 +294,33 @@ void launch(const LinearPlan& plan, ConstImageView in, ImageView out, cudaStream
     const Taps<R, Acc> taps = padded_taps<R, Acc>(plan);
     const Acc outside = Acc(store_pixel<In>(plan.step.border_value));
     const std::size_t smem = shared_bytes<R, Acc>(p.g);
-    with_channels(in.channels(), [&]<int C>() {
-        auto kernel = separable_fused<R, In, Acc, C>;
-        APRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        const int block_rows = (in.height() + p.g.th() - 1) / p.g.th();
-        for (int b = 0; b < block_rows; b += 65535) {
-            p.block_row0 = b;
-            const dim3 grid(unsigned((in.width() + p.g.tpx - 1) / p.g.tpx), unsigned(std::min(65535, block_rows - b)));
-            kernel<<<grid, threads, smem, stream>>>(p, taps, outside);
-            APRON_CUDA_CHECK_LAUNCH("separable_fused");
-        }
-    });
+    auto kernel = separable_fused<R, In, Acc, C>;
+    APRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    const int block_rows = (in.height() + p.g.th() - 1) / p.g.th();
+    for (int b = 0; b < block_rows; b += 65535) {
+        p.block_row0 = b;
+        const dim3 grid(unsigned((in.width() + p.g.tpx - 1) / p.g.tpx), unsigned(std::min(65535, block_rows - b)));
+        kernel<<<grid, threads, smem, stream>>>(p, taps, outside);
+        APRON_CUDA_CHECK_LAUNCH("separable_fused");
+    }
 }
 
 } // namespace sep
 
-// One radius bucket, float accumulation (float plans, and exact plans whose sums stay below 2^24), every input type.
-template <int R>
+// One radius bucket and channel count, float accumulation (float plans, and exact plans whose sums stay
+// below 2^24), every input type. Instantiated per group of buckets and per channel count in files
+// src/cuda/CMakeLists.txt generates.
+template <int R, int C>
 void launch_separable_fused_f32(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream) {
-    with_type(p.in, [&]<class In>() { sep::launch<R, In, float>(p, in, out, stream); });
+    with_type(p.in, [&]<class In>() { sep::launch<R, In, float, C>(p, in, out, stream); });
 }
 
-// One radius bucket, int32 accumulation (exact plans with integer input whose bound is below 2^31).
-template <int R>
+// One radius bucket and channel count, int32 accumulation (exact plans with integer input whose bound is
+// below 2^31).
+template <int R, int C>
 void launch_separable_fused_i32(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream) {
-    if (p.in == PixelType::u8) sep::launch<R, std::uint8_t, int>(p, in, out, stream);
-    else sep::launch<R, std::uint16_t, int>(p, in, out, stream);
+    if (p.in == PixelType::u8) sep::launch<R, std::uint8_t, int, C>(p, in, out, stream);
+    else sep::launch<R, std::uint16_t, int, C>(p, in, out, stream);
 }
 
 } // namespace apron::cuda
