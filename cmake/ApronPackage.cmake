@@ -4,17 +4,18 @@
 #   lib/cmake/apron/apronConfig*.cmake           find_package(apron): apron::apron (shared), apron::apron_static
 #   lib/pkgconfig/apron.pc                       pkg-config --cflags --libs apron [--static]
 # tests/consumer/ builds a program against an installed copy (CTest: package_consumer).
+# Install components: `runtime` (libapron.so.*) and `development` (the rest), so that a build that installs
+# something else (a Python wheel) can leave them out: cmake --install build --component NAME.
 include(CMakePackageConfigHelpers)
 
 set(APRON_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/apron)
 
 install(TARGETS libapron_shared libapron EXPORT apronTargets
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT development
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/apron DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-  FILES_MATCHING PATTERN "*.hpp")
-install(EXPORT apronTargets NAMESPACE apron:: DESTINATION ${APRON_CMAKE_DIR})
+  COMPONENT development FILES_MATCHING PATTERN "*.hpp")
+install(EXPORT apronTargets NAMESPACE apron:: DESTINATION ${APRON_CMAKE_DIR} COMPONENT development)
 
 # Compatibility follows the SOVERSION (src/CMakeLists.txt): while the version is 0.x a minor release may
 # break the API, so find_package(apron 0.1) accepts 0.1.* only; from 1.0 on, any newer release of the same
@@ -43,7 +44,7 @@ endforeach()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/apronConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/apronConfig.cmake INSTALL_DESTINATION ${APRON_CMAKE_DIR})
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/apronConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/apronConfigVersion.cmake
-  DESTINATION ${APRON_CMAKE_DIR})
+  DESTINATION ${APRON_CMAKE_DIR} COMPONENT development)
 
 # pkg-config: Libs is the shared library; a static link adds Requires.private (the dependencies that have
 # .pc files) and Libs.private (the others). The file is written at install time, so that its prefix is the
@@ -78,5 +79,7 @@ set(APRON_PC_PREFIX "@APRON_PC_PREFIX@")  # kept for the install-time pass
 configure_file(${PROJECT_SOURCE_DIR}/cmake/apron.pc.in ${CMAKE_CURRENT_BINARY_DIR}/apron.pc.in @ONLY)
 install(CODE "
   set(APRON_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
-  configure_file(\"${CMAKE_CURRENT_BINARY_DIR}/apron.pc.in\" \"${CMAKE_CURRENT_BINARY_DIR}/apron.pc\" @ONLY)")
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/apron.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+  configure_file(\"${CMAKE_CURRENT_BINARY_DIR}/apron.pc.in\" \"${CMAKE_CURRENT_BINARY_DIR}/apron.pc\" @ONLY)"
+  COMPONENT development)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/apron.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+  COMPONENT development)
