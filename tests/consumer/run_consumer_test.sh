@@ -7,6 +7,7 @@
 #
 # usage: run_consumer_test.sh BUILD_DIR CXX_COMPILER LIBDIR [GENERATOR]
 #   LIBDIR: CMAKE_INSTALL_LIBDIR of the build (lib, or lib/<triplet> for a /usr prefix).
+#   $CMAKE: the cmake that configured the build (CTest sets it; default: cmake on the PATH).
 # The library is not rebuilt: the install takes what the build made (a full build has made it all).
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -14,6 +15,7 @@ cxx=$2
 libdir=$3
 generator=${4:-}
 consumer=$(cd "$(dirname "$0")" && pwd)
+cmake=${CMAKE:-cmake}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/apron-consumer.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -22,7 +24,7 @@ prefix=$work/prefix
 step() { echo "== consumer: $*"; }
 
 step "install $build into $prefix"
-if ! cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1; then
+if ! "$cmake" --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1; then
   cat "$work/install.log"
   echo "consumer: the install failed; it takes what the build made (build all targets: cmake --build $build)"
   exit 1
@@ -35,11 +37,11 @@ done
 step "CMake: find_package(apron) + target_link_libraries(app apron::apron)"
 generator_args=()
 [ -n "$generator" ] && generator_args=(-G "$generator")
-cmake -S "$consumer" -B "$work/build" "${generator_args[@]}" -DCMAKE_BUILD_TYPE=Release \
+"$cmake" -S "$consumer" -B "$work/build" "${generator_args[@]}" -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON
 grep -q "^apron_DIR:PATH=$prefix/" "$work/build/CMakeCache.txt" ||
   { echo "consumer: find_package(apron) did not take the package under $prefix"; exit 1; }
-cmake --build "$work/build"
+"$cmake" --build "$work/build"
 "$work/build/app"
 "$work/build/app_static"
 # The shared program runs on the installed library, found through the RUNPATH CMake gave it.
