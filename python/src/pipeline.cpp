@@ -2,6 +2,8 @@
 // python/apron/_arrays.py reads them from NumPy's __array_interface__, CuPy's and torch's
 // __cuda_array_interface__ and checks their layout, so this file only builds ImageViews and runs.
 // The GIL is released while apron works.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -112,6 +114,26 @@ void bind_pipeline(nb::module_& m) {
                  const ImageView out{reinterpret_cast<std::byte*>(out_ptr), out_shape, out_pitch,
                                      out_device ? Memory::device : Memory::host};
                  p.run(in, out, run_options(out_type, backend, algorithm, threads, memory_budget, stream));
+             },
+             nb::call_guard<nb::gil_scoped_release>())
+        // The same run `iterations` times in C++ (no Python in the loop): seconds per call, the best of
+        // `repeats` rounds. bench/python_overhead.py subtracts it from a Python call's time.
+        .def("time_run",
+             [](const Pipeline& p, std::uintptr_t in_ptr, int height, int width, int channels, int type, std::size_t in_pitch,
+                std::uintptr_t out_ptr, std::size_t out_pitch, int threads, int iterations, int repeats) {
+                 const ImageShape shape = shape_of(height, width, channels, type);
+                 const ConstImageView in{reinterpret_cast<const std::byte*>(in_ptr), shape, in_pitch, Memory::host};
+                 const ImageView out{reinterpret_cast<std::byte*>(out_ptr), shape, out_pitch, Memory::host};
+                 RunOptions o;
+                 o.backend = Backend::cpu;
+                 o.threads = threads;
+                 double best = 1e300;
+                 for (int r = 0; r < repeats; ++r) {
+                     const auto t0 = std::chrono::steady_clock::now();
+                     for (int k = 0; k < iterations; ++k) p.run(in, out, o);
+                     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iterations);
+                 }
+                 return best;
              },
              nb::call_guard<nb::gil_scoped_release>())
         .def("output_shape",
