@@ -116,17 +116,18 @@ void bind_pipeline(nb::module_& m) {
                  p.run(in, out, run_options(out_type, backend, algorithm, threads, memory_budget, stream));
              },
              nb::call_guard<nb::gil_scoped_release>())
-        // The same run `iterations` times in C++ (no Python in the loop): seconds per call, the best of
-        // `repeats` rounds. bench/python_overhead.py subtracts it from a Python call's time.
+        // The same run `iterations` times in C++ (no Python in the loop): host seconds per call, the best of
+        // `repeats` rounds. bench/python_overhead.py subtracts it from a Python call's time. With device views
+        // and a stream, run() only queues the work, so this times what the host spends per call.
         .def("time_run",
-             [](const Pipeline& p, std::uintptr_t in_ptr, int height, int width, int channels, int type, std::size_t in_pitch,
-                std::uintptr_t out_ptr, std::size_t out_pitch, int threads, int iterations, int repeats) {
+             [](const Pipeline& p, std::uintptr_t in_ptr, bool device, int height, int width, int channels, int type,
+                std::size_t in_pitch, std::uintptr_t out_ptr, std::size_t out_pitch, const std::string& backend, int threads,
+                std::uintptr_t stream, int iterations, int repeats) {
                  const ImageShape shape = shape_of(height, width, channels, type);
-                 const ConstImageView in{reinterpret_cast<const std::byte*>(in_ptr), shape, in_pitch, Memory::host};
-                 const ImageView out{reinterpret_cast<std::byte*>(out_ptr), shape, out_pitch, Memory::host};
-                 RunOptions o;
-                 o.backend = Backend::cpu;
-                 o.threads = threads;
+                 const Memory memory = device ? Memory::device : Memory::host;
+                 const ConstImageView in{reinterpret_cast<const std::byte*>(in_ptr), shape, in_pitch, memory};
+                 const ImageView out{reinterpret_cast<std::byte*>(out_ptr), shape, out_pitch, memory};
+                 const RunOptions o = run_options(-1, backend, "auto", threads, 0, stream);
                  double best = 1e300;
                  for (int r = 0; r < repeats; ++r) {
                      const auto t0 = std::chrono::steady_clock::now();

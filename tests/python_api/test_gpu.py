@@ -67,13 +67,24 @@ def test_cupy_out_and_pitched_view():
     assert int(canvas[:5].sum()) == 0 and int(canvas[:, :10].sum()) == 0
 
 
+SPIN_CYCLES = 200_000_000  # ~0.1 s at 2 GHz: far longer than apron needs, so a run not ordered after it reads zeros
+
+
 def test_cupy_work_is_ordered_on_the_current_stream():
     cp = _cupy()
+    spin_copy = cp.RawKernel(r"""
+    extern "C" __global__ void spin_copy(unsigned char* dst, const unsigned char* src, int n, long long cycles) {
+        const long long t0 = clock64();
+        while (clock64() - t0 < cycles) {}
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) dst[i] = src[i];
+    }""", "spin_copy")
+    host = random_image((512, 512), np.uint8, seed=72, lo=1)
+    src = cp.asarray(host)
+    cp.cuda.Device().synchronize()
     s = cp.cuda.Stream(non_blocking=True)
-    host = random_image((512, 512), np.uint8, seed=72)
     with s:
         d = cp.zeros((512, 512), cp.uint8)
-        d[...] = cp.asarray(host)         # queued on s; apron must see it
+        spin_copy((1,), (256,), (d, src, np.int32(d.size), np.int64(SPIN_CYCLES)))  # queued on s; apron must see it
         got = apron.box(d, width=3)       # queued on s too
         again = apron.box(got, width=3)
     s.synchronize()
@@ -101,10 +112,13 @@ def test_torch_out_and_stream_order():
     host = random_image((256, 256), np.uint8, seed=74)
     s = torch.cuda.Stream()
     out = torch.empty((256, 256), dtype=torch.uint8, device="cuda")
+    src = torch.from_numpy(host).cuda()
+    torch.cuda.synchronize()
     with torch.cuda.stream(s):
         t = torch.zeros((256, 256), dtype=torch.uint8, device="cuda")
-        t.copy_(torch.from_numpy(host).cuda(), non_blocking=True)
-        t.add_(1)                          # a kernel on s just before the call
+        torch.cuda._sleep(SPIN_CYCLES)     # a long kernel on s, then the data, then apron
+        t.copy_(src)
+        t.add_(1)
         got = apron.erode(t, se="cross:5x5", out=out)
     s.synchronize()
     assert got is out
