@@ -45,10 +45,12 @@ class Op:
     """One configured operation: a registry spec plus any NumPy masks. apron.op(name, **params) makes one;
     Pipeline takes them (or plain spec strings)."""
 
-    __slots__ = ("name", "spec", "masks")
+    __slots__ = ("name", "spec", "masks", "cacheable")
 
     def __init__(self, name: str, spec: str, masks: dict):
         self.name, self.spec, self.masks = name, spec, masks
+        # Specs naming files (mask=FILE, se=FILE) are compiled afresh each time: the file may change.
+        self.cacheable = not masks and not names_file(spec)
 
     def __repr__(self):
         return f"apron.Op({self.spec!r})"
@@ -83,6 +85,16 @@ def _text(name: str, kind: str, value, op: str) -> str:
     if "," in text:
         raise ValueError(f"{op}: {name}: '{text}' contains ',' (apron's op text separates parameters with commas)")
     return text
+
+
+def names_file(spec: str) -> bool:
+    """Whether an op text reads a file when compiled (ops.hpp names_file: mask=FILE, se=FILE but not se=shape:N)."""
+    _, _, params = spec.partition(":")
+    for item in params.split(","):
+        key, _, value = item.partition("=")
+        if key == "mask" or (key == "se" and ":" not in value):
+            return True
+    return False
 
 
 class OpSpec:
@@ -124,9 +136,9 @@ _compiled: dict = {}
 
 
 def compiled(ops) -> "_apron.Pipeline":
-    """The _apron.Pipeline of a list of Op objects; pipelines without array masks are cached by spec text."""
+    """The _apron.Pipeline of a list of Op objects; pipelines without array masks or files are cached by text."""
     key = tuple(op.spec for op in ops)
-    if not any(op.masks for op in ops):
+    if all(op.cacheable for op in ops):
         p = _compiled.get(key)
         if p is None:
             if len(_compiled) >= _CACHE_LIMIT:
@@ -197,13 +209,35 @@ def make_function(info: dict, run):
         if name in RUN_KEYWORDS or not name.isidentifier() or keyword.iskeyword(name) or name == "img":
             raise RuntimeError(f"apron: operation {info['name']}: parameter '{name}' cannot be a Python keyword argument")
     fname = _python_name(info["name"])
+    names = [n for n, _ in positional + keywords]
     args = ["img"] + [n for n, _ in positional] + ["*"] + [f"{n}=_d[{n!r}]" for n, _ in keywords] + [
         "out=None", "out_type=None", "backend='auto'", "algorithm='auto'", "threads=0", "memory_budget=0"]
-    values = ", ".join(f"{n!r}: {n}" for n, _ in positional + keywords)
+    values = "(" + "".join(f"{n}, " for n in names) + ")"
+    # Warm calls find their compiled pipeline by the values and their types (3 and 3.0 hash alike but are
+    # different op texts); arrays (unhashable) and first calls take _lookup.
     source = (f"def {fname}({', '.join(args)}):\n"
-              f"    op = _spec.make({{{values}}})\n"
-              f"    return _run(_compiled([op]), img, out, out_type, backend, algorithm, threads, memory_budget)\n")
-    scope = {"_d": dict(keywords), "_spec": spec, "_run": run, "_compiled": compiled}
+              f"    v = {values}\n"
+              f"    try:\n"
+              f"        p = _warm[v, tuple(map(type, v))]\n"
+              f"    except (KeyError, TypeError):\n"
+              f"        p = _lookup(v)\n"
+              f"    return _run(p, img, out, out_type, backend, algorithm, threads, memory_budget)\n")
+    warm: dict = {}
+
+    def lookup(v):
+        op = spec.make(dict(zip(names, v)))
+        p = compiled([op])
+        if not op.cacheable:
+            return p
+        try:
+            if len(warm) >= _CACHE_LIMIT:
+                warm.clear()
+            warm[v, tuple(map(type, v))] = p
+        except TypeError:  # unhashable values (lists): not cached
+            pass
+        return p
+
+    scope = {"_d": dict(keywords), "_warm": warm, "_lookup": lookup, "_run": run}
     exec(source, scope)
     fn = scope[fname]
     fn.__doc__ = docstring(info)

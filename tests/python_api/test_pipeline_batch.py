@@ -69,3 +69,26 @@ def test_batch_reports_failures_and_refuses_bad_runs(tmp_path):
         apron.batch([], tmp_path / "o3", ["box"])
     with pytest.raises(ValueError, match="inputs_as"):
         apron.batch(tmp_path / "in", tmp_path / "o4", ["box"], inputs_as="zip")
+
+
+def test_mask_files_are_read_at_each_call_not_cached(tmp_path):
+    img = random_image((8, 9), np.float32, seed=53)
+    path = tmp_path / "m.kernel"
+    path.write_text("1 1\n2\n")
+    assert_equal_images(apron.correlate(img, str(path)), img * 2)
+    path.write_text("1 1\n3\n")
+    assert_equal_images(apron.correlate(img, str(path)), img * 3)
+    assert_equal_images(apron.Pipeline([f"correlate:mask={path}"]).run(img), img * 3)
+    se = tmp_path / "e.se"
+    se.write_text("3 1\n1 1 1\n")
+    a = apron.dilate(img, se=str(se))
+    se.write_text("1 1\n1\n")
+    assert_equal_images(apron.dilate(img, se=str(se)), img)
+    assert not np.array_equal(a, img)
+
+
+def test_warm_function_calls_tell_int_from_float():
+    img = random_image((8, 9), np.uint8, seed=54)
+    apron.box(img, width=3)
+    with pytest.raises(ValueError, match="not an integer"):
+        apron.box(img, width=3.0)
