@@ -21,6 +21,8 @@ def cuda_status() -> str:
 def parse_memory_size(arg: str, /) -> int:
     """bytes from '4G', '512M', '75%' (of physical memory) or a plain number"""
 
+def data_pointer(arg: object, /) -> int: ...
+
 def operations() -> list:
     """
     the op registry: one dict per operation (name, category, summary, details, params, examples)
@@ -32,6 +34,8 @@ class Pipeline:
     def specs(self) -> list[str]: ...
 
     def run(self, arg0: int, arg1: bool, arg2: int, arg3: int, arg4: int, arg5: int, arg6: int, arg7: int, arg8: bool, arg9: int, arg10: int, arg11: str, arg12: str, arg13: int, arg14: int, arg15: int, /) -> None: ...
+
+    def time_run(self, arg0: int, arg1: bool, arg2: int, arg3: int, arg4: int, arg5: int, arg6: int, arg7: int, arg8: int, arg9: str, arg10: int, arg11: int, arg12: int, arg13: int, /) -> float: ...
 
     def output_shape(self, arg0: int, arg1: int, arg2: int, arg3: int, arg4: int, /) -> tuple[int, int, int, int]: ...
 

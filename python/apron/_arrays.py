@@ -86,7 +86,7 @@ def _numpy_view(a, what, writable):
     if code is None:
         raise TypeError(f"{what}: dtype {a.dtype} is not supported (apron takes {_SUPPORTED}; convert with .astype())")
     h, w, c, pitch = _layout(a.shape, a.strides, a.itemsize, what)
-    ptr = a.__array_interface__["data"][0]
+    ptr = _apron.data_pointer(a)
     if ptr % a.itemsize:
         raise ValueError(f"{what}: data is not aligned to its {a.itemsize}-byte pixels")
     if writable and not a.flags.writeable:
