@@ -150,6 +150,8 @@ def view_of(a, what: str = "img", writable: bool = False) -> View:
             a = cupy.ascontiguousarray(a)
         return _device_view(a, "CuPy", what, writable)
     if kind == "torch":
+        if a.requires_grad and not writable:
+            a = a.detach()  # the same memory; apron's result is outside autograd's graph anyway
         return _device_view(a, "torch", what, writable)
     if kind == "torch-cpu":
         raise TypeError(f"{what}: a torch CPU tensor; pass tensor.numpy() (no copy) or a CUDA tensor")
@@ -220,8 +222,8 @@ def run(pipeline, img, out=None, out_type=None, backend="auto", algorithm="auto"
         raise ValueError(f"out: shape {tuple(dst.shape)} but the result is {tuple(src.shape)}")
     budget = memory_size(memory_budget)
     if src.device:
-        if dst.array.device != src.array.device:
-            raise ValueError(f"out: on {dst.array.device} but img is on {src.array.device}")
+        if device_index(dst) != device_index(src):
+            raise ValueError(f"out: on CUDA device {device_index(dst)} but img is on CUDA device {device_index(src)}")
         with DeviceContext(src) as ctx:
             pipeline.run(src.ptr, True, src.height, src.width, src.channels, src.code, src.pitch, dst.ptr, True,
                          dst.code, dst.pitch, backend, algorithm, threads, budget, ctx.stream)
@@ -229,6 +231,10 @@ def run(pipeline, img, out=None, out_type=None, backend="auto", algorithm="auto"
         pipeline.run(src.ptr, False, src.height, src.width, src.channels, src.code, src.pitch, dst.ptr, False,
                      dst.code, dst.pitch, backend, algorithm, threads, budget, 0)
     return out
+
+
+def device_index(v: View) -> int:
+    return v.array.device.id if v.kind == "CuPy" else v.array.device.index
 
 
 def dst_dtype(v: View):

@@ -19,7 +19,7 @@ import numbers
 
 import numpy as np
 
-from . import _apron, _arrays
+from . import _apron
 
 # Keywords every operation takes besides its own parameters (how to run it).
 RUN_KEYWORDS = ("out", "out_type", "backend", "algorithm", "threads", "memory_budget")

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
 
 from . import _apron, _arrays, _ops
 

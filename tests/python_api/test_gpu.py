@@ -142,3 +142,13 @@ def test_two_devices():
         got = apron.gaussian(d1, 1.5)  # runs on d1's device whatever the current one
     assert got.device.id == 1
     assert_equal_images(cp.asnumpy(got), apron.gaussian(host, 1.5, backend="cpu"), "device 1")
+
+
+def test_torch_tensor_requiring_grad_is_read_and_out_on_another_device_refused():
+    torch = _torch()
+    host = random_image((20, 30), np.float32, seed=76)
+    t = torch.from_numpy(host).cuda().requires_grad_(True)
+    assert_f32_close(apron.box(t).cpu().numpy(), apron.box(host).astype(np.float64), 10 * float(np.abs(host).max()), "grad")
+    if torch.cuda.device_count() > 1:
+        with pytest.raises(ValueError, match="CUDA device 1 but img is on CUDA device 0"):
+            apron.box(t.detach(), out=torch.empty((20, 30), device="cuda:1"))
