@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 jobs=$(nproc)
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DAPRON_PYTHON=ON >/dev/null
+# The extension is built for the python3 that runs the tests (and that install-deps gave nanobind).
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DAPRON_PYTHON=ON -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
 cmake --build build -j"$jobs"
 
 if [ "${APRON_SKIP_SANITIZERS:-0}" != 1 ]; then
