@@ -30,7 +30,8 @@ out : array, optional
 out_type : dtype or str, optional
     Output pixel type: numpy.uint8 / 'u8', uint16 / 'u16', float32 / 'f32'. Default: img's dtype.
 backend : str
-    'auto' (CUDA for device arrays, the fastest for host arrays), 'cpu', 'reference' or 'cuda'.
+    'auto' (CUDA where this build and machine have it, NumPy arrays then copied up and down; else the
+    CPU), 'cpu', 'reference' or 'cuda'. Device arrays need CUDA.
 algorithm : str
     Force a path on every linear step: 'auto', 'direct', 'separable', 'low-rank', 'fft' or 'tensor'.
 threads : int

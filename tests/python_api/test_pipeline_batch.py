@@ -92,3 +92,18 @@ def test_warm_function_calls_tell_int_from_float():
     apron.box(img, width=3)
     with pytest.raises(ValueError, match="not an integer"):
         apron.box(img, width=3.0)
+
+
+def test_batch_output_directory_that_cannot_be_made_is_an_os_error(tmp_path):
+    _images(tmp_path / "in", 1)
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(OSError, match="cannot create the output directory"):
+        apron.batch(tmp_path / "in", tmp_path / "afile" / "sub", ["box"], progress=False)
+
+
+def test_batch_progress_bar_on_request(tmp_path, capfd):
+    _images(tmp_path / "in", 2)
+    apron.batch(tmp_path / "in", tmp_path / "out", ["box"], progress=True)
+    assert capfd.readouterr().err  # the CLI's bar, drawn on stderr
+    apron.batch(tmp_path / "in", tmp_path / "out2", ["box"], progress=False)
+    assert capfd.readouterr().err == ""
