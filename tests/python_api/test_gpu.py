@@ -45,8 +45,11 @@ def test_cupy_zero_copy_equals_cpu(dtype, shape):
     host = random_image(shape, dtype, seed=70)
     d = cp.asarray(host)
     p = apron.Pipeline(OPS)
+    pool = cp.get_default_memory_pool()
+    used = pool.used_bytes()
     got = p.run(d)
     assert isinstance(got, cp.ndarray) and got.device.id == d.device.id
+    assert pool.used_bytes() >= used + got.nbytes  # the result came from CuPy's device pool
     assert _is_device_pointer(cp, got.data.ptr) and got.data.ptr != d.data.ptr
     expected = p.run(host, backend="cpu")
     if dtype == np.float32:
