@@ -62,6 +62,10 @@ struct OpProgram {
 
 // ---- the registry -------------------------------------------------------------------------------
 
+// Masks and structuring elements given as weights rather than as text (the Python bindings' NumPy arrays),
+// keyed by parameter name. The spec keeps a value for such a parameter only to name it in messages.
+using GivenMasks = std::map<std::string, Mask>;
+
 enum class ParamKind : unsigned char { number, integer, text, border, normalise, mask, element, vector, choice };
 
 // Numbers that become pixel values or factors of them (value, scale, delta, separable weights) are kept
@@ -101,6 +105,8 @@ public:
     // "--op <op>: <param>: <problem>"
     [[noreturn]] void fail(const std::string& name, const std::string& problem) const;
     const std::string& op() const { return op_; }
+    // mask() and element() return these instead of reading the parameter's text (not owned; may be null).
+    void use_given_masks(const GivenMasks* given) { given_ = given; }
     // The parameters read so far (by any accessor but has()), in the order first read.
     const std::vector<std::string>& parameters_read() const { return read_; }
 
@@ -111,6 +117,7 @@ private:
     std::map<std::string, std::string> values_;
     const std::vector<ParamSpec>* specs_;
     mutable std::vector<std::string> read_;
+    const GivenMasks* given_ = nullptr;
 };
 
 struct OpInfo {
@@ -130,6 +137,9 @@ const OpInfo* find_operation(std::string_view name);
 
 // "NAME[:key=value,key=value...]" -> validated program; throws apron::Error naming the op and parameter.
 OpProgram parse_operation(std::string_view spec);
+// The same, with `given` standing for the mask and element parameters it names (checked as their text
+// forms are: element weights 0 or 1 with one set).
+OpProgram parse_operation(std::string_view spec, const GivenMasks& given);
 
 // op.build(args), with any apron::Error from inside it (a Mask, a structuring element, a mask file) re-thrown
 // as "--op SPEC: <the parameters it had read>: <message>" unless the message already starts "--op SPEC: ".
@@ -153,5 +163,7 @@ bool names_file(std::string_view key, std::string_view value);
 // NxN), "disk:R" (the Euclidean disk x^2 + y^2 <= R^2 on -R..R, scikit-image's morphology.disk) or a file
 // of 0/1 weights. Sides 1..max_mask_side, so R <= (max_mask_side - 1) / 2.
 Mask structuring_element(std::string_view spec);
+// `m` checked as a structuring element (weights 0 or 1, at least one 1); `source` names it in the error.
+Mask checked_element(Mask m, const std::string& source);
 
 } // namespace apron

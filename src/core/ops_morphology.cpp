@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <utility>
 
 #include "apron/errors.hpp"
 #include "core/number_text.hpp"
@@ -181,13 +182,16 @@ Mask structuring_element(std::string_view spec) {
     if (colon != std::string::npos && !std::ifstream(s))
         throw Error("structuring element '" + s + "': unknown shape '" + shape +
                     "' (use rect:WxH, cross:WxH, ellipse:WxH, disk:R or a mask file)");
-    Mask m = read_mask_file(s);
+    return checked_element(read_mask_file(s), s);
+}
+
+Mask checked_element(Mask m, const std::string& source) {
     bool any = false;
-    for (double& v : m.weights) {
-        if (v != 0 && v != 1) throw Error(s + ": structuring element weights must be 0 or 1");
+    for (const double v : std::as_const(m.weights)) {  // const: no copy of a shared table
+        if (v != 0 && v != 1) throw Error(source + ": structuring element weights must be 0 or 1");
         any = any || v != 0;
     }
-    if (!any) throw Error(s + ": structuring element has no cell set to 1");
+    if (!any) throw Error(source + ": structuring element has no cell set to 1");
     return m;
 }
 

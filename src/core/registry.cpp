@@ -129,16 +129,22 @@ Normalise OpArgs::normalise(const std::string& name) const {
 }
 
 Mask OpArgs::mask(const std::string& name) const {
+    const std::string& text = raw(name);
+    if (given_)
+        if (const auto it = given_->find(name); it != given_->end()) return it->second;
     try {
-        return read_mask_file(raw(name));
+        return read_mask_file(text);
     } catch (const Error& e) {
         fail(name, e.what());
     }
 }
 
 Mask OpArgs::element(const std::string& name) const {
+    const std::string& text = raw(name);
     try {
-        return structuring_element(raw(name));
+        if (given_)
+            if (const auto it = given_->find(name); it != given_->end()) return checked_element(it->second, text);
+        return structuring_element(text);
     } catch (const Error& e) {
         fail(name, e.what());
     }
@@ -208,7 +214,9 @@ bool names_file(std::string_view key, std::string_view value) {
     return key == "mask" || (key == "se" && value.find(':') == std::string_view::npos);
 }
 
-OpProgram parse_operation(std::string_view spec) {
+OpProgram parse_operation(std::string_view spec) { return parse_operation(spec, GivenMasks{}); }
+
+OpProgram parse_operation(std::string_view spec, const GivenMasks& given) {
     const std::string text(spec);
     const OperationText op = split_operation(text);
     const std::string& name = op.name;
@@ -257,7 +265,9 @@ OpProgram parse_operation(std::string_view spec) {
         default: break;  // masks, elements and vectors are checked when the builder reads them
         }
     }
-    OpProgram program = build_operation(*info, OpArgs(text, values, &info->params));
+    OpArgs args(text, values, &info->params);
+    args.use_given_masks(&given);
+    OpProgram program = build_operation(*info, args);
     program.spec = text;
     return program;
 }

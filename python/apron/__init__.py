@@ -1,0 +1,36 @@
+"""apron: image convolution and morphology at the hardware's limit, from Python.
+
+    import numpy as np, apron
+    img = np.random.randint(0, 256, (480, 640, 3), dtype=np.uint8)
+    blurred = apron.gaussian(img, 2.0)                      # scipy.ndimage-style, same dtype out
+    edges = apron.sobel(img, dx=1, out_type="f32")
+    opened = apron.open(img, se="disk:5")
+    p = apron.Pipeline(["gaussian:sigma=2", "dilate:se=ellipse:7x7"]); out = p.run(img)
+
+Every operation of apron's registry is a function here (apron.operations() lists them); NumPy arrays run
+on the CPU, CuPy arrays and torch CUDA tensors on the GPU without copies, on the caller's current stream.
+Errors: ValueError (parameters, shapes, layouts), TypeError (dtypes, array kinds), OSError (files),
+MemoryError (the memory budget). See docs/python.md.
+"""
+from __future__ import annotations
+
+from . import _apron, _arrays, _ops
+from ._ops import Op, op
+from ._pipeline import Pipeline, batch, info, plan
+
+__version__ = _apron.__version__
+
+
+def _run(pipeline, img, out, out_type, backend, algorithm, threads, memory_budget):
+    return _arrays.run(pipeline, img, out, out_type, backend, algorithm, threads, memory_budget)
+
+
+def operations() -> list:
+    """The op registry as data: one dict per operation (name, category, summary, details, params, examples)."""
+    return [dict(o) for o in _ops.all_operations()]
+
+
+_functions = _ops.make_all(_run)
+globals().update(_functions)
+
+__all__ = ["Op", "Pipeline", "batch", "info", "op", "operations", "plan", *sorted(_functions)]

@@ -1,0 +1,250 @@
+"""Arrays in and out: NumPy (host), CuPy and torch CUDA tensors (device, zero-copy).
+
+apron reads and writes an image through a view: a pointer, H x W x C, a pixel type and a row pitch in
+bytes (include/apron/image.hpp). So an array is taken as it is when its pixels are contiguous within each
+row (channels interleaved) and its rows are any whole number of bytes apart (a crop of a larger image, a
+pitched buffer). Other layouts are refused with a ValueError that says how to convert; the one exception
+is negative strides (``a[::-1]``, ``a[:, ::-1]``): such an input is copied into a C-contiguous array first
+(a view cannot express it), and an ``out=`` array with negative strides is refused.
+
+CuPy and torch are imported only when such an array is passed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _apron
+
+# apron's PixelType codes (u8, u16, f32) by NumPy dtype and by __cuda_array_interface__ typestr.
+_CODE_OF_DTYPE = {np.dtype(np.uint8): 0, np.dtype(np.uint16): 1, np.dtype(np.float32): 2}
+_CODE_OF_TYPESTR = {"|u1": 0, "<u2": 1, "<f4": 2}
+_DTYPE_OF_CODE = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32))
+_ITEMSIZE = (1, 2, 4)
+_TYPE_NAMES = {"u8": 0, "uint8": 0, "u16": 1, "uint16": 1, "f32": 2, "float32": 2}
+_SUPPORTED = "uint8, uint16 or float32"
+
+
+def type_code(out_type, what: str = "out_type") -> int:
+    """-1 for None (the input's type), else apron's code for a NumPy/torch dtype or a name ('u8', 'f32')."""
+    if out_type is None:
+        return -1
+    if isinstance(out_type, str):
+        code = _TYPE_NAMES.get(out_type)
+    else:
+        try:
+            code = _CODE_OF_DTYPE.get(np.dtype(out_type))
+        except TypeError:
+            code = _TYPE_NAMES.get(str(out_type).replace("torch.", ""))
+    if code is None:
+        raise TypeError(f"{what}: {out_type!r} is not a pixel type apron writes ({_SUPPORTED}, or 'u8', 'u16', 'f32')")
+    return code
+
+
+class View:
+    """One array as apron sees it."""
+
+    __slots__ = ("array", "kind", "ptr", "device", "height", "width", "channels", "code", "pitch", "shape")
+
+    def __init__(self, array, kind, ptr, device, height, width, channels, code, pitch, shape):
+        self.array, self.kind, self.ptr, self.device = array, kind, ptr, device
+        self.height, self.width, self.channels, self.code, self.pitch, self.shape = height, width, channels, code, pitch, shape
+
+
+def _layout(shape, strides, itemsize, what):
+    """(height, width, channels, pitch) of an array whose strides (bytes) apron can read without a copy."""
+    nd = len(shape)
+    if nd == 2:
+        (h, w), c = shape, 1
+        sy, sx = strides
+        sc = itemsize
+    elif nd == 3:
+        h, w, c = shape
+        sy, sx, sc = strides
+        if not 1 <= c <= 4:
+            raise ValueError(f"{what}: {c} channels (shape {tuple(shape)}); apron takes 1 to 4 (H x W x C)")
+    else:
+        raise ValueError(f"{what}: a {nd}-D array of shape {tuple(shape)}; apron takes H x W or H x W x C (C 1 to 4)")
+    if h == 0 or w == 0:
+        raise ValueError(f"{what}: an empty array of shape {tuple(shape)}; apron needs at least one pixel")
+    row = w * c * itemsize
+    if (c > 1 and sc != itemsize) or (w > 1 and sx != c * itemsize):
+        raise ValueError(
+            f"{what}: pixels are not contiguous within a row (shape {tuple(shape)}, strides {tuple(strides)} bytes); "
+            f"apron takes rows of interleaved channels at any row pitch: pass np.ascontiguousarray(...) (or the "
+            f"array library's equivalent) to convert")
+    pitch = sy if h > 1 else row
+    if pitch < row:
+        raise ValueError(f"{what}: rows overlap or run backwards (shape {tuple(shape)}, strides {tuple(strides)} bytes); "
+                         f"pass a C-contiguous copy")
+    if pitch % itemsize:
+        raise ValueError(f"{what}: row pitch {pitch} bytes is not a multiple of the pixel size {itemsize}")
+    return h, w, c, pitch
+
+
+def _numpy_view(a, what, writable):
+    code = _CODE_OF_DTYPE.get(a.dtype)
+    if code is None:
+        raise TypeError(f"{what}: dtype {a.dtype} is not supported (apron takes {_SUPPORTED}; convert with .astype())")
+    h, w, c, pitch = _layout(a.shape, a.strides, a.itemsize, what)
+    ptr = _apron.data_pointer(a)
+    if ptr % a.itemsize:
+        raise ValueError(f"{what}: data is not aligned to its {a.itemsize}-byte pixels")
+    if writable and not a.flags.writeable:
+        raise ValueError(f"{what}: the array is read-only")
+    return View(a, "numpy", ptr, False, h, w, c, code, pitch, a.shape)
+
+
+def _device_view(a, kind, what, writable):
+    cai = a.__cuda_array_interface__
+    code = _CODE_OF_TYPESTR.get(cai["typestr"])
+    if code is None:
+        raise TypeError(f"{what}: dtype {a.dtype} is not supported (apron takes {_SUPPORTED})")
+    shape = tuple(cai["shape"])
+    itemsize = _ITEMSIZE[code]
+    strides = cai.get("strides")
+    if strides is None:  # C-contiguous
+        strides = tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) * itemsize for k in range(len(shape)))
+    h, w, c, pitch = _layout(shape, strides, itemsize, what)
+    ptr, readonly = cai["data"]
+    if writable and readonly:
+        raise ValueError(f"{what}: the array is read-only")
+    if not _apron.has_cuda:
+        raise ValueError(f"{what}: a {kind} array in GPU memory, but this apron was built without its CUDA backend "
+                         f"(reinstall with the CUDA toolkit present, or pass a NumPy array)")
+    return View(a, kind, ptr, True, h, w, c, code, pitch, shape)
+
+
+def _kind(a) -> str:
+    if isinstance(a, np.ndarray):
+        return "numpy"
+    module = type(a).__module__ or ""
+    if module.startswith("cupy"):
+        return "cupy"
+    if module.startswith("torch"):
+        return "torch" if getattr(a, "is_cuda", False) else "torch-cpu"
+    return "other"
+
+
+def _has_negative_strides(a, kind) -> bool:
+    if kind == "torch":
+        return any(s < 0 for s in a.stride())  # torch has none today; kept for completeness
+    return any(s < 0 for s in a.strides)
+
+
+def view_of(a, what: str = "img", writable: bool = False) -> View:
+    """The view of an input (writable=False: negative strides are copied) or of an out= array (writable=True:
+    refused)."""
+    kind = _kind(a)
+    if kind == "numpy":
+        if a.size and _has_negative_strides(a, kind):
+            if writable:
+                raise ValueError(f"{what}: negative strides (strides {a.strides}); pass an array with positive strides")
+            a = np.ascontiguousarray(a)
+        return _numpy_view(a, what, writable)
+    if kind == "cupy":
+        if a.size and _has_negative_strides(a, kind):
+            if writable:
+                raise ValueError(f"{what}: negative strides (strides {a.strides}); pass an array with positive strides")
+            import cupy
+
+            a = cupy.ascontiguousarray(a)
+        return _device_view(a, "CuPy", what, writable)
+    if kind == "torch":
+        if a.requires_grad and not writable:
+            a = a.detach()  # the same memory; apron's result is outside autograd's graph anyway
+        return _device_view(a, "torch", what, writable)
+    if kind == "torch-cpu":
+        raise TypeError(f"{what}: a torch CPU tensor; pass tensor.numpy() (no copy) or a CUDA tensor")
+    raise TypeError(f"{what}: {type(a).__module__}.{type(a).__qualname__} is not an image array "
+                    f"(apron takes NumPy arrays, CuPy arrays and torch CUDA tensors)")
+
+
+def allocate_like(src: View, code: int):
+    """A new C-contiguous array for the result: the input's kind, device and dimensions, pixel type `code`."""
+    shape = src.shape
+    if src.kind == "numpy":
+        return np.empty(shape, _DTYPE_OF_CODE[code])
+    if src.kind == "CuPy":
+        import cupy
+
+        with cupy.cuda.Device(src.array.device.id):
+            return cupy.empty(shape, _DTYPE_OF_CODE[code])
+    import torch
+
+    dtype = (torch.uint8, getattr(torch, "uint16", None), torch.float32)[code]
+    if dtype is None:
+        raise TypeError("out_type: this torch has no uint16 tensors (torch >= 2.3 has them)")
+    return torch.empty(shape, dtype=dtype, device=src.array.device)
+
+
+class DeviceContext:
+    """The array's device made current and the caller's current stream on it, for the length of a run."""
+
+    __slots__ = ("view", "guard", "stream")
+
+    def __init__(self, view: View):
+        self.view, self.guard, self.stream = view, None, 0
+
+    def __enter__(self):
+        a = self.view.array
+        if self.view.kind == "CuPy":
+            import cupy
+
+            self.guard = cupy.cuda.Device(a.device.id)
+            self.guard.__enter__()
+            self.stream = cupy.cuda.get_current_stream().ptr
+        else:
+            import torch
+
+            self.guard = torch.cuda.device(a.device)
+            self.guard.__enter__()
+            self.stream = torch.cuda.current_stream(a.device).cuda_stream
+        return self
+
+    def __exit__(self, *exc):
+        return self.guard.__exit__(*exc)
+
+
+def run(pipeline, img, out=None, out_type=None, backend="auto", algorithm="auto", threads=0, memory_budget=0):
+    """Runs a compiled _apron.Pipeline on one array; returns the result array (`out` when given)."""
+    src = view_of(img, "img")
+    code = type_code(out_type)
+    if out is None:
+        if code < 0:
+            code = src.code
+        out = allocate_like(src, code)
+    dst = view_of(out, "out", writable=True)
+    if dst.kind != src.kind:
+        raise ValueError(f"out: a {dst.kind} array for a {src.kind} input; out must be the same kind of array as img")
+    if code >= 0 and code != dst.code:
+        raise ValueError(f"out: dtype {dst_dtype(dst)} but out_type asks for {_DTYPE_OF_CODE[code]}")
+    if (dst.height, dst.width, dst.channels) != (src.height, src.width, src.channels):
+        raise ValueError(f"out: shape {tuple(dst.shape)} but the result is {tuple(src.shape)}")
+    budget = memory_size(memory_budget)
+    if src.device:
+        if device_index(dst) != device_index(src):
+            raise ValueError(f"out: on CUDA device {device_index(dst)} but img is on CUDA device {device_index(src)}")
+        with DeviceContext(src) as ctx:
+            pipeline.run(src.ptr, True, src.height, src.width, src.channels, src.code, src.pitch, dst.ptr, True,
+                         dst.code, dst.pitch, backend, algorithm, threads, budget, ctx.stream)
+    else:
+        pipeline.run(src.ptr, False, src.height, src.width, src.channels, src.code, src.pitch, dst.ptr, False,
+                     dst.code, dst.pitch, backend, algorithm, threads, budget, 0)
+    return out
+
+
+def device_index(v: View) -> int:
+    return v.array.device.id if v.kind == "CuPy" else v.array.device.index
+
+
+def dst_dtype(v: View):
+    return _DTYPE_OF_CODE[v.code]
+
+
+def memory_size(budget) -> int:
+    """Bytes from an int (0: the default budget) or a text such as '4G' or '75%' (apron/memory.hpp)."""
+    if isinstance(budget, str):
+        return _apron.parse_memory_size(budget)
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
+        raise TypeError(f"memory_budget: {budget!r} is not a number of bytes (int >= 0) or a size such as '4G'")
+    return int(budget)

@@ -1,0 +1,98 @@
+// apron.batch(): many image files through one pipeline (include/apron/batch.hpp), with the inputs resolved
+// and the outputs named exactly as `apron batch` does (a job file, list file, directory or glob; the
+// --name pattern and --format). The progress bar is the CLI's, drawn on stderr when asked.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "apron/batch.hpp"
+#include "apron/errors.hpp"
+#include "batch/inputs.hpp"
+#include "batch/naming.hpp"
+#include "bindings.hpp"
+
+namespace apron::python {
+
+namespace {
+
+batch::InputKind input_kind(const std::string& name) {
+    if (name == "auto") return batch::InputKind::automatic;
+    if (name == "job") return batch::InputKind::job;
+    if (name == "list") return batch::InputKind::list;
+    if (name == "dir") return batch::InputKind::directory;
+    if (name == "glob") return batch::InputKind::glob;
+    fail("inputs_as", "'" + name + "' is not auto, job, list, dir or glob");
+}
+
+nb::dict report_dict(const BatchReport& r) {
+    nb::dict d;
+    d["done"] = r.done;
+    d["skipped"] = r.skipped;
+    d["failed"] = r.failed;
+    nb::list failures;
+    for (const auto& f : r.failures) failures.append(nb::make_tuple(f.input, f.message));
+    d["failures"] = failures;
+    d["pixels"] = r.pixels;
+    d["seconds"] = r.seconds;
+    d["summary"] = r.summary;
+    d["workers"] = r.workers;
+    return d;
+}
+
+} // namespace
+
+void bind_batch(nb::module_& m) {
+    m.def("batch",
+          [](const Pipeline& pipeline, const std::vector<std::string>& inputs, const std::string& inputs_as,
+             const std::string& output_dir, const std::string& name, const std::string& format, int out_type,
+             const std::string& backend, const std::string& algorithm, int threads,
+             int io_threads, std::uint64_t memory_budget, bool resume, bool progress) {
+              BatchOptions o;
+              o.pipeline = pipeline;
+              o.run = run_options(out_type, backend, algorithm, threads, memory_budget, 0);
+              const RunOptions& run = o.run;
+              o.io_threads = io_threads;
+              o.memory_budget = memory_budget;
+              o.read.memory_budget = memory_budget;
+              o.run.memory_budget = memory_budget;
+              const batch::InputSet set = batch::resolve_inputs(inputs, input_kind(inputs_as));
+              batch::OutputNaming naming;
+              naming.directory = output_dir;
+              naming.pattern = name;
+              if (!format.empty()) {
+                  naming.format = batch::parse_format(format);
+                  if (!naming.format) fail("format", "'" + format + "' is not png, pgm, ppm, pfm, jpg or tif");
+              }
+              const std::vector<std::string> outputs = batch::output_paths(set.items, naming);
+              std::vector<BatchItem> items;
+              for (std::size_t i = 0; i < set.items.size(); ++i)
+                  items.push_back({set.items[i].path, outputs[i], set.items[i].pad_x, set.items[i].pad_y});
+              if (set.job) {
+                  o.bits = set.job->bits;
+                  o.max_width = set.job->max_width;
+                  o.max_height = set.job->max_height;
+              }
+              o.output_dir = output_dir;
+              // What the outputs depend on, for resume: the operations and the run's type and algorithm.
+              o.fingerprint = "python";
+              for (const auto& op : pipeline.operations()) o.fingerprint += " --op " + op.spec;
+              if (run.out_type) o.fingerprint += std::string(" --out-type ") + to_string(*run.out_type);
+              o.fingerprint += std::string(" --algo ") + to_string(run.algorithm);
+              o.resume = resume;
+              o.progress = progress;
+              BatchReport report;
+              {
+                  nb::gil_scoped_release unlocked;
+                  report = run_batch(items, o);
+              }
+              nb::dict d = report_dict(report);
+              d["total"] = items.size();
+              return d;
+          });
+}
+
+} // namespace apron::python

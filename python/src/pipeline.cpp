@@ -1,0 +1,159 @@
+// apron::Pipeline for Python. Arrays arrive as raw views (pointer, shape, row pitch, host or device memory):
+// python/apron/_arrays.py reads them from NumPy's __array_interface__, CuPy's and torch's
+// __cuda_array_interface__ and checks their layout, so this file only builds ImageViews and runs.
+// The GIL is released while apron works.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "apron/errors.hpp"
+#include "apron/pipeline.hpp"
+#include "bindings.hpp"
+
+namespace apron::python {
+
+namespace {
+
+using MaskArray = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+using MaskArrays = std::map<std::string, MaskArray>;
+
+// A NumPy mask (float64, H x W) as an apron::Mask; `what` names it ("--op SPEC: mask") in errors.
+Mask mask_of(const MaskArray& a, const std::string& what) {
+    const auto h = a.shape(0), w = a.shape(1);
+    if (w < 1 || h < 1 || w > std::size_t(max_mask_side) || h > std::size_t(max_mask_side))
+        fail(what, "the array is " + std::to_string(h) + "x" + std::to_string(w) + " (rows x columns); each side must be 1.." +
+                       std::to_string(max_mask_side));
+    std::vector<double> weights(a.data(), a.data() + w * h);
+    for (std::size_t k = 0; k < weights.size(); ++k)
+        if (!std::isfinite(weights[k]))
+            fail(what, "weight at row " + std::to_string(k / w) + ", column " + std::to_string(k % w) + " is not finite");
+    return Mask(int(w), int(h), std::move(weights));
+}
+
+Backend backend_of(const std::string& name) {
+    const auto b = parse_backend(name);
+    if (!b) fail("backend", "unknown backend '" + name + "' (use auto, cpu, reference or cuda)");
+    return *b;
+}
+
+Algorithm algorithm_of(const std::string& name) {
+    const auto a = parse_algorithm(name);
+    if (!a) fail("algorithm", "unknown algorithm '" + name + "' (use auto, direct, separable, low-rank, fft or tensor)");
+    return *a;
+}
+
+PixelType type_of(int code) {
+    if (code < 0 || code > 2) fail("type", "unknown pixel type code " + std::to_string(code));
+    return PixelType(code);
+}
+
+} // namespace
+
+RunOptions run_options(int out_type, const std::string& backend, const std::string& algorithm, int threads,
+                       std::uint64_t memory_budget, std::uintptr_t stream) {
+    RunOptions o;
+    o.backend = backend_of(backend);
+    o.algorithm = algorithm_of(algorithm);
+    o.threads = threads;
+    if (out_type >= 0) o.out_type = type_of(out_type);
+    o.memory_budget = memory_budget;
+    o.cuda_stream = reinterpret_cast<void*>(stream);
+    return o;
+}
+
+namespace {
+
+ImageShape shape_of(int height, int width, int channels, int type) {
+    ImageShape s{width, height, channels, type_of(type)};
+    validate_shape(s, "input image");
+    return s;
+}
+
+} // namespace
+
+void bind_pipeline(nb::module_& m) {
+    nb::class_<Pipeline>(m, "Pipeline")
+        // One (spec, masks) pair per operation: the spec's mask/element parameters named in `masks` take
+        // those arrays' weights (the spec holds a placeholder value for them, for messages).
+        .def("__init__",
+             [](Pipeline* self, const std::vector<std::pair<std::string, MaskArrays>>& ops) {
+                 new (self) Pipeline();
+                 for (const auto& [spec, arrays] : ops) {
+                     GivenMasks given;
+                     for (const auto& [name, array] : arrays) given.emplace(name, mask_of(array, "--op " + spec + ": " + name));
+                     self->add(parse_operation(spec, given));
+                 }
+             })
+        .def("specs", [](const Pipeline& p) {
+            std::vector<std::string> specs;
+            for (const auto& op : p.operations()) specs.push_back(op.spec);
+            return specs;
+        })
+        .def("run",
+             [](const Pipeline& p, std::uintptr_t in_ptr, bool in_device, int height, int width, int channels, int in_type,
+                std::size_t in_pitch, std::uintptr_t out_ptr, bool out_device, int out_type, std::size_t out_pitch,
+                const std::string& backend, const std::string& algorithm, int threads, std::uint64_t memory_budget,
+                std::uintptr_t stream) {
+                 const ImageShape in_shape = shape_of(height, width, channels, in_type);
+                 ImageShape out_shape = in_shape;
+                 out_shape.type = type_of(out_type);
+                 const ConstImageView in{reinterpret_cast<const std::byte*>(in_ptr), in_shape, in_pitch,
+                                         in_device ? Memory::device : Memory::host};
+                 const ImageView out{reinterpret_cast<std::byte*>(out_ptr), out_shape, out_pitch,
+                                     out_device ? Memory::device : Memory::host};
+                 p.run(in, out, run_options(out_type, backend, algorithm, threads, memory_budget, stream));
+             },
+             nb::call_guard<nb::gil_scoped_release>())
+        // The same run `iterations` times in C++ (no Python in the loop): host seconds per call, the best of
+        // `repeats` rounds. bench/python_overhead.py subtracts it from a Python call's time. With device views
+        // and a stream, run() only queues the work, so this times what the host spends per call.
+        .def("time_run",
+             [](const Pipeline& p, std::uintptr_t in_ptr, bool device, int height, int width, int channels, int type,
+                std::size_t in_pitch, std::uintptr_t out_ptr, std::size_t out_pitch, const std::string& backend, int threads,
+                std::uintptr_t stream, int iterations, int repeats) {
+                 const ImageShape shape = shape_of(height, width, channels, type);
+                 const Memory memory = device ? Memory::device : Memory::host;
+                 const ConstImageView in{reinterpret_cast<const std::byte*>(in_ptr), shape, in_pitch, memory};
+                 const ImageView out{reinterpret_cast<std::byte*>(out_ptr), shape, out_pitch, memory};
+                 const RunOptions o = run_options(-1, backend, "auto", threads, 0, stream);
+                 double best = 1e300;
+                 for (int r = 0; r < repeats; ++r) {
+                     const auto t0 = std::chrono::steady_clock::now();
+                     for (int k = 0; k < iterations; ++k) p.run(in, out, o);
+                     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iterations);
+                 }
+                 return best;
+             },
+             nb::call_guard<nb::gil_scoped_release>())
+        .def("output_shape",
+             [](const Pipeline& p, int height, int width, int channels, int type, int out_type) {
+                 const ImageShape s = p.output_shape(shape_of(height, width, channels, type),
+                                                     run_options(out_type, "auto", "auto", 0, 0, 0));
+                 return std::make_tuple(s.height, s.width, s.channels, int(s.type));
+             })
+        .def("describe",
+             [](const Pipeline& p, int height, int width, int channels, int type, int out_type, const std::string& backend,
+                const std::string& algorithm, bool candidates) {
+                 return p.describe(shape_of(height, width, channels, type),
+                                   run_options(out_type, backend, algorithm, 0, 0, 0), candidates);
+             },
+             nb::call_guard<nb::gil_scoped_release>())
+        .def("memory_needed",
+             [](const Pipeline& p, int height, int width, int channels, int type, int out_type, const std::string& backend) {
+                 return p.memory_needed(shape_of(height, width, channels, type), run_options(out_type, backend, "auto", 0, 0, 0));
+             });
+}
+
+} // namespace apron::python

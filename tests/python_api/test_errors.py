@@ -1,0 +1,82 @@
+"""Every error path of the Python API: the registry's one-line errors as ValueError (with its text), files as
+OSError, the memory budget as MemoryError, types as TypeError."""
+import numpy as np
+import pytest
+
+import apron
+from apron_cli_references import random_image
+
+IMG = random_image((9, 8), np.uint8, seed=40)
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: apron.gaussian(IMG, 0), r"--op gaussian:sigma=0: sigma: 0 is out of range \(must be > 0 and <= 682\)"),
+    (lambda: apron.gaussian(IMG, 700), "sigma: 700 is out of range"),
+    (lambda: apron.box(IMG, width=5000), "width: 5000 is out of range"),
+    (lambda: apron.box(IMG, width=2.5), "width: '2.5' is not an integer"),
+    (lambda: apron.box(IMG, border="sideways"), "border: unknown border mode 'sideways'"),
+    (lambda: apron.correlate(IMG, np.ones((3, 3)), normalize="half"), "normalize: unknown normalisation 'half'"),
+    (lambda: apron.laplacian(IMG, neighbours=6), "neighbours: '6' is not one of 4, 8"),
+    (lambda: apron.dilate(IMG, se="blob:3"), "unknown shape 'blob'"),
+    (lambda: apron.dilate(IMG, se="disk:3000"), "se:"),
+    (lambda: apron.dilate(IMG, se=np.array([[0, 2], [1, 0]])), "<array 2x2>: structuring element weights must be 0 or 1"),
+    (lambda: apron.dilate(IMG, se=np.zeros((3, 3))), "structuring element has no cell set to 1"),
+    (lambda: apron.correlate(IMG, np.array([[1, np.nan]])), "mask: weight at row 0, column 1 is not finite"),
+    (lambda: apron.correlate(IMG, np.ones((2, 2, 2))), "a mask array must be 2-D"),
+    (lambda: apron.correlate(IMG, np.ones((0, 3))), "each side must be 1..4097"),
+    (lambda: apron.separable(IMG, "1::2"), "row: number 2 of '1::2' is empty"),
+    (lambda: apron.box(IMG, scale=float("inf")), "scale:"),
+    (lambda: apron.box(IMG, border="wrap,width=3"), "contains ','"),
+    (lambda: apron.box(IMG, backend="quantum"), "backend: unknown backend 'quantum'"),
+    (lambda: apron.box(IMG, algorithm="magic"), "algorithm: unknown algorithm 'magic'"),
+    (lambda: apron.box(IMG, threads=-1), "--threads"),
+    (lambda: apron.box(IMG, algorithm="tensor", backend="cpu"), "algo"),
+    (lambda: apron.Pipeline([]), "no operations"),
+    (lambda: apron.Pipeline(["nosuchop"]), "unknown operation 'nosuchop'"),
+    (lambda: apron.Pipeline(["box:width=3,width=4"]), "given twice"),
+    (lambda: apron.op("nosuchop"), "unknown operation 'nosuchop'"),
+    (lambda: apron.box(IMG, memory_budget="lots"), "memory_budget"),
+])
+def test_value_errors_carry_the_registry_message(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_cuda_backend_missing_is_a_value_error():
+    if "cuda" in apron.info()["backends"]:
+        pytest.skip("this machine has the CUDA backend")
+    with pytest.raises(ValueError, match="cuda"):
+        apron.box(IMG, backend="cuda")
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: apron.box(IMG, widht=3), "unexpected keyword argument 'widht'"),
+    (lambda: apron.box(IMG, width=True), "width: a bool"),
+    (lambda: apron.box(IMG, width=[3]), "width: list"),
+    (lambda: apron.Pipeline([42]), "is not an operation"),
+    (lambda: apron.op("box", depth=2), "unexpected keyword argument 'depth'"),
+    (lambda: apron.box(IMG, memory_budget=-5), "memory_budget"),
+])
+def test_type_errors(call, match):
+    with pytest.raises(TypeError, match=match):
+        call()
+
+
+def test_missing_mask_file_is_an_os_error(tmp_path):
+    with pytest.raises(OSError, match="cannot open"):
+        apron.correlate(IMG, str(tmp_path / "missing.kernel"))
+    with pytest.raises(OSError, match="is a directory"):
+        apron.correlate(IMG, str(tmp_path))
+
+
+def test_memory_budget_is_a_memory_error():
+    with pytest.raises(MemoryError, match="over the memory budget"):
+        apron.gaussian(random_image((300, 300), np.float32, seed=41), 2.0, memory_budget=1000)
+    with pytest.raises(MemoryError, match="over the memory budget"):
+        apron.gaussian(random_image((300, 300), np.float32, seed=41), 2.0, memory_budget="1K")
+
+
+def test_errors_are_one_line():
+    with pytest.raises(ValueError) as e:
+        apron.gaussian(IMG, -1)
+    assert "\n" not in str(e.value)
