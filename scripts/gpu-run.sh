@@ -57,12 +57,16 @@ carry_pkg() {  # carry_pkg PKGCONFIG_NAME DIR
 carry_pkg libhwy hwy
 carry_pkg fftw3 fftw
 carry_pkg fftw3f fftw
+# nanobind (PyPI) for the Python extension, unpacked from its wheel into .device-carry/py:
+#   python3 -m pip download nanobind --no-deps -d /tmp/w && unzip /tmp/w/nanobind-*.whl -d .device-carry/py
+[ -d "$carry/py/nanobind" ] && export PYTHONPATH=$carry/py${PYTHONPATH:+:$PYTHONPATH}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$OUT/summary.txt"
 echo "commit ${APRON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}" | tee -a "$OUT/summary.txt"
 
 case " $steps " in *" build "*)
   log "build"
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/build.log" 2>&1 ||
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DPython_EXECUTABLE="$(command -v python3)" > "$OUT/build.log" 2>&1 ||
     { tail -30 "$OUT/build.log"; exit 1; }
   cmake --build build-gpu -j"$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
   # Register and shared-memory use of every kernel (ptxas), for docs/perf-notes.md.
@@ -111,6 +115,22 @@ case " $steps " in *" sanitize "*)
       tee -a "$OUT/summary.txt"
     cat "/tmp/san_$tool.txt" >> "$OUT/sanitizers.txt"
   done
+;; esac
+
+case " $steps " in *" python "*)
+  # The Python package on the GPU: its whole suite (CuPy and torch zero-copy, streams, out=, devices) on the
+  # build's extension, then the call overhead (NumPy, CuPy, torch) and device arrays at full size against
+  # the same cases in C++ and against cupyx.scipy.ndimage (bench/python_device.py), into python.txt.
+  log "python: tests/python_api, call overhead, device arrays"
+  { APRON_PYTHON_BUILD=$root/build-gpu/python APRON_BIN=$root/build-gpu/tools/apron timeout 240 \
+      python3 -m pytest -q -p no:cacheprovider -rs tests/python_api 2>&1 | tail -25
+    for array in numpy cupy torch; do
+      PYTHONPATH=$root/build-gpu/python timeout 60 python3 bench/python_overhead.py --array $array 2>&1 | tail -8
+    done
+    [ -f bench/python_device.py ] && PYTHONPATH=$root/build-gpu/python timeout 150 python3 bench/python_device.py \
+      --bench-gpu build-gpu/bench/bench_gpu 2>&1 | tail -40
+  } > "$OUT/python.txt" 2>&1
+  grep -E "passed|failed|error" "$OUT/python.txt" | tail -3 | tee -a "$OUT/summary.txt"
 ;; esac
 
 case " $steps " in *" stress "*)
