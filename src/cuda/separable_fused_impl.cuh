@@ -184,34 +184,40 @@ __global__ void __launch_bounds__(threads, min_blocks<In>())
 #pragma unroll
         for (int o = 0; o < GS; ++o) a[o] = Acc(0);
         const int vy = y0 - R + r;
-        const bool words = interior && p.vec_in;
         const int sy = interior ? vy : map_index(vy, H, p.mode);
         const In* row = reinterpret_cast<const In*>(p.in.data + std::size_t(sy < 0 ? 0 : sy) * p.in.pitch);
         const In* src = row + ((x0 + px0) * C - HA);  // element 0 (4-aligned in interior rows)
         const int xb = x0 + px0 - R;                   // pixel of element L0
-        Acc ring[NB][4];
-        auto fetch = [&](int m) {
-            if (words) {
-                load4<Acc>(src + 4 * m, ring[m % NB]);
-                return;
-            }
+        // One branch-free copy of the taps per way of fetching (word loads, or samples through the border
+        // map), so the loads of a row can be issued ahead of the FMAs that need them.
+        auto taps = [&](auto words) {
+            Acc ring[NB][4];
+            auto fetch = [&](int m) {
+                if constexpr (decltype(words)::value) {
+                    load4<Acc>(src + 4 * m, ring[m % NB]);
+                } else {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int l = 4 * m + e - L0;  // element l of the pixel window: pixel xb + l / C, channel l % C
-                if (l < 0 || l >= GS + 2 * R * C) continue;  // no tap reads it
-                const int sx = interior ? xb + l / C : colmap[px0 + l / C];
-                ring[m % NB][e] = (sx < 0 || sy < 0) ? outside : to_acc<Acc>(__ldg(row + std::size_t(sx) * C + l % C));
+                    for (int e = 0; e < 4; ++e) {
+                        const int l = 4 * m + e - L0;  // pixel xb + l / C, channel l % C
+                        if (l < 0 || l >= GS + 2 * R * C) continue;  // no tap reads it
+                        const int sx = interior ? xb + l / C : colmap[px0 + l / C];
+                        ring[m % NB][e] =
+                            (sx < 0 || sy < 0) ? outside : to_acc<Acc>(__ldg(row + std::size_t(sx) * C + l % C));
+                    }
+                }
+            };
+#pragma unroll
+            for (int m = 0; m <= (L0 + GS - 1) / 4; ++m) fetch(m);
+#pragma unroll
+            for (int i = 0; i < K; ++i) {
+                const int j0 = L0 + i * C;  // the window advances by C <= 4 elements: at most one new word
+                if (i > 0 && (j0 + GS - 1) / 4 != (j0 - C + GS - 1) / 4) fetch((j0 + GS - 1) / 4);
+#pragma unroll
+                for (int o = 0; o < GS; ++o) a[o] = fmaf_acc(w.row[i], ring[((j0 + o) / 4) % NB][(j0 + o) % 4], a[o]);
             }
         };
-#pragma unroll
-        for (int m = 0; m <= (L0 + GS - 1) / 4; ++m) fetch(m);
-#pragma unroll
-        for (int i = 0; i < K; ++i) {
-            const int j0 = L0 + i * C;  // the window advances by C <= 4 elements: at most one new word
-            if (i > 0 && (j0 + GS - 1) / 4 != (j0 - C + GS - 1) / 4) fetch((j0 + GS - 1) / 4);
-#pragma unroll
-            for (int o = 0; o < GS; ++o) a[o] = fmaf_acc(w.row[i], ring[((j0 + o) / 4) % NB][(j0 + o) % 4], a[o]);
-        }
+        if (interior && p.vec_in) taps(std::true_type{});
+        else taps(std::false_type{});
 #pragma unroll
         for (int c = 0; c < C; ++c) {
             Vec4<Acc> o;

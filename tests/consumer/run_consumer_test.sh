@@ -48,7 +48,7 @@ grep -q "^apron_DIR:PATH=$prefix/" "$work/build/CMakeCache.txt" ||
 ldd "$work/build/app" | grep -q "$prefix/$libdir/libapron.so" ||
   { echo "consumer: app does not load $prefix/$libdir/libapron.so"; ldd "$work/build/app"; exit 1; }
 
-export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
+export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}  # and where its dependencies are
 step "each installed header compiles alone (it includes only the standard library and apron/)"
 for header in "$prefix"/include/apron/*.hpp; do
   # shellcheck disable=SC2046
