@@ -59,7 +59,7 @@ done
 step "pkg-config: $cxx -std=c++20 main.cpp \$(pkg-config --cflags --libs apron)"
 # shellcheck disable=SC2046  # pkg-config's output is a list of words
 "$cxx" -std=c++20 -O1 "$consumer/main.cpp" -o "$work/app_pc" $(pkg-config --cflags --libs apron)
-LD_LIBRARY_PATH=$prefix/$libdir "$work/app_pc"
+LD_LIBRARY_PATH=$prefix/$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$work/app_pc"
 
 step "pkg-config --static: libapron.a with Requires.private and Libs.private"
 # A folder with only the archive, searched first, so -lapron takes libapron.a rather than libapron.so.
