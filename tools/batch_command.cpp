@@ -222,15 +222,7 @@ int run_batch_command(const BatchArgs& a, int argc, char** argv) {
             naming.format = b::parse_format(a.format);
             if (!naming.format) throw apron::Error("--format: '" + a.format + "' is not png, pgm, ppm, pfm, jpg or tif");
         }
-        const std::vector<std::string> outputs = b::output_paths(inputs.items, naming);
-        std::vector<apron::BatchItem> items;
-        for (std::size_t i = 0; i < inputs.items.size(); ++i)
-            items.push_back({inputs.items[i].path, outputs[i], inputs.items[i].pad_x, inputs.items[i].pad_y});
-        if (inputs.job) {
-            o.bits = inputs.job->bits;
-            o.max_width = inputs.job->max_width;
-            o.max_height = inputs.job->max_height;
-        }
+        const std::vector<apron::BatchItem> items = b::batch_items(inputs, naming, o);
         // One rank per GPU: the node-local rank picks its device unless --devices names them.
         if (world.active && o.devices.empty() && o.run.backend != apron::Backend::cpu &&
             o.run.backend != apron::Backend::reference && b::cuda_device_count() > 0)

@@ -67,15 +67,7 @@ void bind_batch(nb::module_& m) {
                   naming.format = batch::parse_format(format);
                   if (!naming.format) fail("format", "'" + format + "' is not png, pgm, ppm, pfm, jpg or tif");
               }
-              const std::vector<std::string> outputs = batch::output_paths(set.items, naming);
-              std::vector<BatchItem> items;
-              for (std::size_t i = 0; i < set.items.size(); ++i)
-                  items.push_back({set.items[i].path, outputs[i], set.items[i].pad_x, set.items[i].pad_y});
-              if (set.job) {
-                  o.bits = set.job->bits;
-                  o.max_width = set.job->max_width;
-                  o.max_height = set.job->max_height;
-              }
+              const std::vector<BatchItem> items = batch::batch_items(set, naming, o);
               o.output_dir = output_dir;
               // What the outputs depend on, for resume: the operations and the run's type and algorithm.
               o.fingerprint = "python";

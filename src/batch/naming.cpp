@@ -232,4 +232,18 @@ std::vector<std::string> output_paths(const std::vector<InputItem>& inputs, cons
     return outputs;
 }
 
+std::vector<BatchItem> batch_items(const InputSet& inputs, const OutputNaming& naming, BatchOptions& options) {
+    const std::vector<std::string> outputs = output_paths(inputs.items, naming);
+    std::vector<BatchItem> items;
+    items.reserve(inputs.items.size());
+    for (std::size_t i = 0; i < inputs.items.size(); ++i)
+        items.push_back({inputs.items[i].path, outputs[i], inputs.items[i].pad_x, inputs.items[i].pad_y});
+    if (inputs.job) {
+        options.bits = inputs.job->bits;
+        options.max_width = inputs.job->max_width;
+        options.max_height = inputs.job->max_height;
+    }
+    return items;
+}
+
 } // namespace apron::batch

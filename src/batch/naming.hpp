@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "apron/batch.hpp"
 #include "apron/image.hpp"
 #include "apron/io.hpp"
 #include "batch/inputs.hpp"
@@ -37,6 +38,10 @@ struct OutputNaming {
 // e.g. "{name}" of a .png input under --format jpeg); naming both inputs when two of them map to the same
 // output (or the input when it is listed twice); naming the input when an output is an input itself.
 std::vector<std::string> output_paths(const std::vector<InputItem>& inputs, const OutputNaming& naming);
+
+// The engine's items for resolved inputs, each with its output path (output_paths) and padding; a job file's
+// checks (largest size, bits per sample) go onto `options`. What `apron batch` and apron.batch() both run.
+std::vector<BatchItem> batch_items(const InputSet& inputs, const OutputNaming& naming, BatchOptions& options);
 
 // The extension written for a format ("png", "pgm", "pfm", "jpg", "tif"); parse_format reads those and
 // their aliases (jpeg, tiff, ppm, pnm), nullopt otherwise.
