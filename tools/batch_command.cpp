@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <new>
@@ -16,8 +15,8 @@
 #include "apron/errors.hpp"
 #include "apron/memory.hpp"
 #include "batch/compute_slot.hpp"
+#include "batch/fingerprint.hpp"
 #include "batch/inputs.hpp"
-#include "batch/manifest.hpp"
 #include "batch/naming.hpp"
 #include "batch/output_lock.hpp"
 #include "batch/pipeline_file.hpp"
@@ -28,12 +27,7 @@
 namespace {
 
 apron::batch::InputKind kind_option(const std::string& name) {
-    using K = apron::batch::InputKind;
-    if (name == "auto") return K::automatic;
-    if (name == "job") return K::job;
-    if (name == "list") return K::list;
-    if (name == "dir") return K::directory;
-    if (name == "glob") return K::glob;
+    if (const auto kind = apron::batch::parse_input_kind(name)) return *kind;
     throw apron::Error("--inputs-as: '" + name + "' is not auto, job, list, dir or glob");
 }
 
@@ -61,38 +55,6 @@ std::string human_seconds(double s) {
     char b[32];
     std::snprintf(b, sizeof b, s < 100 ? "%.2f s" : "%.0f s", s);
     return b;
-}
-
-// The files an op reads (mask=FILE, se=FILE), with their CRC-32: editing a mask between two runs changes
-// the outputs, so it must change the fingerprint too.
-std::string files_of(const std::string& op) {
-    std::string out;
-    for (const auto& [key, value] : apron::split_operation(op).items) {
-        std::error_code ec;
-        if (apron::names_file(key, value) && std::filesystem::is_regular_file(value, ec)) {
-            char crc[16];
-            std::snprintf(crc, sizeof crc, "%08x", unsigned(apron::batch::crc32_of_file(value)));
-            out += "; " + value + " crc " + crc;
-        }
-    }
-    return out;
-}
-
-// What the outputs depend on: a resumed run skips only outputs made with the same fingerprint.
-std::string fingerprint_of(const BatchArgs& a, const std::vector<std::string>& ops, const apron::RunOptions& run,
-                           const apron::ReadOptions& read, const apron::batch::InputSet& inputs) {
-    std::string f = std::string("apron ") + APRON_VERSION + "; ops";
-    for (const auto& op : ops) f += " " + op;
-    for (const auto& op : ops) f += files_of(op);
-    f += "; out-type " + std::string(run.out_type ? apron::to_string(*run.out_type) : "input");
-    // Float results differ in their last bits between backends and paths (within SPEC's tolerance).
-    f += "; backend " + std::string(apron::to_string(run.backend)) + "; algo " + apron::to_string(run.algorithm);
-    if (inputs.job) f += "; padding " + std::to_string(inputs.job->pad_x) + "," + std::to_string(inputs.job->pad_y);
-    // The same 16-bit PNM bytes are other pixels in the other byte order.
-    f += std::string("; pnm byte order ") + (read.pnm_byte_order == apron::ByteOrder::little ? "little" : "big");
-    f += "; name " + a.pattern + "; format " + (a.format.empty() ? "auto" : a.format);
-    f += "; quality " + std::to_string(a.quality);
-    return f;
 }
 
 // --dry-run: what a real run would read and do, and the status it would end with (0, or 5 when some
@@ -257,7 +219,7 @@ int run_batch_command(const BatchArgs& a, int argc, char** argv) {
         o.lock_output = false;
 
         o.output_dir = a.output_dir;
-        o.fingerprint = fingerprint_of(a, ops, o.run, o.read, inputs);
+        o.fingerprint = b::fingerprint(o, inputs, naming);
         if (world.rank == 0) o.notice = [](const std::string& note) { std::fprintf(stderr, "apron: note: %s\n", note.c_str()); };
         o.resume = a.resume;
         o.rank = world.rank;

@@ -11,6 +11,7 @@
 
 #include "apron/batch.hpp"
 #include "apron/errors.hpp"
+#include "batch/fingerprint.hpp"
 #include "batch/inputs.hpp"
 #include "batch/naming.hpp"
 #include "bindings.hpp"
@@ -20,11 +21,7 @@ namespace apron::python {
 namespace {
 
 batch::InputKind input_kind(const std::string& name) {
-    if (name == "auto") return batch::InputKind::automatic;
-    if (name == "job") return batch::InputKind::job;
-    if (name == "list") return batch::InputKind::list;
-    if (name == "dir") return batch::InputKind::directory;
-    if (name == "glob") return batch::InputKind::glob;
+    if (const auto kind = batch::parse_input_kind(name)) return *kind;
     fail("inputs_as", "'" + name + "' is not auto, job, list, dir or glob");
 }
 
@@ -54,7 +51,6 @@ void bind_batch(nb::module_& m) {
               BatchOptions o;
               o.pipeline = pipeline;
               o.run = run_options(out_type, backend, algorithm, threads, memory_budget, 0);
-              const RunOptions& run = o.run;
               o.io_threads = io_threads;
               o.memory_budget = memory_budget;
               o.read.memory_budget = memory_budget;
@@ -69,11 +65,7 @@ void bind_batch(nb::module_& m) {
               }
               const std::vector<BatchItem> items = batch::batch_items(set, naming, o);
               o.output_dir = output_dir;
-              // What the outputs depend on, for resume: the operations and the run's type and algorithm.
-              o.fingerprint = "python";
-              for (const auto& op : pipeline.operations()) o.fingerprint += " --op " + op.spec;
-              if (run.out_type) o.fingerprint += std::string(" --out-type ") + to_string(*run.out_type);
-              o.fingerprint += std::string(" --algo ") + to_string(run.algorithm);
+              o.fingerprint = batch::fingerprint(o, set, naming);  // what the outputs depend on, for resume
               o.resume = resume;
               o.progress = progress;
               BatchReport report;

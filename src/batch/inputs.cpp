@@ -151,6 +151,15 @@ void add_spec(InputSet& set, const std::string& spec, InputKind kind, const JobO
 
 } // namespace
 
+std::optional<InputKind> parse_input_kind(std::string_view name) {
+    if (name == "auto") return InputKind::automatic;
+    if (name == "job") return InputKind::job;
+    if (name == "list") return InputKind::list;
+    if (name == "dir") return InputKind::directory;
+    if (name == "glob") return InputKind::glob;
+    return std::nullopt;
+}
+
 InputSet resolve_inputs(const std::vector<std::string>& specs, InputKind kind, const JobOptions& job_options) {
     InputSet set;
     for (const auto& spec : specs) add_spec(set, spec, kind, job_options);

@@ -3,6 +3,7 @@
 // the ordered list of input images (the order fixes each image's index, its output name and the hand-out order).
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "batch/job_file.hpp"
@@ -15,6 +16,8 @@ struct InputItem {
 };
 
 enum class InputKind { automatic, job, list, directory, glob };
+// "auto", "job", "list", "dir" or "glob" (--inputs-as, apron.batch(inputs_as=)); nullopt for anything else.
+std::optional<InputKind> parse_input_kind(std::string_view name);
 
 struct InputSet {
     std::vector<InputItem> items;

@@ -666,7 +666,7 @@ def test_resume_after_job_padding_change_redoes_the_outputs(apron, tmp_path):
 
 
 def test_resume_after_the_mask_file_changes_redoes_the_outputs(apron, tmp_path):
-    """The fingerprint holds the CRC-32 of the mask files the ops read: after editing a mask, --resume redoes
+    """The fingerprint holds the CRC-32 of the weights of every mask the ops hold: after editing a mask file, --resume redoes
     every output (same op text, other weights), and the new outputs follow the new mask."""
     imgs = write_images(tmp_path / "imgs", ["a.pgm", "b.pgm"], (48, 64), seed=1060)
     mask = tmp_path / "m.kernel"
