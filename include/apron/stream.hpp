@@ -1,0 +1,48 @@
+#pragma once
+// Images larger than memory: a pipeline run over bands of rows, each read with the halo the pipeline needs,
+// filtered on the CPU or on every GPU, and written in order, so host memory stays within the budget
+// whatever the image size. The result is bit-identical to Pipeline::run on the whole image, for every
+// operation, border mode (wrap reads the far side) and path (the FFT's tile grid stays anchored to the
+// whole image).
+//
+//   apron::StreamOptions o;
+//   o.run.memory_budget = 1ull << 30;
+//   apron::StreamReport r = apron::stream_filter("slide.tif", "out.tif", apron::Pipeline({"gaussian:sigma=4"}), o);
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "apron/io.hpp"
+#include "apron/pipeline.hpp"
+
+namespace apron {
+
+struct StreamOptions {
+    RunOptions run;                // backend, threads, out_type, algorithm, memory_budget (0: the default)
+    int band_rows = 0;             // rows per band; 0: the largest the budget allows
+    bool resume = false;           // continue an interrupted run from its journal (random-access outputs)
+    std::string raw;               // "WxHxC:type[:endianness]": the input is raw samples
+    ByteOrder pnm_byte_order = ByteOrder::big;
+    // Called after every band written: rows done and the image's rows. May be empty.
+    std::function<void(std::uint64_t rows_done, std::uint64_t rows)> progress;
+};
+
+struct StreamReport {
+    int bands = 0, band_rows = 0, halo_rows = 0;  // the band plan
+    int bands_resumed = 0;                        // bands found done in the journal
+    std::uint64_t peak_buffer_bytes = 0;          // host bytes the engine held at most (bands, decoder, sink)
+    double seconds = 0;
+    std::string plan;                             // what --plan prints: backend, bands, halo, steps
+};
+
+// The band plan alone (what `apron filter --plan` prints for a streamed run), from the header.
+std::string describe_stream(const std::string& input, const Pipeline& pipeline, const StreamOptions& options = {});
+
+// Whether `apron filter` should stream: the whole-image run would not fit in the memory budget.
+bool needs_streaming(const ImageShape& input, const Pipeline& pipeline, const RunOptions& options);
+
+StreamReport stream_filter(const std::string& input, const std::string& output, const Pipeline& pipeline,
+                           const StreamOptions& options = {});
+
+} // namespace apron

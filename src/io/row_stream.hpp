@@ -1,0 +1,98 @@
+#pragma once
+// Images read and written by rows, for images larger than memory (the streaming engine, src/stream/).
+// A RowSource hands out any band of rows of one image while holding at most a small decoder buffer (a row
+// of TIFF tiles, a strip, one PNG row); a RowSink takes bands of rows and writes them to the file without
+// ever holding the whole image. The whole-image readers and writers (apron/io.hpp) stay as they are: these
+// are the paths for images that do not fit.
+//
+// Errors are apron::Error, one line naming the file ("PATH: truncated tile 12 of 4096", "PATH: No space
+// left on device while writing rows 8192-9215"), the same refusals of hostile headers as read_image.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "apron/image.hpp"
+#include "apron/io.hpp"
+
+namespace apron::io {
+
+// Raw samples without a header: `--raw WxHxC:type[:endianness]`, e.g. "65536x65536x1:u16:little".
+struct RawLayout {
+    ImageShape shape;
+    ByteOrder byte_order = ByteOrder::little;
+};
+// Parses "WxHxC:type[:endianness]" (C 1-4, type u8/u16/f32, endianness little (default) or big); throws
+// apron::Error naming `what` ("--raw: ...").
+RawLayout parse_raw_layout(const std::string& text, const std::string& what = "--raw");
+
+class RowSource {
+public:
+    virtual ~RowSource() = default;
+    virtual const ImageShape& shape() const = 0;
+    virtual const std::string& path() const = 0;
+    // Copies rows [y0, y0 + band.height()) into `band` (host memory, band.width() == shape().width, same
+    // channels and type; any pitch). Bands may come in any order and may overlap earlier ones (halos); a
+    // source that can only go forward (PNG, JPEG) restarts the decode when asked for rows behind it, so
+    // callers read in increasing y. Thread-compatible, not thread-safe: one caller at a time.
+    virtual void read_rows(int y0, ImageView band) = 0;
+    // Host bytes the source holds besides the caller's bands (decoder buffers), for the memory budget.
+    virtual std::uint64_t buffer_bytes() const = 0;
+};
+
+struct SourceOptions {
+    // Set: the file is raw samples of this layout (no header is read; the file size must match exactly).
+    std::optional<RawLayout> raw;
+    std::uint64_t max_pixels = std::uint64_t(1) << 40;  // the streaming limit (1 Tpix); ReadOptions' is 1 Gpix
+    ByteOrder pnm_byte_order = ByteOrder::big;
+};
+
+// Opens PNM/PGM/PPM/PAM (binary), PFM, PNG, JPEG, TIFF/BigTIFF (strips or tiles, any compression libtiff
+// reads) or raw samples. The format follows the content, as read_image does.
+std::unique_ptr<RowSource> open_row_source(const std::string& path, const SourceOptions& options = {});
+
+enum class TiffCompression : unsigned char { none, deflate, zstd, lzw };
+
+struct SinkOptions {
+    // TIFF outputs: tiled BigTIFF with tiles of tile_side x tile_side (a multiple of 16).
+    int tiff_tile_side = 256;
+    TiffCompression tiff_compression = TiffCompression::none;
+    int png_compression = 6;
+    // Keep the partial file on failure or destruction without commit() (resume); otherwise it is removed.
+    bool keep_partial = false;
+    // Reopen the partial file of an earlier run (random-access sinks only), keeping what it holds.
+    bool reopen_partial = false;
+};
+
+class RowSink {
+public:
+    virtual ~RowSink() = default;  // without commit(): removes the partial file unless keep_partial
+    virtual const ImageShape& shape() const = 0;
+    virtual const std::string& path() const = 0;
+    // True: bands may be written in any order (uncompressed tiled BigTIFF at fixed offsets, PNM, PFM, raw),
+    // by several threads or processes at once when their bands cover disjoint tile rows. False: in order,
+    // y0 == the rows written so far (PNG, compressed TIFF).
+    virtual bool random_access() const = 0;
+    // Bands should start and end on multiples of this (the TIFF tile height; 1 for row formats), except the
+    // image's last band. A random-access sink given a band that does not lies buffers the partial tile row.
+    virtual int row_granularity() const = 0;
+    // Writes rows [y0, y0 + band.height()) of the image (host memory, the sink's shape's width, channels and
+    // type).
+    virtual void write_rows(int y0, ConstImageView band) = 0;
+    // Makes every row written so far durable (fdatasync of the partial file): the streaming engine records a
+    // band as done in its journal only after this returns.
+    virtual void sync() = 0;
+    // Writes what is left (a TIFF directory), syncs, and renames the partial file to path(). Only after
+    // every row was written.
+    virtual void commit() = 0;
+    virtual std::uint64_t buffer_bytes() const = 0;
+    // The partial file's name: beside path(), hidden, fixed (".NAME.apron-partial"), so a resumed run finds it.
+    virtual std::string partial_path() const = 0;
+};
+
+// Creates the sink for `path`'s extension (.tif/.tiff: tiled BigTIFF; .pgm/.ppm/.pnm/.pam; .pfm; .png;
+// .raw: samples in native byte order). Refuses shapes the format cannot store (can_store), before writing.
+std::unique_ptr<RowSink> create_row_sink(const std::string& path, const ImageShape& shape,
+                                         const SinkOptions& options = {});
+
+} // namespace apron::io
