@@ -5,8 +5,8 @@ apron (out= given, the caller's stream), timed by CUDA events on that stream, ag
 - the same case through apron's C++ benchmark (bench_gpu --cases user, kernel time by CUDA events), run here
   as a subprocess: the Python API should be within 5 % of it;
 - what Python users run today on the same arrays: cupyx.scipy.ndimage (correlate, gaussian_filter,
-  grey_dilation), kornia-free torch (conv2d depthwise for correlate and the Gaussian, max_pool2d for a
-  rectangle dilation).
+  grey_dilation), torch (conv2d depthwise for correlate and the Gaussian, max_pool2d for a rectangle
+  dilation) and kornia (filter2d, gaussian_blur2d, morphology.dilation) where it is importable.
 
     PYTHONPATH=build/python python3 bench/python_device.py --bench-gpu build/bench/bench_gpu
 
@@ -30,8 +30,10 @@ CASES = [
     ("gaussian sigma 2", "gaussian", {"sigma": 2.0, "border": "nearest"}, ("gaussian", "sigma=2"), 3),
     ("correlate 5x5", "correlate", {"border": "nearest"}, ("correlate", "5x5"), 1),
     ("correlate 5x5", "correlate", {"border": "nearest"}, ("correlate", "5x5"), 3),
+    ("correlate 5x5", "correlate", {"border": "nearest"}, ("correlate", "5x5"), 4),
     ("dilate rect 7x7", "dilate", {"se": "rect:7x7"}, ("dilate", "rect:7x7"), 1),
     ("dilate disk:7", "dilate", {"se": "disk:7"}, ("dilate", "disk:7"), 1),
+    ("dilate disk:7", "dilate", {"se": "disk:7"}, ("dilate", "disk:7"), 3),
 ]
 
 
@@ -135,7 +137,31 @@ def torch_side(name, op, kw, channels, size, reps, mask):
         def peer():
             y = F.max_pool2d(planar, 7, stride=1, padding=3).to(torch.uint8)
             out.copy_(y[0].permute(1, 2, 0).reshape(out.shape))
-    return apron_rate, (rate(peer) if peer else None)
+    kornia_rate = None
+    try:
+        import kornia
+    except ImportError:
+        kornia = None
+    if kornia is not None:
+        # kornia works on float NCHW too; the conversions are part of what its user pays, as for torch.
+        if op in ("gaussian", "correlate"):
+            k = gaussian_mask(2.0) if op == "gaussian" else mask
+            kern = torch.tensor(k, dtype=torch.float32, device="cuda")[None]
+            if op == "gaussian":
+                side = k.shape[0]
+                kf = lambda x: kornia.filters.gaussian_blur2d(x, (side, side), (2.0, 2.0), border_type="replicate")
+            else:
+                kf = lambda x: kornia.filters.filter2d(x, kern, border_type="replicate")
+        else:
+            el = torch.tensor(apron_element(kw["se"]).astype(np.float32), device="cuda")
+            kf = lambda x: kornia.morphology.dilation(x, el, border_type="geodesic")
+
+        def kpeer():
+            y = kf(planar).round_().clamp_(0, 255).to(torch.uint8)
+            out.copy_(y[0].permute(1, 2, 0).reshape(out.shape))
+
+        kornia_rate = rate(kpeer)
+    return apron_rate, (rate(peer) if peer else None), kornia_rate
 
 
 def gaussian_mask(sigma):
@@ -174,16 +200,17 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     args = ap.parse_args()
     mask = np.random.default_rng(5).uniform(-1, 1, (5, 5)).astype(np.float32)
-    print("| case | C | C++ bench_gpu | apron CuPy | apron torch | CuPy / C++ | torch / C++ | cupyx.scipy.ndimage | torch (planar f32) | apron / cupyx | apron / torch |")
-    print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    print("| case | C | C++ bench_gpu | apron CuPy | apron torch | CuPy / C++ | torch / C++ | cupyx.scipy.ndimage | "
+          "torch (planar f32) | kornia | apron / cupyx | apron / torch | apron / kornia |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for name, op, kw, (bop, bshape), channels in CASES:
         cpp = cpp_rate(args.bench_gpu, bop, bshape, channels) if os.path.exists(args.bench_gpu) else None
         a_cp, p_cp = cupy_side(name, op, kw, channels, args.size, args.reps, mask)
-        a_t, p_t = torch_side(name, op, kw, channels, args.size, args.reps, mask)
+        a_t, p_t, k_t = torch_side(name, op, kw, channels, args.size, args.reps, mask)
         f = lambda v: "–" if v is None else f"{v:.3g}"
         r = lambda a, b: "–" if a is None or b is None else f"{a / b:.2f}x"
         print(f"| {name} | {channels} | {f(cpp)} | {f(a_cp)} | {f(a_t)} | {r(a_cp, cpp)} | {r(a_t, cpp)} | "
-              f"{f(p_cp)} | {f(p_t)} | {r(a_cp, p_cp)} | {r(a_t, p_t)} |", flush=True)
+              f"{f(p_cp)} | {f(p_t)} | {f(k_t)} | {r(a_cp, p_cp)} | {r(a_t, p_t)} | {r(a_t, k_t)} |", flush=True)
 
 
 if __name__ == "__main__":

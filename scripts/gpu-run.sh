@@ -127,8 +127,11 @@ case " $steps " in *" python "*)
     for array in numpy cupy torch; do
       PYTHONPATH=$root/build-gpu/python timeout 60 python3 bench/python_overhead.py --array $array 2>&1 | tail -8
     done
-    [ -f bench/python_device.py ] && PYTHONPATH=$root/build-gpu/python timeout 150 python3 bench/python_device.py \
+    # kornia (and its kornia_rs) is not on the GPU machine: carried unpacked in .device-carry/kornia, as
+    #   pip download --no-deps kornia kornia_rs --python-version 3.12 --only-binary=:all: ... ; unzip each there
+    PYTHONPATH=$root/build-gpu/python${carry:+:$carry/kornia} timeout 240 python3 bench/python_device.py \
       --bench-gpu build-gpu/bench/bench_gpu 2>&1 | tail -40
+    PYTHONPATH=$root/build-gpu/python timeout 120 python3 bench/python_cpu_peers.py 2>&1 | tail -24
   } > "$OUT/python.txt" 2>&1
   grep -E "passed|failed|error" "$OUT/python.txt" | tail -3 | tee -a "$OUT/summary.txt"
 ;; esac

@@ -58,6 +58,9 @@ struct RunOptions {
     // is in device memory returns without waiting. nullptr: apron's own stream, which waits for the legacy
     // default stream (so a plain cudaMemcpy before run() is seen), and run() waits.
     void* cuda_stream = nullptr;
+    // CUDA backend: the device to run on, made current for the run and the caller's restored after (the
+    // stream and any device views must be on it). -1: the current device.
+    int cuda_device = -1;
     Algorithm algorithm = Algorithm::automatic;  // --algo
     // Host memory the run may take (input, intermediates, output, mask and element tables), checked before
     // anything is allocated. 0: default_memory_budget() (apron/memory.hpp).

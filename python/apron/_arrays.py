@@ -15,9 +15,8 @@ import numpy as np
 
 from . import _apron
 
-# apron's PixelType codes (u8, u16, f32) by NumPy dtype and by __cuda_array_interface__ typestr.
+# apron's PixelType codes (u8, u16, f32) by NumPy dtype (CuPy arrays have NumPy dtypes; torch: _torch_codes).
 _CODE_OF_DTYPE = {np.dtype(np.uint8): 0, np.dtype(np.uint16): 1, np.dtype(np.float32): 2}
-_CODE_OF_TYPESTR = {"|u1": 0, "<u2": 1, "<f4": 2}
 _DTYPE_OF_CODE = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32))
 _ITEMSIZE = (1, 2, 4)
 _TYPE_NAMES = {"u8": 0, "uint8": 0, "u16": 1, "uint16": 1, "f32": 2, "float32": 2}
@@ -43,10 +42,10 @@ def type_code(out_type, what: str = "out_type") -> int:
 class View:
     """One array as apron sees it."""
 
-    __slots__ = ("array", "kind", "ptr", "device", "height", "width", "channels", "code", "pitch", "shape")
+    __slots__ = ("array", "kind", "ptr", "device", "height", "width", "channels", "code", "pitch", "shape", "device_id")
 
     def __init__(self, array, kind, ptr, device, height, width, channels, code, pitch, shape):
-        self.array, self.kind, self.ptr, self.device = array, kind, ptr, device
+        self.array, self.kind, self.ptr, self.device, self.device_id = array, kind, ptr, device, -1
         self.height, self.width, self.channels, self.code, self.pitch, self.shape = height, width, channels, code, pitch, shape
 
 
@@ -95,23 +94,46 @@ def _numpy_view(a, what, writable):
 
 
 def _device_view(a, kind, what, writable):
-    cai = a.__cuda_array_interface__
-    code = _CODE_OF_TYPESTR.get(cai["typestr"])
-    if code is None:
-        raise TypeError(f"{what}: dtype {a.dtype} is not supported (apron takes {_SUPPORTED})")
-    shape = tuple(cai["shape"])
-    itemsize = _ITEMSIZE[code]
-    strides = cai.get("strides")
-    if strides is None:  # C-contiguous
-        strides = tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) * itemsize for k in range(len(shape)))
-    h, w, c, pitch = _layout(shape, strides, itemsize, what)
-    ptr, readonly = cai["data"]
-    if writable and readonly:
-        raise ValueError(f"{what}: the array is read-only")
+    """CuPy and torch arrays through their own attributes, not __cuda_array_interface__: building that dict
+    costs 3-15 us per array (torch's is Python code with checks), most of a small image's call."""
     if not _apron.has_cuda:
         raise ValueError(f"{what}: a {kind} array in GPU memory, but this apron was built without its CUDA backend "
                          f"(reinstall with the CUDA toolkit present, or pass a NumPy array)")
-    return View(a, kind, ptr, True, h, w, c, code, pitch, shape)
+    if kind == "torch":
+        code = _torch_codes().get(a.dtype)
+        if code is None:
+            raise TypeError(f"{what}: dtype {a.dtype} is not supported (apron takes {_SUPPORTED})")
+        itemsize = _ITEMSIZE[code]
+        shape = tuple(a.shape)
+        strides = tuple(s * itemsize for s in a.stride())
+        ptr, device = a.data_ptr(), a.device.index
+    else:
+        code = _CODE_OF_DTYPE.get(a.dtype)
+        if code is None:
+            raise TypeError(f"{what}: dtype {a.dtype} is not supported (apron takes {_SUPPORTED})")
+        itemsize = _ITEMSIZE[code]
+        shape, strides = a.shape, a.strides
+        ptr, device = a.data.ptr, a.device.id
+    h, w, c, pitch = _layout(shape, strides, itemsize, what)
+    v = View(a, kind, ptr, True, h, w, c, code, pitch, shape)
+    v.device_id = device
+    return v
+
+
+_TORCH_CODES = None
+
+
+def _torch_codes():
+    """torch dtype -> apron's code, built on first use (torch is imported only when a tensor is passed)."""
+    global _TORCH_CODES
+    if _TORCH_CODES is None:
+        import torch
+
+        codes = {torch.uint8: 0, torch.float32: 2}
+        if hasattr(torch, "uint16"):
+            codes[torch.uint16] = 1
+        _TORCH_CODES = codes
+    return _TORCH_CODES
 
 
 def _kind(a) -> str:
@@ -167,7 +189,9 @@ def allocate_like(src: View, code: int):
     if src.kind == "CuPy":
         import cupy
 
-        with cupy.cuda.Device(src.array.device.id):
+        if cupy.cuda.runtime.getDevice() == src.device_id:  # the usual case: no device switch to pay for
+            return cupy.empty(shape, _DTYPE_OF_CODE[code])
+        with cupy.cuda.Device(src.device_id):
             return cupy.empty(shape, _DTYPE_OF_CODE[code])
     import torch
 
@@ -177,32 +201,18 @@ def allocate_like(src: View, code: int):
     return torch.empty(shape, dtype=dtype, device=src.array.device)
 
 
-class DeviceContext:
-    """The array's device made current and the caller's current stream on it, for the length of a run."""
+def current_stream(v: View) -> int:
+    """The caller's current stream on the array's device (CuPy's or torch's), as a cudaStream_t integer."""
+    if v.kind == "CuPy":
+        import cupy
 
-    __slots__ = ("view", "guard", "stream")
+        return cupy.cuda.get_current_stream(v.device_id).ptr
+    import torch
 
-    def __init__(self, view: View):
-        self.view, self.guard, self.stream = view, None, 0
-
-    def __enter__(self):
-        a = self.view.array
-        if self.view.kind == "CuPy":
-            import cupy
-
-            self.guard = cupy.cuda.Device(a.device.id)
-            self.guard.__enter__()
-            self.stream = cupy.cuda.get_current_stream().ptr
-        else:
-            import torch
-
-            self.guard = torch.cuda.device(a.device)
-            self.guard.__enter__()
-            self.stream = torch.cuda.current_stream(a.device).cuda_stream
-        return self
-
-    def __exit__(self, *exc):
-        return self.guard.__exit__(*exc)
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what torch's compiled kernels use: no Stream object
+    if raw is not None:
+        return raw(v.device_id)
+    return torch.cuda.current_stream(v.device_id).cuda_stream
 
 
 def run(pipeline, img, out=None, out_type=None, backend="auto", algorithm="auto", threads=0, memory_budget=0):
@@ -222,19 +232,15 @@ def run(pipeline, img, out=None, out_type=None, backend="auto", algorithm="auto"
         raise ValueError(f"out: shape {tuple(dst.shape)} but the result is {tuple(src.shape)}")
     budget = memory_size(memory_budget)
     if src.device:
-        if device_index(dst) != device_index(src):
-            raise ValueError(f"out: on CUDA device {device_index(dst)} but img is on CUDA device {device_index(src)}")
-        with DeviceContext(src) as ctx:
-            pipeline.run(src.ptr, True, src.height, src.width, src.channels, src.code, src.pitch, dst.ptr, True,
-                         dst.code, dst.pitch, backend, algorithm, threads, budget, ctx.stream)
+        if dst.device_id != src.device_id:
+            raise ValueError(f"out: on CUDA device {dst.device_id} but img is on CUDA device {src.device_id}")
+        # The binding makes the array's device current for the run (and restores the caller's).
+        pipeline.run(src.ptr, True, src.height, src.width, src.channels, src.code, src.pitch, dst.ptr, True,
+                     dst.code, dst.pitch, backend, algorithm, threads, budget, current_stream(src), src.device_id)
     else:
         pipeline.run(src.ptr, False, src.height, src.width, src.channels, src.code, src.pitch, dst.ptr, False,
-                     dst.code, dst.pitch, backend, algorithm, threads, budget, 0)
+                     dst.code, dst.pitch, backend, algorithm, threads, budget, 0, -1)
     return out
-
-
-def device_index(v: View) -> int:
-    return v.array.device.id if v.kind == "CuPy" else v.array.device.index
 
 
 def dst_dtype(v: View):

@@ -1,6 +1,6 @@
 // apron::Pipeline for Python. Arrays arrive as raw views (pointer, shape, row pitch, host or device memory):
-// python/apron/_arrays.py reads them from NumPy's __array_interface__, CuPy's and torch's
-// __cuda_array_interface__ and checks their layout, so this file only builds ImageViews and runs.
+// python/apron/_arrays.py reads them from NumPy's __array_interface__ and CuPy's and torch's own attributes
+// (pointer, shape, strides, device) and checks their layout, so this file only builds ImageViews and runs.
 // The GIL is released while apron works.
 #include <algorithm>
 #include <chrono>
@@ -105,7 +105,7 @@ void bind_pipeline(nb::module_& m) {
              [](const Pipeline& p, std::uintptr_t in_ptr, bool in_device, int height, int width, int channels, int in_type,
                 std::size_t in_pitch, std::uintptr_t out_ptr, bool out_device, int out_type, std::size_t out_pitch,
                 const std::string& backend, const std::string& algorithm, int threads, std::uint64_t memory_budget,
-                std::uintptr_t stream) {
+                std::uintptr_t stream, int device) {
                  const ImageShape in_shape = shape_of(height, width, channels, in_type);
                  ImageShape out_shape = in_shape;
                  out_shape.type = type_of(out_type);
@@ -113,7 +113,9 @@ void bind_pipeline(nb::module_& m) {
                                          in_device ? Memory::device : Memory::host};
                  const ImageView out{reinterpret_cast<std::byte*>(out_ptr), out_shape, out_pitch,
                                      out_device ? Memory::device : Memory::host};
-                 p.run(in, out, run_options(out_type, backend, algorithm, threads, memory_budget, stream));
+                 RunOptions o = run_options(out_type, backend, algorithm, threads, memory_budget, stream);
+                 o.cuda_device = device;  // the arrays' device, current for the run only
+                 p.run(in, out, o);
              },
              nb::call_guard<nb::gil_scoped_release>())
         // The same run `iterations` times in C++ (no Python in the loop): host seconds per call, the best of

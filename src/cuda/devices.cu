@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "apron/devices.hpp"
+#include "apron/errors.hpp"
 #include "core/host_memory.hpp"
 #include "plan/plan.hpp"
 
@@ -38,6 +39,18 @@ std::string cuda_status() {
         return std::string("built, no device (") + cudaGetErrorString(e) + ")";
     }
     return "built, " + std::to_string(count) + " device(s)";
+}
+
+std::shared_ptr<void> use_cuda_device(int device) {
+    if (device < 0) return nullptr;
+    int current = 0;
+    if (cudaGetDevice(&current) != cudaSuccess) cudaGetLastError();
+    if (current == device) return nullptr;  // the usual case: a cudaGetDevice, no switch
+    if (const cudaError_t e = cudaSetDevice(device); e != cudaSuccess) {
+        cudaGetLastError();
+        throw Error("cuda device " + std::to_string(device) + ": " + cudaGetErrorString(e));
+    }
+    return std::shared_ptr<void>(nullptr, [current](void*) { cudaSetDevice(current); });
 }
 
 // The current device's compute capability x 10 (its calibration table), 0 without a device.

@@ -155,6 +155,9 @@ std::unique_ptr<Executor> make_cpu_executor(int threads);  // threads <= 0: all 
 // nullptr when this build has no CUDA backend; throws apron::Error when it has one but no device.
 // stream: the caller's cudaStream_t, or nullptr for a stream of the executor's own.
 std::unique_ptr<Executor> make_cuda_executor(void* stream = nullptr);
+// Makes CUDA device `device` current until the returned guard is released, then restores the caller's;
+// nothing when device < 0 or in a build without CUDA. Throws apron::Error for a device that does not exist.
+std::shared_ptr<void> use_cuda_device(int device);
 // Whether make_cuda_executor() would find a device (auto picks CUDA then).
 bool cuda_available();
 // The current CUDA device's compute capability x 10 (picks its calibration table); 0 without one.

@@ -11,6 +11,10 @@ std::vector<std::string> cuda_devices() { return {}; }
 std::string cuda_status() { return "not built (no CUDA toolkit at configure time)"; }
 std::unique_ptr<Executor> make_cuda_executor(void*) { return nullptr; }
 bool cuda_available() { return false; }
+std::shared_ptr<void> use_cuda_device(int device) {
+    if (device >= 0) throw Error("cuda device " + std::to_string(device) + ": this build has no CUDA backend");
+    return nullptr;
+}
 int cuda_device_arch() { return 0; }
 bool cuda_fft_supports(const LinearPlan&, const ImageShape&) { return false; }
 void* allocate_pinned(std::size_t) { return nullptr; }

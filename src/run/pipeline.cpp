@@ -136,6 +136,7 @@ Image Pipeline::run(ConstImageView input, const RunOptions& options) const {
 
 void Pipeline::run(ConstImageView input, ImageView output, const RunOptions& options) const {
     validate_shape(input.shape, "input image");
+    const std::shared_ptr<void> device = use_cuda_device(options.cuda_device);  // before planning: the device's tables
     const ExecutionPlan plan = plan_for(ops_, input.shape, options);
     const MemoryEstimate need = estimate_memory(plan, options.threads, false);
     require_memory(need.total(), options.memory_budget, "pipeline", need.describe());

@@ -144,8 +144,12 @@ def test_device_arrays_without_cuda_backend_raise():
     class FakeCupy:  # what apron reads of a CuPy array
         __module__ = "cupy._core.core"
         shape, strides, size, dtype = (4, 4), (4, 1), 16, np.dtype(np.uint8)
-        __cuda_array_interface__ = {"shape": (4, 4), "typestr": "|u1", "data": (1 << 20, False), "strides": None,
-                                    "version": 3}
+
+        class data:
+            ptr = 1 << 20
+
+        class device:
+            id = 0
 
     with pytest.raises(ValueError, match="built without its CUDA backend"):
         apron.box(FakeCupy())

@@ -148,6 +148,29 @@ def test_two_devices():
         got = apron.gaussian(d1, 1.5)  # runs on d1's device whatever the current one
     assert got.device.id == 1
     assert_equal_images(cp.asnumpy(got), apron.gaussian(host, 1.5, backend="cpu"), "device 1")
+    with cp.cuda.Device(0):
+        out = cp.empty_like(d1)  # allocated on device 0: refused, not written across devices
+        with pytest.raises(ValueError, match="CUDA device 0 but img is on CUDA device 1"):
+            apron.gaussian(d1, 1.5, out=out)
+        apron.dilate(d1, se="disk:3")
+        assert cp.cuda.runtime.getDevice() == 0  # the caller's device is current again after the call
+
+
+def test_two_devices_torch_colour_on_the_second_device():
+    torch = _torch()
+    if torch.cuda.device_count() < 2:
+        pytest.skip("one device")
+    host = random_image((61, 47, 3), np.uint8, seed=77)
+    t1 = torch.from_numpy(host).to("cuda:1")
+    torch.cuda.set_device(0)
+    s1 = torch.cuda.Stream(device=1)
+    with torch.cuda.stream(s1):  # the current stream of device 1 orders the work
+        got = apron.correlate(t1, mask=np.arange(9, dtype=np.float64).reshape(3, 3) / 36, border="wrap")
+    s1.synchronize()
+    assert got.device == t1.device
+    assert torch.cuda.current_device() == 0
+    want = apron.correlate(host, mask=np.arange(9, dtype=np.float64).reshape(3, 3) / 36, border="wrap", backend="cpu")
+    assert_equal_images(got.cpu().numpy(), want, "torch device 1")
 
 
 def test_torch_tensor_requiring_grad_is_read_and_out_on_another_device_refused():
