@@ -160,7 +160,11 @@ def torch_side(name, op, kw, channels, size, reps, mask):
             y = kf(planar).round_().clamp_(0, 255).to(torch.uint8)
             out.copy_(y[0].permute(1, 2, 0).reshape(out.shape))
 
-        kornia_rate = rate(kpeer)
+        try:
+            kornia_rate = rate(kpeer)
+        except torch.OutOfMemoryError:  # kornia's dilation unfolds the element: 8192x8192x3 by 15x15 needs 169 GiB
+            kornia_rate = "OOM"
+            torch.cuda.empty_cache()
     return apron_rate, (rate(peer) if peer else None), kornia_rate
 
 
@@ -207,8 +211,8 @@ def main():
         cpp = cpp_rate(args.bench_gpu, bop, bshape, channels) if os.path.exists(args.bench_gpu) else None
         a_cp, p_cp = cupy_side(name, op, kw, channels, args.size, args.reps, mask)
         a_t, p_t, k_t = torch_side(name, op, kw, channels, args.size, args.reps, mask)
-        f = lambda v: "–" if v is None else f"{v:.3g}"
-        r = lambda a, b: "–" if a is None or b is None else f"{a / b:.2f}x"
+        f = lambda v: "–" if v is None else v if isinstance(v, str) else f"{v:.3g}"
+        r = lambda a, b: "–" if a is None or b is None or isinstance(b, str) else f"{a / b:.2f}x"
         print(f"| {name} | {channels} | {f(cpp)} | {f(a_cp)} | {f(a_t)} | {r(a_cp, cpp)} | {r(a_t, cpp)} | "
               f"{f(p_cp)} | {f(p_t)} | {f(k_t)} | {r(a_cp, p_cp)} | {r(a_t, p_t)} | {r(a_t, k_t)} |", flush=True)
 
