@@ -33,7 +33,8 @@
 # channels, u8/u16/f32 and rectangle, ellipse and disk elements through the CLI (bench/shapes_cli.py).
 # "cpu-user" times the CPU backend on 1, 3 and 4 channels in process (bench_cpu_user) against OpenCV in
 # process and apron's CLI step time (bench/peers/cpu_peers.py --user) on this machine's cores, into
-# $OUT/cpu.csv, which the report step adds (APRON_CPU_USER_ARGS="--size 4096 --types u8").
+# $OUT/cpu.csv, which the report step adds (APRON_CPU_USER_ARGS="--size 4096 --types u8"). "wheel" runs
+# `pip install .` with the CUDA toolkit into a fresh virtual environment and the Python suite on it.
 set -uo pipefail
 OUT=${OUT:-/tmp/apron-gpu-out}
 mkdir -p "$OUT"
@@ -134,6 +135,23 @@ case " $steps " in *" python "*)
     PYTHONPATH=$root/build-gpu/python timeout 120 python3 bench/python_cpu_peers.py 2>&1 | tail -24
   } > "$OUT/python.txt" 2>&1
   grep -E "passed|failed|error" "$OUT/python.txt" | tail -3 | tee -a "$OUT/summary.txt"
+;; esac
+
+case " $steps " in *" wheel "*)
+  # `pip install .` as a user runs it on a machine with the CUDA toolkit (the CUDA backend compiled in), into a
+  # fresh virtual environment that sees the machine's NumPy, CuPy and torch, then the Python suite from
+  # outside the source tree against the installed package. No network there: scikit-build-core and nanobind
+  # come from .device-carry/wheels (pip download scikit-build-core nanobind --python-version 3.12
+  # --only-binary=:all: -d .device-carry/wheels).
+  log "wheel: pip install . (CUDA) in a fresh venv, then tests/python_api"
+  { rm -rf /tmp/apron-venv && python3 -m venv --system-site-packages /tmp/apron-venv &&
+    /tmp/apron-venv/bin/python -m pip install -q --no-index --find-links "$carry/wheels" scikit-build-core nanobind &&
+    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 420 /tmp/apron-venv/bin/python -m pip install --no-index \
+      --no-build-isolation . 2>&1 | tail -3 &&
+    (cd /tmp && /tmp/apron-venv/bin/python -c "import apron; print(apron.__file__, apron.info())" &&
+     APRON_BIN=$root/build-gpu/tools/apron timeout 240 /tmp/apron-venv/bin/python -m pytest -q -p no:cacheprovider \
+       "$root/tests/python_api" 2>&1 | tail -6); } > "$OUT/wheel.txt" 2>&1
+  tail -3 "$OUT/wheel.txt" | tee -a "$OUT/summary.txt"
 ;; esac
 
 case " $steps " in *" stress "*)
