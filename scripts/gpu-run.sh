@@ -144,11 +144,14 @@ case " $steps " in *" wheel "*)
   # come from .device-carry/wheels (pip download scikit-build-core nanobind --python-version 3.12
   # --only-binary=:all: -d .device-carry/wheels).
   log "wheel: pip install . (CUDA) in a fresh venv, then tests/python_api"
-  { rm -rf /tmp/apron-venv && python3 -m venv --system-site-packages /tmp/apron-venv &&
+  # The machine's NumPy, CuPy, torch, SciPy and pytest live in the venv python3 belongs to, which a new venv
+  # cannot inherit: they are put after the new venv's own site-packages on PYTHONPATH (apron is not there).
+  site=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  { rm -rf /tmp/apron-venv && python3 -m venv /tmp/apron-venv &&
     /tmp/apron-venv/bin/python -m pip install -q --no-index --find-links "$carry/wheels" scikit-build-core nanobind &&
-    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 420 /tmp/apron-venv/bin/python -m pip install --no-index \
+    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 420 /tmp/apron-venv/bin/python -m pip install --no-index --no-deps \
       --no-build-isolation . 2>&1 | tail -3 &&
-    (cd /tmp && /tmp/apron-venv/bin/python -c "import apron; print(apron.__file__, apron.info())" &&
+    (cd /tmp && export PYTHONPATH=$site && /tmp/apron-venv/bin/python -c "import apron; print(apron.__file__, apron.info())" &&
      APRON_BIN=$root/build-gpu/tools/apron timeout 240 /tmp/apron-venv/bin/python -m pytest -q -p no:cacheprovider \
        "$root/tests/python_api" 2>&1 | tail -6); } > "$OUT/wheel.txt" 2>&1
   tail -3 "$OUT/wheel.txt" | tee -a "$OUT/summary.txt"
