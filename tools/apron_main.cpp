@@ -6,8 +6,11 @@
 // atomically, so a failed run never leaves a partial file.
 #include <CLI/CLI.hpp>
 #include <malloc.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <fstream>
 #include <cstdio>
 #include <iostream>
@@ -21,6 +24,7 @@
 #include "apron/memory.hpp"
 #include "apron/ops.hpp"
 #include "apron/pipeline.hpp"
+#include "apron/stream.hpp"
 #include "batch_command.hpp"
 #include "cli_options.hpp"
 
@@ -38,6 +42,10 @@ struct FilterArgs {
     std::int64_t max_pixels = std::int64_t(1) << 30;
     int quality = 95;
     std::string memory, byte_order = "big";
+    // Images larger than memory (apron/stream.hpp).
+    std::string stream = "auto", raw;
+    bool resume = false, max_pixels_given = false;
+    int band_rows = 0, tile = 256;
 };
 
 std::uint64_t image_bytes(const apron::ImageShape& s) { return std::uint64_t(s.row_bytes()) * std::uint64_t(s.height); }
@@ -79,6 +87,42 @@ void print_timing(const std::vector<apron::StageTiming>& stages) {
     std::fprintf(stderr, "%10.3f ms  total\n", total);
 }
 
+// A progress line on a terminal (stderr), redrawn at most ten times a second.
+std::function<void(std::uint64_t, std::uint64_t)> stream_progress() {
+    if (!isatty(2)) return {};
+    auto last = std::make_shared<Clock::time_point>();
+    return [last](std::uint64_t done, std::uint64_t rows) {
+        const auto now = Clock::now();
+        if (done < rows && now - *last < std::chrono::milliseconds(100)) return;
+        *last = now;
+        std::fprintf(stderr, "\rapron: %llu of %llu rows (%.0f %%)%s", (unsigned long long)done, (unsigned long long)rows,
+                     rows ? 100.0 * double(done) / double(rows) : 100.0, done == rows ? "\n" : "");
+    };
+}
+
+// The streaming path: the image in bands with halos, within the memory budget (apron/stream.hpp).
+int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, const apron::RunOptions& options,
+                        const char* why) {
+    apron::StreamOptions so;
+    so.run = options;
+    so.band_rows = a.band_rows;
+    so.tile_side = a.tile;
+    so.resume = a.resume;
+    so.raw = a.raw;
+    so.pnm_byte_order = byte_order_option(a.byte_order);
+    if (a.plan_only) {
+        std::cout << why << "\n" << apron::describe_stream(a.input, a.output, pipeline, so);
+        return 0;
+    }
+    so.progress = stream_progress();
+    const apron::StreamReport r = apron::stream_filter(a.input, a.output, pipeline, so);
+    if (a.timing)
+        std::fprintf(stderr, "%10.3f ms  streamed in %d bands of %d rows (halo %d rows, %d resumed), %s of host memory\n",
+                     r.seconds * 1e3, r.bands, r.band_rows, r.halo_rows, r.bands_resumed,
+                     apron::format_bytes(r.peak_buffer_bytes).c_str());
+    return 0;
+}
+
 int run_filter(const FilterArgs& a) {
     apron::RunOptions options;
     options.threads = a.threads;
@@ -97,6 +141,26 @@ int run_filter(const FilterArgs& a) {
     read.pnm_byte_order = byte_order_option(a.byte_order);
 
     const apron::Pipeline pipeline(a.ops);  // parses and validates every --op before any file is touched
+    if (a.stream != "auto" && a.stream != "on" && a.stream != "off")
+        throw apron::Error("--stream: '" + a.stream + "' is not auto, on or off");
+    if (a.band_rows < 0) throw apron::Error("--band-rows: must be 0 (the budget's largest) or positive");
+    if (a.tile < 16 || a.tile > 8192 || a.tile % 16) throw apron::Error("--tile: must be a multiple of 16 from 16 to 8192");
+    if (a.stream == "off" && (a.resume || !a.raw.empty()))
+        throw apron::Error(std::string(a.resume ? "--resume" : "--raw") + ": needs the streaming path (not --stream off)");
+    if (a.stream == "on" || a.resume || !a.raw.empty())
+        return run_filter_streamed(a, pipeline, options, "streamed: asked for (--stream on, --raw or --resume)");
+    if (a.stream == "auto") {
+        // Larger than the budget, or than --max-pixels' default for whole images: stream it.
+        apron::ReadOptions header = read;
+        header.memory_budget = 0;
+        header.max_pixels = a.max_pixels_given ? std::uint64_t(a.max_pixels) : std::uint64_t(1) << 40;
+        const apron::ImageShape shape = apron::probe_image(a.input, header);
+        const bool too_many = !a.max_pixels_given && shape.pixels() > read.max_pixels;
+        if (too_many || apron::needs_streaming(shape, pipeline, options))
+            return run_filter_streamed(a, pipeline, options,
+                                       too_many ? "streamed: the image has more pixels than a whole-image run takes (--max-pixels)"
+                                                : "streamed: the whole-image run would not fit in the memory budget (--memory)");
+    }
     const apron::ImageFormat out_format = apron::format_for_path(a.output);
 
     // Everything that can be refused from the input's header is refused before its pixels are decoded:
@@ -296,7 +360,9 @@ int main(int argc, char** argv) {
     filter->add_option("--out-type", fa.out_type, "u8, u16 or f32 (default: the input's type)");
     filter->add_option("--backend", fa.backend, "auto, cpu, reference or cuda")->capture_default_str();
     filter->add_option("--threads", fa.threads, "CPU threads, 0 = all cores")->capture_default_str();
-    filter->add_option("--max-pixels", fa.max_pixels, "refuse input images larger than this")->capture_default_str();
+    auto* max_pixels = filter->add_option("--max-pixels", fa.max_pixels,
+                                          "refuse input images larger than this (unset: larger ones are streamed)")
+                           ->capture_default_str();
     filter->add_option("--quality", fa.quality, "JPEG quality 1..100")->capture_default_str();
     filter->add_flag("--timing", fa.timing, "print the time of each stage (read, each operation, write) to stderr");
     filter->add_option("--algo", fa.algo, "force a path on every linear step: auto, direct, separable, low-rank, fft or tensor")
@@ -308,6 +374,14 @@ int main(int argc, char** argv) {
     filter->add_option("--byte-order", fa.byte_order,
                        "byte order of 16-bit binary PGM/PPM/PAM input: big (Netpbm) or little (GenConv's files)")
         ->capture_default_str();
+    filter->add_option("--stream", fa.stream,
+                       "auto: filter in bands with halos when the image does not fit in --memory; on: always; off: never")
+        ->capture_default_str();
+    filter->add_option("--raw", fa.raw, "the input is raw samples: WIDTHxHEIGHTxCHANNELS:TYPE[:little|big], e.g. 65536x65536x1:u16");
+    filter->add_flag("--resume", fa.resume, "continue an interrupted streamed run from its journal (.OUT.apron-journal)");
+    filter->add_option("--band-rows", fa.band_rows, "rows per band when streaming (0: the largest --memory allows)")
+        ->capture_default_str();
+    filter->add_option("--tile", fa.tile, "tile side of streamed TIFF output (tiled BigTIFF)")->capture_default_str();
 
     PlanArgs pa;
     auto* plan = app.add_subcommand("plan", "print the plan: each step's path and kernel, and every candidate's predicted time");
@@ -353,6 +427,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "apron: %s (see apron --help)\n", apron::printable_line(e.what()).c_str());
         return 2;
     }
+    fa.max_pixels_given = max_pixels->count() > 0;
     try {
         if (*filter) return run_filter(fa);
         if (*plan) return run_plan(pa);

@@ -20,7 +20,9 @@ namespace apron {
 
 struct StreamOptions {
     RunOptions run;                // backend, threads, out_type, algorithm, memory_budget (0: the default)
-    int band_rows = 0;             // rows per band; 0: the largest the budget allows
+    int band_rows = 0;             // rows per band; 0: the largest the budget allows (rounded up to the tile side
+                                   // for TIFF outputs, so every band but the last fills whole rows of tiles)
+    int tile_side = 256;           // TIFF outputs: tiles of tile_side x tile_side (a multiple of 16)
     bool resume = false;           // continue an interrupted run from its journal (random-access outputs)
     std::string raw;               // "WxHxC:type[:endianness]": the input is raw samples
     ByteOrder pnm_byte_order = ByteOrder::big;
@@ -37,7 +39,8 @@ struct StreamReport {
 };
 
 // The band plan alone (what `apron filter --plan` prints for a streamed run), from the header.
-std::string describe_stream(const std::string& input, const Pipeline& pipeline, const StreamOptions& options = {});
+std::string describe_stream(const std::string& input, const std::string& output, const Pipeline& pipeline,
+                            const StreamOptions& options = {});
 
 // Whether `apron filter` should stream: the whole-image run would not fit in the memory budget.
 bool needs_streaming(const ImageShape& input, const Pipeline& pipeline, const RunOptions& options);

@@ -25,6 +25,7 @@
 #include "apron/errors.hpp"
 #include "apron/io.hpp"
 #include "io/file_io.hpp"
+#include "io/output_target.hpp"
 #include "io/temporary_name.hpp"
 #include "io/temporary_registry.hpp"
 
@@ -84,20 +85,15 @@ int create_temporary(const std::string& dir, const std::string& base, std::strin
     return -1;
 }
 
-std::string directory_of(const std::string& path) {
+}  // namespace
+
+std::string io::directory_of(const std::string& path) {
     const std::size_t slash = path.find_last_of('/');
     return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// The file a write to `path` replaces or creates: `path` itself, or the end of its chain of symbolic links.
-struct Target {
-    std::string path;
-    bool exists = false;
-    struct stat st {};
-};
-
-Target resolve_target(const std::string& path) {
-    Target t{path};
+io::OutputTarget io::resolve_output(const std::string& path) {
+    OutputTarget t{path};
     for (int links = 0;; ++links) {
         // Anything lstat cannot see (a missing file, a missing or unreadable directory) is a new file; creating
         // the temporary file next to it reports what is wrong with its directory.
@@ -119,11 +115,9 @@ Target resolve_target(const std::string& path) {
     return t;
 }
 
-}  // namespace
-
 void write_file_atomically(const std::string& path, std::span<const std::uint8_t> bytes) {
-    const Target target = resolve_target(path);
-    const std::string dir = directory_of(target.path);
+    const io::OutputTarget target = io::resolve_output(path);
+    const std::string dir = io::directory_of(target.path);
     const std::size_t slash = target.path.find_last_of('/');
     const std::string base = slash == std::string::npos ? target.path : target.path.substr(slash + 1);
     if (base.empty()) fail(path, "cannot write: the path names a directory, not a file");

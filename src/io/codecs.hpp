@@ -8,6 +8,7 @@
 // through check_image, so the pixel limit and the memory budget are checked the same way, for every
 // format, before a pixel is allocated.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -73,6 +74,26 @@ struct Held {
     std::uint64_t file_bytes = 0;
     std::uint64_t decoder_bytes = 0;
 };
+
+// Where the samples of a binary Netpbm-family file lie, for reading rows straight from the file
+// (row_stream.cpp): rows of shape.row_bytes() from `data_offset`, bottom to top when `bottom_up` (PFM), and
+// wide samples in `byte_order`. Binary PNM (P5/P6/P7) and PFM only: other kinds refuse by name.
+struct FixedRows {
+    ImageShape shape;
+    std::uint64_t data_offset = 0;
+    bool bottom_up = false;
+    ByteOrder byte_order = ByteOrder::big;
+};
+FixedRows pnm_fixed_rows(const ByteSource& source, const std::string& name, const ReadOptions& options);
+FixedRows pfm_fixed_rows(const ByteSource& source, const std::string& name, const ReadOptions& options);
+
+// A file read on demand (pread through InputFile), for probing and for reading rows.
+std::unique_ptr<ByteSource> open_file_source(const std::string& path);
+
+class RowSource;
+// TIFF rows decoded from the file on demand, one row of tiles (or one strip) cached (tiff.cpp).
+std::unique_ptr<RowSource> open_tiff_rows(std::unique_ptr<ByteSource> file, const std::string& name,
+                                          const ReadOptions& options);
 
 Image decode_pnm(Bytes bytes, const std::string& name, const ReadOptions& options);
 Image decode_pfm(Bytes bytes, const std::string& name, const ReadOptions& options);

@@ -239,6 +239,20 @@ private:
     const io::InputFile& file_;
 };
 
+// The same, owning its file.
+class OwnedFileSource final : public io::ByteSource {
+public:
+    explicit OwnedFileSource(const std::string& path) : file_(path), source_(file_) {}
+    std::uint64_t size() const override { return source_.size(); }
+    std::size_t read(std::uint64_t offset, void* dst, std::size_t n) const noexcept override {
+        return source_.read(offset, dst, n);
+    }
+
+private:
+    io::InputFile file_;
+    FileSource source_;
+};
+
 ImageShape probe_source(const io::ByteSource& source, const std::string& name, const ReadOptions& options) {
     const io::Buffer first = io::read_prefix(source, 8);
     switch (magic_of(first)) {
@@ -266,6 +280,10 @@ void check_file_budget(const std::string& path, std::uint64_t size, const ReadOp
 }
 
 }  // namespace
+
+std::unique_ptr<io::ByteSource> io::open_file_source(const std::string& path) {
+    return std::make_unique<OwnedFileSource>(path);
+}
 
 Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options) {
     switch (magic_of(bytes)) {

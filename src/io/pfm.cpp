@@ -75,6 +75,25 @@ ImageShape probe_pfm(const ByteSource& source, const std::string& name, const Re
     return check_image(name, p.width, p.height, p.channels, PixelType::f32, options, {source.size(), 0});
 }
 
+FixedRows pfm_fixed_rows(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    std::uint64_t offset = 0;
+    const PfmHeader p = parse_from_prefix(source, [&](Bytes prefix) {
+        TextHeader h(prefix, name, "PFM");
+        const PfmHeader header = parse_header(h, prefix, name, options);
+        offset = h.pos();
+        return std::pair{header, h.pos()};
+    });
+    FixedRows r;
+    r.shape = check_image(name, p.width, p.height, p.channels, PixelType::f32, options, {0, 0});
+    r.data_offset = offset;
+    r.bottom_up = true;
+    r.byte_order = p.little_endian ? ByteOrder::little : ByteOrder::big;
+    if (source.size() - std::min(source.size(), offset) < std::uint64_t(r.shape.row_bytes()) * r.shape.height)
+        fail(name, "truncated PFM file: the header promises " + std::to_string(std::uint64_t(r.shape.row_bytes()) * r.shape.height) +
+                       " bytes of pixels");
+    return r;
+}
+
 Buffer encode_pfm(ConstImageView image, const std::string&, const WriteOptions&) {
     const std::string header = std::string(image.channels() == 3 ? "PF" : "Pf") + "\n" + std::to_string(image.width()) +
                                " " + std::to_string(image.height()) + "\n-1\n";

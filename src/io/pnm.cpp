@@ -185,6 +185,26 @@ ImageShape probe_pnm(const ByteSource& source, const std::string& name, const Re
     return check_image(name, p.width, p.height, p.channels, type_of(p), options, {source.size(), 0});
 }
 
+FixedRows pnm_fixed_rows(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    std::uint64_t offset = 0;
+    const PnmHeader p = parse_from_prefix(source, [&](Bytes prefix) {
+        TextHeader h(prefix, name, "PNM");
+        const PnmHeader header = parse_header(h, name, options);
+        offset = h.pos();
+        return std::pair{header, h.pos()};
+    });
+    if (is_ascii(p) || p.kind == '4')
+        fail(name, std::string("P") + p.kind + " files are read whole; rows are read straight from binary P5, P6 and P7 files only");
+    FixedRows r;
+    r.shape = check_image(name, p.width, p.height, p.channels, type_of(p), options, {0, 0});
+    r.data_offset = offset;
+    r.byte_order = options.pnm_byte_order;
+    if (source.size() - std::min(source.size(), offset) < std::uint64_t(r.shape.row_bytes()) * r.shape.height)
+        fail(name, "truncated PNM file: the header promises " + std::to_string(std::uint64_t(r.shape.row_bytes()) * r.shape.height) +
+                       " bytes of pixels");
+    return r;
+}
+
 Buffer encode_pnm(ConstImageView image, const std::string&, const WriteOptions& options) {
     const bool wide = image.type() == PixelType::u16;
     const char kind = image.channels() == 1 ? (options.pnm_ascii ? '2' : '5') : (options.pnm_ascii ? '3' : '6');

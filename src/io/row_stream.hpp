@@ -45,10 +45,14 @@ struct SourceOptions {
     std::optional<RawLayout> raw;
     std::uint64_t max_pixels = std::uint64_t(1) << 40;  // the streaming limit (1 Tpix); ReadOptions' is 1 Gpix
     ByteOrder pnm_byte_order = ByteOrder::big;
+    // Formats read whole (PNG, JPEG, ASCII PNM) must decode within this many bytes (0: no limit).
+    std::uint64_t whole_decode_budget = 0;
 };
 
-// Opens PNM/PGM/PPM/PAM (binary), PFM, PNG, JPEG, TIFF/BigTIFF (strips or tiles, any compression libtiff
-// reads) or raw samples. The format follows the content, as read_image does.
+// Opens binary PNM/PGM/PPM/PAM, PFM and raw samples (rows read at fixed offsets), TIFF/BigTIFF (strips or
+// tiles, any compression libtiff reads; a row of tiles or a strip decoded at a time), or any other format
+// read_image knows (PNG, JPEG, ASCII PNM), decoded whole within SourceOptions::whole_decode_budget. The format
+// follows the content, as read_image does.
 std::unique_ptr<RowSource> open_row_source(const std::string& path, const SourceOptions& options = {});
 
 enum class TiffCompression : unsigned char { none, deflate, zstd, lzw };
@@ -89,6 +93,13 @@ public:
     // The partial file's name: beside path(), hidden, fixed (".NAME.apron-partial"), so a resumed run finds it.
     virtual std::string partial_path() const = 0;
 };
+
+// The partial file a sink for `path` writes (".NAME.apron-partial" beside the file a symbolic link at `path`
+// leads to); refuses a path that is not a regular file or a new one, as the sink would.
+std::string partial_path_for(const std::string& path);
+
+// The row_granularity() create_row_sink(path, ...) would have, from the extension alone.
+int sink_row_granularity(const std::string& path, const SinkOptions& options);
 
 // Creates the sink for `path`'s extension (.tif/.tiff: tiled BigTIFF; .pgm/.ppm/.pnm/.pam; .pfm; .png;
 // .raw: samples in native byte order). Refuses shapes the format cannot store (can_store), before writing.

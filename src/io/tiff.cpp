@@ -7,6 +7,7 @@
 // one. Its messages go to per-handle handlers (libtiff >= 4.5) that keep the first error for our
 // apron::Error instead of printing to stderr.
 #include "io/codecs.hpp"
+#include "io/row_stream.hpp"
 
 #if APRON_HAVE_TIFF
 
@@ -123,12 +124,12 @@ struct Layout {
 
 // Copies a w x h block of a decoded strip/tile (rows `chunk_pitch` bytes apart) to (x0, y0) of the image;
 // `plane` is the sample it holds when planes are separate.
-void copy_block(Image& img, const Layout& l, const std::uint8_t* chunk, std::size_t chunk_pitch, int x0, int y0, int w,
+void copy_block(ImageView img, const Layout& l, const std::uint8_t* chunk, std::size_t chunk_pitch, int x0, int y0, int w,
                 int h, int plane) {
     const std::size_t pixel_bytes = l.sample_bytes * std::size_t(l.spp);
     for (int r = 0; r < h; ++r) {
         const std::uint8_t* src = chunk + std::size_t(r) * chunk_pitch;
-        auto* dst = reinterpret_cast<std::uint8_t*>(img.view().row_bytes(y0 + r)) + std::size_t(x0) * pixel_bytes;
+        auto* dst = reinterpret_cast<std::uint8_t*>(img.row_bytes(y0 + r)) + std::size_t(x0) * pixel_bytes;
         if (l.chunk_spp == l.spp) {
             std::memcpy(dst, src, std::size_t(w) * pixel_bytes);
         } else {
@@ -172,7 +173,7 @@ void read_tiles(TIFF* tif, MemoryFile& f, Image& img, const Layout& l, const Til
                     TIFFComputeTile(tif, std::uint32_t(x), std::uint32_t(y), 0, std::uint16_t(p));
                 if (TIFFReadEncodedTile(tif, tile, buffer.data(), tmsize_t(buffer.size())) != tmsize_t(buffer.size()))
                     tiff_failed(name, f, "bad TIFF file");
-                copy_block(img, l, buffer.data(), t.pitch, int(x), int(y),
+                copy_block(img.view(), l, buffer.data(), t.pitch, int(x), int(y),
                            int(std::min<std::uint64_t>(t.width, img.width() - x)),
                            int(std::min<std::uint64_t>(t.height, img.height() - y)), p);
             }
@@ -192,7 +193,7 @@ void read_strips(TIFF* tif, MemoryFile& f, Image& img, const Layout& l, const st
             void* dst = contiguous ? static_cast<void*>(img.view().row_bytes(y)) : row.data();
             if (TIFFReadScanline(tif, dst, std::uint32_t(y), std::uint16_t(p)) < 0)
                 tiff_failed(name, f, "bad TIFF file");
-            if (!contiguous) copy_block(img, l, row.data(), row_pitch, 0, y, img.width(), 1, p);
+            if (!contiguous) copy_block(img.view(), l, row.data(), row_pitch, 0, y, img.width(), 1, p);
         }
 }
 
@@ -263,13 +264,73 @@ public:
             read_strips(h_.tif, f_, img, layout_, name_);
     }
 
+    // Rows [y0, y0 + band.height()) of the image into `band`. Tiled files decode whole rows of tiles into
+    // a cache of tile-height rows (the next band usually starts in the last one); striped files go through
+    // libtiff's scanline reader, which restarts a strip when asked for a row behind it.
+    void read_rows(int y0, ImageView band) {
+        if (TIFFIsTiled(h_.tif)) {
+            for (int y = y0; y < y0 + band.height();) {
+                const int ty = y / int(tiles_.height);
+                if (ty != cached_tile_row_) decode_tile_row(ty, image_);
+                const int row0 = ty * int(tiles_.height);
+                const int n = std::min(y0 + band.height(), row0 + cached_.height()) - y;
+                if (n <= 0) fail(name_, "row " + std::to_string(y) + " is outside the image");
+                for (int r = 0; r < n; ++r)
+                    std::memcpy(band.row_bytes(y - y0 + r), cached_.view().row_bytes(y - row0 + r), band.shape.row_bytes());
+                y += n;
+            }
+            return;
+        }
+        const std::size_t row_pitch = std::size_t(band.width()) * layout_.chunk_spp * layout_.sample_bytes;
+        if (std::uint64_t(TIFFScanlineSize64(h_.tif)) != row_pitch) fail(name_, "unsupported TIFF strip layout");
+        const bool contiguous = layout_.chunk_spp == layout_.spp;
+        if (!contiguous) row_.resize(row_pitch);
+        for (int p = 0; p < layout_.spp / layout_.chunk_spp; ++p)
+            for (int r = 0; r < band.height(); ++r) {
+                void* dst = contiguous ? static_cast<void*>(band.row_bytes(r)) : row_.data();
+                if (TIFFReadScanline(h_.tif, dst, std::uint32_t(y0 + r), std::uint16_t(p)) < 0)
+                    tiff_failed(name_, f_, ("row " + std::to_string(y0 + r)).c_str());
+                if (!contiguous) copy_block(band, layout_, row_.data(), row_pitch, 0, r, band.width(), 1, p);
+            }
+    }
+    // Host bytes held besides the caller's bands: the cached row of tiles and one decoded tile.
+    std::uint64_t buffer_bytes() const {
+        return TIFFIsTiled(h_.tif) ? std::uint64_t(tiles_.height) * cached_row_bytes_ + tiles_.buffer_bytes()
+                                   : std::uint64_t(TIFFStripSize64(h_.tif)) + row_.size();
+    }
+    void plan_row_cache(const ImageShape& shape) {
+        image_ = shape;
+        if (TIFFIsTiled(h_.tif)) cached_row_bytes_ = shape.row_bytes();
+    }
+
 private:
+    void decode_tile_row(int ty, const ImageShape& shape) {
+        const int row0 = ty * int(tiles_.height);
+        const int rows = std::min<int>(int(tiles_.height), shape.height - row0);
+        if (cached_.empty() || cached_.height() != rows) cached_ = Image(shape.width, rows, shape.channels, shape.type);
+        tile_.resize(tiles_.buffer_bytes());
+        for (int p = 0; p < layout_.spp / layout_.chunk_spp; ++p)
+            for (std::uint64_t x = 0; x < std::uint64_t(shape.width); x += tiles_.width) {
+                const std::uint32_t tile = TIFFComputeTile(h_.tif, std::uint32_t(x), std::uint32_t(row0), 0, std::uint16_t(p));
+                if (TIFFReadEncodedTile(h_.tif, tile, tile_.data(), tmsize_t(tile_.size())) != tmsize_t(tile_.size()))
+                    tiff_failed(name_, f_, ("tile " + std::to_string(tile)).c_str());
+                copy_block(cached_.view(), layout_, tile_.data(), tiles_.pitch, int(x), 0,
+                           int(std::min<std::uint64_t>(tiles_.width, shape.width - x)), rows, p);
+            }
+        cached_tile_row_ = ty;
+    }
+
     const std::string& name_;
     MemoryFile f_;
     TiffHandle h_;  // after f_: closed before the file it reads goes away
     Layout layout_;
     Tiles tiles_;
     Held held_;
+    ImageShape image_;  // the whole image (read_rows)
+    Image cached_;      // the decoded row of tiles read_rows used last
+    int cached_tile_row_ = -1;
+    std::uint64_t cached_row_bytes_ = 0;
+    std::vector<std::uint8_t> tile_, row_;
 };
 
 }  // namespace
@@ -287,6 +348,34 @@ Image decode_tiff(Bytes bytes, const std::string& name, const ReadOptions& optio
 ImageShape probe_tiff(const ByteSource& source, const std::string& name, const ReadOptions& options) {
     TiffReader reader(source, name, options);
     return reader.read_header(options, source.size());
+}
+
+namespace {
+
+class TiffRows final : public RowSource {
+public:
+    TiffRows(std::unique_ptr<ByteSource> file, const std::string& name, const ReadOptions& options)
+        : file_(std::move(file)), name_(name), reader_(*file_, name_, options) {
+        shape_ = reader_.read_header(options, 0);
+        reader_.plan_row_cache(shape_);
+    }
+    const ImageShape& shape() const override { return shape_; }
+    const std::string& path() const override { return name_; }
+    void read_rows(int y0, ImageView band) override { reader_.read_rows(y0, band); }
+    std::uint64_t buffer_bytes() const override { return reader_.buffer_bytes(); }
+
+private:
+    std::unique_ptr<ByteSource> file_;
+    std::string name_;
+    TiffReader reader_;
+    ImageShape shape_;
+};
+
+}  // namespace
+
+std::unique_ptr<RowSource> open_tiff_rows(std::unique_ptr<ByteSource> file, const std::string& name,
+                                          const ReadOptions& options) {
+    return std::make_unique<TiffRows>(std::move(file), name, options);
 }
 
 Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOptions&) {
@@ -350,6 +439,9 @@ Buffer encode_tiff(ConstImageView, const std::string& name, const WriteOptions&)
     fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
 ImageShape probe_tiff(const ByteSource&, const std::string& name, const ReadOptions&) {
+    fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
+}
+std::unique_ptr<RowSource> open_tiff_rows(std::unique_ptr<ByteSource>, const std::string& name, const ReadOptions&) {
     fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
 

@@ -9,11 +9,26 @@
 #include "apron/memory.hpp"
 #include "plan/memory_estimate.hpp"
 #include "plan/plan.hpp"
+#include "run/plan_runner.hpp"
 
 namespace apron {
 namespace {
 
-Backend resolve(Backend asked) {
+using Clock = std::chrono::steady_clock;
+
+// Times a stage when timings are wanted; waits for asynchronous work so the time is the stage's own.
+template <class F>
+void timed(const RunOptions& o, Executor& e, const std::string& name, F&& work) {
+    if (!o.timings) return work();
+    const auto start = Clock::now();
+    work();
+    e.synchronize();
+    o.timings->push_back({name, std::chrono::duration<double, std::milli>(Clock::now() - start).count()});
+}
+
+} // namespace
+
+Backend resolve_backend(Backend asked) {
     if (asked == Backend::automatic) return cuda_available() ? Backend::cuda : Backend::cpu;
     return asked;
 }
@@ -29,20 +44,6 @@ std::unique_ptr<Executor> make_executor(Backend b, int threads, void* cuda_strea
     default: return make_cpu_executor(threads);
     }
 }
-
-using Clock = std::chrono::steady_clock;
-
-// Times a stage when timings are wanted; waits for asynchronous work so the time is the stage's own.
-template <class F>
-void timed(const RunOptions& o, Executor& e, const std::string& name, F&& work) {
-    if (!o.timings) return work();
-    const auto start = Clock::now();
-    work();
-    e.synchronize();
-    o.timings->push_back({name, std::chrono::duration<double, std::milli>(Clock::now() - start).count()});
-}
-
-} // namespace
 
 Pipeline::Pipeline(const std::vector<std::string>& specs) {
     for (const auto& s : specs) add(s);
@@ -71,7 +72,7 @@ void Pipeline::add(OpProgram op) {
 }
 
 std::string Pipeline::describe(const ImageShape& input, const RunOptions& options, bool candidates) const {
-    return make_plan(ops_, input, options.out_type.value_or(input.type), resolve(options.backend), options.algorithm)
+    return make_plan(ops_, input, options.out_type.value_or(input.type), resolve_backend(options.backend), options.algorithm)
         .describe(candidates);
 }
 
@@ -94,12 +95,14 @@ bool overlaps(ConstImageView a, ConstImageView b) {
     return meet(dx, dy) || meet(dx - pitch, dy + 1);
 }
 
-ExecutionPlan plan_for(const std::vector<OpProgram>& ops, const ImageShape& input, const RunOptions& options) {
+} // namespace
+
+ExecutionPlan plan_pipeline(const std::vector<OpProgram>& ops, const ImageShape& input, const RunOptions& options) {
     if (options.threads < 0 || options.threads > max_threads)
         fail("--threads", std::to_string(options.threads) + " is out of range (0 = all cores, at most " +
                               std::to_string(max_threads) + ")");
     ExecutionPlan plan =
-        make_plan(ops, input, options.out_type.value_or(input.type), resolve(options.backend), options.algorithm);
+        make_plan(ops, input, options.out_type.value_or(input.type), resolve_backend(options.backend), options.algorithm);
     if (plan.operations.empty()) {
         // No operation: the output is the input converted to the output type.
         OperationPlan convert;
@@ -111,11 +114,9 @@ ExecutionPlan plan_for(const std::vector<OpProgram>& ops, const ImageShape& inpu
     return plan;
 }
 
-} // namespace
-
 std::uint64_t Pipeline::memory_needed(const ImageShape& input, const RunOptions& options, bool result_allocated) const {
     validate_shape(input, "input image");
-    return estimate_memory(plan_for(ops_, input, options), options.threads, result_allocated).total();
+    return estimate_memory(plan_pipeline(ops_, input, options), options.threads, result_allocated).total();
 }
 
 ImageShape Pipeline::output_shape(const ImageShape& input, const RunOptions& options) const {
@@ -127,7 +128,7 @@ ImageShape Pipeline::output_shape(const ImageShape& input, const RunOptions& opt
 Image Pipeline::run(ConstImageView input, const RunOptions& options) const {
     validate_shape(input.shape, "input image");
     // The result's memory counts against the budget too: check before allocating it.
-    const MemoryEstimate need = estimate_memory(plan_for(ops_, input.shape, options), options.threads, true);
+    const MemoryEstimate need = estimate_memory(plan_pipeline(ops_, input.shape, options), options.threads, true);
     require_memory(need.total(), options.memory_budget, "pipeline", need.describe());
     Image result(output_shape(input.shape, options));
     run(input, result.view(), options);
@@ -137,7 +138,7 @@ Image Pipeline::run(ConstImageView input, const RunOptions& options) const {
 void Pipeline::run(ConstImageView input, ImageView output, const RunOptions& options) const {
     validate_shape(input.shape, "input image");
     const std::shared_ptr<void> device = use_cuda_device(options.cuda_device);  // before planning: the device's tables
-    const ExecutionPlan plan = plan_for(ops_, input.shape, options);
+    const ExecutionPlan plan = plan_pipeline(ops_, input.shape, options);
     const MemoryEstimate need = estimate_memory(plan, options.threads, false);
     require_memory(need.total(), options.memory_budget, "pipeline", need.describe());
     const ImageShape& want = plan.output;
@@ -167,6 +168,20 @@ void Pipeline::run(ConstImageView input, ImageView output, const RunOptions& opt
         if (options.timings) options.timings->pop_back();
     }
 
+    run_plan(plan, ex, input, output, options);
+}
+
+void run_step(Executor& ex, const StepPlan& step, ConstImageView in, ConstImageView second, ImageView out) {
+    if (auto* l = std::get_if<LinearPlan>(&step.what))
+        ex.linear(*l, in, out);
+    else if (auto* m = std::get_if<MorphPlan>(&step.what))
+        ex.morph(*m, in, out);
+    else
+        ex.combine(std::get<CombinePlan>(step.what), in, second, out);
+}
+
+void run_plan(const ExecutionPlan& plan, Executor& ex, ConstImageView input, ImageView output, const RunOptions& options,
+              const StepRunner& runner) {
     Buffer source;
     if (input.memory == ex.memory()) {
         source = Buffer{ImageView{const_cast<std::byte*>(input.data), input.shape, input.pitch, input.memory}, nullptr};
@@ -189,15 +204,11 @@ void Pipeline::run(ConstImageView input, ImageView output, const RunOptions& opt
         for (std::size_t k = 0; k < op.steps.size(); ++k) {
             const StepPlan& step = op.steps[k];
             const bool last = o + 1 == plan.operations.size() && k + 1 == op.steps.size();
-            Buffer out = last && write_in_place ? Buffer{output, nullptr} : ex.allocate(step.out_shape);
-            timed(options, ex, op.spec + " [" + step.label + "]", [&] {
-                if (auto* l = std::get_if<LinearPlan>(&step.what))
-                    ex.linear(*l, view_of(step.input), out.view);
-                else if (auto* m = std::get_if<MorphPlan>(&step.what))
-                    ex.morph(*m, view_of(step.input), out.view);
-                else
-                    ex.combine(std::get<CombinePlan>(step.what), view_of(step.input), view_of(step.second), out.view);
-            });
+            ImageShape shape = step.out_shape;
+            shape.height = input.height();  // a band of the image the plan was made for
+            Buffer out = last && write_in_place ? Buffer{output, nullptr} : ex.allocate(shape);
+            timed(options, ex, op.spec + " [" + step.label + "]",
+                  [&] { runner(ex, step, view_of(step.input), view_of(step.second), out.view); });
             results.push_back(std::move(out));
             for (std::size_t j = 0; j < k; ++j)
                 if (last_reader[j] == int(k)) results[j] = Buffer{};

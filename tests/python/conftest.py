@@ -9,10 +9,12 @@ Tests import the helpers with `from conftest import ...` (pytest puts this direc
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import struct
 import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -372,3 +374,20 @@ def assert_equal_images(got: np.ndarray, expected: np.ndarray, what: str = "", m
 def leftovers(directory: Path) -> list[str]:
     """apron's temporary files ('.NAME.apron-tmp-XXXXXX') left in `directory`."""
     return sorted(p.name for p in Path(directory).iterdir() if re.search(r"apron-tmp", p.name))
+
+
+def peak_rss_of(args, timeout=120) -> tuple[int, subprocess.CompletedProcess]:
+    """Runs apron with `args` in a fresh process; returns (its peak resident memory in bytes, the result).
+    Through a small Python process of its own: a child's maximum resident set counts the memory of the
+    process it was forked from (Linux records the old image's peak at exec), so a child of pytest itself
+    would report pytest's size."""
+    code = (
+        "import json, resource, subprocess, sys\n"
+        "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "print(json.dumps({'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,"
+        " 'rc': r.returncode, 'err': r.stderr}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(APRON_PATH), *map(str, args)], capture_output=True,
+                         text=True, timeout=timeout, check=True)
+    d = json.loads(out.stdout)
+    return d["rss"], subprocess.CompletedProcess(args, d["rc"], "", d["err"])

@@ -5,30 +5,14 @@ apron once), so each assertion is about what the process really took.
 """
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import APRON_PATH, leftovers, random_image, read_pnm, write_pnm
+from conftest import APRON_PATH, leftovers, peak_rss_of, random_image, read_pnm, write_pnm
 
 MIB = 1 << 20
-
-
-def peak_rss_of(args, timeout=120) -> tuple[int, subprocess.CompletedProcess]:
-    """Runs apron with `args` in a fresh process; returns (its peak resident memory in bytes, the result)."""
-    code = (
-        "import json, resource, subprocess, sys\n"
-        "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-        "print(json.dumps({'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,"
-        " 'rc': r.returncode, 'err': r.stderr}))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code, str(APRON_PATH), *map(str, args)], capture_output=True,
-                         text=True, timeout=timeout, check=True)
-    d = json.loads(out.stdout)
-    return d["rss"], subprocess.CompletedProcess(args, d["rc"], "", d["err"])
 
 
 @pytest.fixture()
@@ -64,11 +48,16 @@ def test_a_run_over_the_budget_fails_before_reading(apron, tmp_path):
     # not "truncated" after allocating 900 MB.
     p = tmp_path / "promise.pgm"
     p.write_bytes(b"P5\n30000 30000\n255\n" + bytes(1000))
-    rss, r = peak_rss_of(["filter", p, tmp_path / "o.pgm", "--op", "box:width=3", "--memory", "256M"])
+    rss, r = peak_rss_of(["filter", p, tmp_path / "o.pgm", "--op", "box:width=3", "--memory", "256M", "--stream", "off"])
     assert r.returncode == 1
     line = r.stderr.strip()
     assert "\n" not in line
     assert str(p) in line and "over the memory budget of 256 MiB" in line and "--memory" in line, line
+    assert rss < 100 * MIB
+    assert not (tmp_path / "o.pgm").exists() and leftovers(tmp_path) == []
+    # Left to choose, apron would stream it in bands: refused as truncated from the header, before any band.
+    rss, r = peak_rss_of(["filter", p, tmp_path / "o.pgm", "--op", "box:width=3", "--memory", "256M"])
+    assert r.returncode == 1 and "truncated PNM file" in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert rss < 100 * MIB
     assert not (tmp_path / "o.pgm").exists() and leftovers(tmp_path) == []
 
@@ -80,7 +69,7 @@ def test_the_budget_counts_intermediates(apron, tmp_path):
                    "--op", "sobel:dx=1", "--memory", "64M", "--backend", "cpu")
     assert ok.returncode == 0
     r = apron.run("filter", p, tmp_path / "b.pfm", "--out-type", "f32", "--op", "gaussian:sigma=2",
-                  "--op", "sobel:dx=1", "--memory", "2M", "--backend", "cpu", check=False)
+                  "--op", "sobel:dx=1", "--memory", "2M", "--backend", "cpu", "--stream", "off", check=False)
     assert r.returncode == 1 and "over the memory budget of 2.00 MiB" in r.stderr, r.stderr
     assert not (tmp_path / "b.pfm").exists()
 

@@ -1,0 +1,345 @@
+// Row sinks (row_stream.hpp): an image written band by band into a partial file beside the target
+// (".NAME.apron-partial"), renamed into place by commit(). Every format here has fixed offsets for every
+// row or tile, so bands may arrive in any order, from several threads or processes (pwrite only), and a
+// resumed run can reopen the partial file and fill in what is missing:
+//   .tif/.tiff  uncompressed tiled BigTIFF written by apron itself (header, one directory, then the tiles in
+//               raster order, each a full tile as TIFF requires; edge tiles padded with zeros)
+//   .pgm/.ppm/.pnm  binary P5/P6, 16-bit samples big-endian (Netpbm)
+//   .pfm        rows bottom to top, little-endian
+//   .raw        samples in this machine's byte order, no header
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <system_error>
+#include <vector>
+
+#include "apron/errors.hpp"
+#include "io/codecs.hpp"
+#include "io/file_io.hpp"
+#include "io/output_target.hpp"
+#include "io/row_stream.hpp"
+#include "io/temporary_registry.hpp"
+
+namespace apron::io {
+
+std::string partial_path_for(const std::string& path) {
+    const OutputTarget target = resolve_output(path);
+    const std::size_t slash = target.path.find_last_of('/');
+    const std::string base = slash == std::string::npos ? target.path : target.path.substr(slash + 1);
+    if (base.empty()) fail(path, "cannot write: the path names a directory, not a file");
+    return directory_of(target.path) + "/." + base.substr(0, std::min<std::size_t>(base.size(), 200)) + ".apron-partial";
+}
+
+namespace {
+
+std::string reason(int e) { return std::generic_category().message(e); }
+
+std::string lower_extension(const std::string& path) {
+    const std::size_t slash = path.find_last_of('/'), dot = path.find_last_of('.');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+    std::string e = path.substr(dot + 1);
+    for (char& c : e) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return e;
+}
+
+// The partial file: created (or reopened) beside the target, written with pwrite, renamed by commit().
+class PartialFile {
+public:
+    PartialFile(const std::string& path, std::uint64_t size, const SinkOptions& options) : path_(path), keep_(options.keep_partial) {
+        target_ = resolve_output(path);
+        partial_ = partial_path_for(path);
+        dir_ = directory_of(target_.path);
+        if (!keep_) slot_ = register_temporary(partial_.c_str());  // SIGINT/SIGTERM remove it
+        const int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (options.reopen_partial ? 0 : O_TRUNC);
+        fd_ = ::open(partial_.c_str(), flags, 0666);
+        if (fd_ < 0) fail(path, "cannot create " + partial_ + ": " + reason(errno));
+        if (target_.exists) ::fchmod(fd_, target_.st.st_mode & 0777);
+        struct stat st {};
+        if (::fstat(fd_, &st) != 0) fail(path, "cannot write: " + reason(errno));
+        reopened_ = options.reopen_partial && std::uint64_t(st.st_size) == size;
+        if (options.reopen_partial && !reopened_ && st.st_size != 0)
+            fail(path, "the partial file " + partial_ + " has " + std::to_string(st.st_size) + " bytes, not the " +
+                           std::to_string(size) + " this image needs; remove it to start over");
+        // The file has its final size from the start (sparse), so every band lands at its offset.
+        if (::ftruncate(fd_, off_t(size)) != 0) fail(path, "cannot size " + partial_ + " to " + std::to_string(size) + " bytes: " + reason(errno));
+    }
+    ~PartialFile() {
+        if (fd_ >= 0) ::close(fd_);
+        if (!committed_ && !keep_) ::unlink(partial_.c_str());
+        if (slot_ >= 0) unregister_temporary(slot_);
+    }
+    PartialFile(const PartialFile&) = delete;
+    PartialFile& operator=(const PartialFile&) = delete;
+
+    bool reopened() const { return reopened_; }
+    const std::string& partial() const { return partial_; }
+
+    void write_at(std::uint64_t offset, const void* data, std::size_t n, const std::string& what) {
+        const auto* p = static_cast<const std::uint8_t*>(data);
+        while (n) {
+            const ssize_t w = ::pwrite(fd_, p, n, off_t(offset));
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) fail(path_, reason(w < 0 ? errno : ENOSPC) + " while writing " + what + " (the partial file " + partial_ +
+                                        (keep_ ? " is kept: run again with --resume)" : " is removed)"));
+            p += w, n -= std::size_t(w), offset += std::uint64_t(w);
+        }
+    }
+    bool read_at(std::uint64_t offset, void* data, std::size_t n) const {
+        return ::pread(fd_, data, n, off_t(offset)) == ssize_t(n);
+    }
+    void sync() {
+        if (::fdatasync(fd_) != 0) fail(path_, "cannot write (fdatasync of " + partial_ + "): " + reason(errno));
+    }
+    void commit() {
+        if (::fsync(fd_) != 0) fail(path_, "cannot write (fsync of " + partial_ + "): " + reason(errno));
+        if (::close(fd_) != 0) {
+            fd_ = -1;
+            fail(path_, "cannot write (close of " + partial_ + "): " + reason(errno));
+        }
+        fd_ = -1;
+        if (::rename(partial_.c_str(), target_.path.c_str()) != 0)
+            fail(path_, "cannot rename " + partial_ + " into place: " + reason(errno));
+        committed_ = true;
+        sync_directory(dir_);
+    }
+
+private:
+    std::string path_, partial_, dir_;
+    OutputTarget target_;
+    bool keep_ = false, committed_ = false, reopened_ = false;
+    int fd_ = -1, slot_ = -1;
+};
+
+constexpr ByteOrder native_order = std::endian::native == std::endian::little ? ByteOrder::little : ByteOrder::big;
+
+// A row in the file's byte order (a copy when it differs from this machine's).
+const std::uint8_t* stored_row(const std::uint8_t* row, std::size_t bytes, PixelType type, ByteOrder order,
+                               std::vector<std::uint8_t>& scratch) {
+    if (order == native_order || type == PixelType::u8) return row;
+    scratch.assign(row, row + bytes);
+    if (type == PixelType::u16) swap_bytes_16(scratch.data(), bytes / 2);
+    else swap_bytes_32(scratch.data(), bytes / 4);
+    return scratch.data();
+}
+
+// PNM, PFM and raw: a text header (or none), then rows at fixed offsets.
+class FixedRowsSink final : public RowSink {
+public:
+    FixedRowsSink(const std::string& path, const ImageShape& shape, std::string header, bool bottom_up, ByteOrder order,
+                  const SinkOptions& options)
+        : path_(path), shape_(shape), header_(std::move(header)), bottom_up_(bottom_up), order_(order),
+          file_(path, header_.size() + std::uint64_t(shape.row_bytes()) * std::uint64_t(shape.height), options) {
+        if (!header_.empty()) file_.write_at(0, header_.data(), header_.size(), "the header");
+    }
+    const ImageShape& shape() const override { return shape_; }
+    const std::string& path() const override { return path_; }
+    bool random_access() const override { return true; }
+    int row_granularity() const override { return 1; }
+    std::uint64_t buffer_bytes() const override { return shape_.row_bytes(); }
+    std::string partial_path() const override { return file_.partial(); }
+    void sync() override { file_.sync(); }
+    void commit() override { file_.commit(); }
+    void write_rows(int y0, ConstImageView band) override {
+        const std::size_t row_bytes = shape_.row_bytes();
+        std::vector<std::uint8_t> scratch;
+        for (int r = 0; r < band.height(); ++r) {
+            const int y = y0 + r;
+            const std::uint64_t stored = bottom_up_ ? std::uint64_t(shape_.height - 1 - y) : std::uint64_t(y);
+            const auto* row = reinterpret_cast<const std::uint8_t*>(band.row_bytes(r));
+            file_.write_at(header_.size() + stored * row_bytes, stored_row(row, row_bytes, shape_.type, order_, scratch), row_bytes,
+                           "row " + std::to_string(y));
+        }
+    }
+
+private:
+    std::string path_;
+    ImageShape shape_;
+    std::string header_;
+    bool bottom_up_;
+    ByteOrder order_;
+    PartialFile file_;
+};
+
+// Uncompressed tiled BigTIFF with every tile at a fixed offset: the header and the one directory first,
+// then the tile offsets and byte counts, then the tiles in raster order (a row of tiles is one pwrite).
+class TiledTiffSink final : public RowSink {
+public:
+    TiledTiffSink(const std::string& path, const ImageShape& shape, const SinkOptions& options)
+        : path_(path), shape_(shape), side_(options.tiff_tile_side), layout_(make_layout(shape, options.tiff_tile_side)),
+          file_(path, layout_.file_bytes, options) {
+        file_.write_at(0, layout_.header.data(), layout_.header.size(), "the TIFF header");
+    }
+    const ImageShape& shape() const override { return shape_; }
+    const std::string& path() const override { return path_; }
+    bool random_access() const override { return true; }
+    int row_granularity() const override { return side_; }
+    std::uint64_t buffer_bytes() const override {
+        std::lock_guard lock(mutex_);
+        return layout_.tile_row_bytes * (1 + pending_.size());
+    }
+    std::string partial_path() const override { return file_.partial(); }
+    void sync() override { file_.sync(); }
+    void commit() override { file_.commit(); }
+
+    void write_rows(int y0, ConstImageView band) override {
+        for (int y = y0; y < y0 + band.height();) {
+            const int ty = y / side_, row0 = ty * side_;
+            const int rows_in_tile_row = std::min(side_, shape_.height - row0);
+            const int n = std::min(y0 + band.height(), row0 + rows_in_tile_row) - y;
+            if (y == row0 && n == rows_in_tile_row) {
+                write_tile_row(ty, [&](int r) { return reinterpret_cast<const std::uint8_t*>(band.row_bytes(y - y0 + r)); });
+            } else {
+                // A band that cuts a row of tiles: its rows wait here until the row of tiles is whole.
+                std::unique_lock lock(mutex_);
+                Pending& p = pending_[ty];
+                if (p.rows.empty()) p.rows.assign(std::size_t(rows_in_tile_row) * shape_.row_bytes(), 0), p.have.assign(std::size_t(rows_in_tile_row), false);
+                for (int r = 0; r < n; ++r) {
+                    std::memcpy(p.rows.data() + std::size_t(y - row0 + r) * shape_.row_bytes(), band.row_bytes(y - y0 + r), shape_.row_bytes());
+                    if (!p.have[std::size_t(y - row0 + r)]) p.have[std::size_t(y - row0 + r)] = true, ++p.count;
+                }
+                if (p.count == rows_in_tile_row) {
+                    Pending whole = std::move(p);
+                    pending_.erase(ty);
+                    lock.unlock();
+                    write_tile_row(ty, [&](int r) { return whole.rows.data() + std::size_t(r) * shape_.row_bytes(); });
+                }
+            }
+            y += n;
+        }
+    }
+
+private:
+    struct Layout {
+        std::vector<std::uint8_t> header;
+        std::uint64_t data_offset = 0, tile_bytes = 0, tile_row_bytes = 0, file_bytes = 0;
+        int tiles_x = 0, tiles_y = 0;
+    };
+    struct Pending {
+        std::vector<std::uint8_t> rows;
+        std::vector<bool> have;
+        int count = 0;
+    };
+
+    static Layout make_layout(const ImageShape& s, int side) {
+        if (side < 16 || side % 16 || side > 8192) fail("--tile", std::to_string(side) + " is not a multiple of 16 from 16 to 8192");
+        Layout l;
+        l.tiles_x = (s.width + side - 1) / side;
+        l.tiles_y = (s.height + side - 1) / side;
+        const std::uint64_t n = std::uint64_t(l.tiles_x) * std::uint64_t(l.tiles_y);
+        const int sb = int(bytes_per_sample(s.type));
+        l.tile_bytes = std::uint64_t(side) * side * s.channels * sb;
+        l.tile_row_bytes = l.tile_bytes * std::uint64_t(l.tiles_x);
+        const bool alpha = s.channels == 2 || s.channels == 4;
+        std::vector<std::uint8_t>& h = l.header;
+        auto put = [&](std::uint64_t v, int bytes) {
+            for (int k = 0; k < bytes; ++k) h.push_back(std::uint8_t(v >> (8 * k)));
+        };
+        // Header: "II", 43, offset size 8, 0, first directory at 16.
+        put('I', 1), put('I', 1), put(43, 2), put(8, 2), put(0, 2), put(16, 8);
+        const int entries = 12 + (alpha ? 1 : 0);
+        const std::uint64_t after_ifd = 16 + 8 + std::uint64_t(entries) * 20 + 8;
+        const std::uint64_t offsets_at = after_ifd, counts_at = after_ifd + (n > 1 ? 8 * n : 0);
+        l.data_offset = (counts_at + (n > 1 ? 8 * n : 0) + 4095) / 4096 * 4096;
+        put(std::uint64_t(entries), 8);
+        auto entry = [&](int tag, int type, std::uint64_t count, std::uint64_t value) {
+            put(std::uint64_t(tag), 2), put(std::uint64_t(type), 2), put(count, 8), put(value, 8);
+        };
+        auto shorts = [&](int value) {  // up to four SHORTs, left-justified in the 8-byte value
+            std::uint64_t v = 0;
+            for (int c = 0; c < s.channels; ++c) v |= std::uint64_t(value) << (16 * c);
+            return v;
+        };
+        constexpr int SHORT = 3, LONG = 4, LONG8 = 16;
+        entry(256, LONG, 1, std::uint64_t(s.width));
+        entry(257, LONG, 1, std::uint64_t(s.height));
+        entry(258, SHORT, std::uint64_t(s.channels), shorts(sb * 8));
+        entry(259, SHORT, 1, 1);                                 // no compression
+        entry(262, SHORT, 1, s.channels >= 3 ? 2 : 1);           // RGB or min-is-black
+        entry(277, SHORT, 1, std::uint64_t(s.channels));
+        entry(284, SHORT, 1, 1);                                 // contiguous samples
+        entry(322, LONG, 1, std::uint64_t(side));
+        entry(323, LONG, 1, std::uint64_t(side));
+        entry(324, LONG8, n, n > 1 ? offsets_at : l.data_offset);
+        entry(325, LONG8, n, n > 1 ? counts_at : l.tile_bytes);
+        if (alpha) entry(338, SHORT, 1, 2);                      // the last channel: unassociated alpha
+        entry(339, SHORT, std::uint64_t(s.channels), shorts(s.type == PixelType::f32 ? 3 : 1));
+        put(0, 8);  // no next directory
+        if (n > 1) {
+            for (std::uint64_t t = 0; t < n; ++t) put(l.data_offset + t * l.tile_bytes, 8);
+            for (std::uint64_t t = 0; t < n; ++t) put(l.tile_bytes, 8);
+        }
+        l.file_bytes = l.data_offset + n * l.tile_bytes;
+        return l;
+    }
+
+    template <class RowOf>
+    void write_tile_row(int ty, RowOf row_of) {
+        std::vector<std::uint8_t> tiles(layout_.tile_row_bytes, 0);  // zero padding past the image's edges
+        const int rows = std::min(side_, shape_.height - ty * side_);
+        const std::size_t px = std::size_t(shape_.channels) * bytes_per_sample(shape_.type);
+        const std::size_t tile_pitch = std::size_t(side_) * px;
+        for (int r = 0; r < rows; ++r) {
+            const std::uint8_t* src = row_of(r);
+            for (int tx = 0; tx < layout_.tiles_x; ++tx) {
+                const int w = std::min(side_, shape_.width - tx * side_);
+                std::memcpy(tiles.data() + std::size_t(tx) * layout_.tile_bytes + std::size_t(r) * tile_pitch,
+                            src + std::size_t(tx) * side_ * px, std::size_t(w) * px);
+            }
+        }
+        const int y0 = ty * side_;
+        file_.write_at(layout_.data_offset + std::uint64_t(ty) * layout_.tile_row_bytes, tiles.data(), tiles.size(),
+                       "rows " + std::to_string(y0) + "-" + std::to_string(y0 + rows - 1));
+    }
+
+    std::string path_;
+    ImageShape shape_;
+    int side_;
+    Layout layout_;
+    PartialFile file_;
+    mutable std::mutex mutex_;
+    std::map<int, Pending> pending_;
+};
+
+std::string pnm_header(const ImageShape& s) {
+    return std::string(s.channels == 1 ? "P5" : "P6") + "\n" + std::to_string(s.width) + " " + std::to_string(s.height) +
+           "\n" + (s.type == PixelType::u16 ? "65535" : "255") + "\n";
+}
+
+}  // namespace
+
+int sink_row_granularity(const std::string& path, const SinkOptions& options) {
+    const std::string ext = lower_extension(path);
+    return ext == "tif" || ext == "tiff" ? options.tiff_tile_side : 1;
+}
+
+std::unique_ptr<RowSink> create_row_sink(const std::string& path, const ImageShape& shape, const SinkOptions& options) {
+    validate_shape(shape, path.c_str());
+    const std::string ext = lower_extension(path);
+    std::string why;
+    if (ext == "tif" || ext == "tiff") {
+        if (options.tiff_compression != TiffCompression::none)
+            fail(path, "streamed TIFF output is uncompressed tiled BigTIFF (compressed streamed output is not supported yet)");
+        return std::make_unique<TiledTiffSink>(path, shape, options);
+    }
+    if (ext == "pgm" || ext == "ppm" || ext == "pnm") {
+        if (!can_store(ImageFormat::pnm, shape, &why)) fail(path, why);
+        return std::make_unique<FixedRowsSink>(path, shape, pnm_header(shape), false, ByteOrder::big, options);
+    }
+    if (ext == "pfm") {
+        if (!can_store(ImageFormat::pfm, shape, &why)) fail(path, why);
+        return std::make_unique<FixedRowsSink>(path, shape, std::string(shape.channels == 3 ? "PF" : "Pf") + "\n" +
+                                                   std::to_string(shape.width) + " " + std::to_string(shape.height) + "\n-1\n",
+                                               true, ByteOrder::little, options);
+    }
+    if (ext == "raw") return std::make_unique<FixedRowsSink>(path, shape, std::string(), false, native_order, options);
+    fail(path, "a streamed image is written as .tif/.tiff (tiled BigTIFF), .pgm/.ppm/.pnm, .pfm or .raw; '." + ext +
+                   "' needs the whole image in memory");
+}
+
+}  // namespace apron::io

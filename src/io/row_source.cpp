@@ -1,0 +1,147 @@
+// Row sources (row_stream.hpp): binary PNM/PAM, PFM and raw samples read row by row with pread at fixed
+// offsets; TIFF through libtiff a row of tiles or a strip at a time (tiff.cpp); other formats (PNG, JPEG,
+// ASCII and bitmap PNM) decoded whole, within the memory budget, then handed out by rows.
+#include <bit>
+#include <charconv>
+#include <cstring>
+
+#include "apron/errors.hpp"
+#include "io/codecs.hpp"
+#include "io/file_io.hpp"
+#include "io/row_stream.hpp"
+
+namespace apron::io {
+
+RawLayout parse_raw_layout(const std::string& text, const std::string& what) {
+    auto bad = [&](const std::string& why) -> RawLayout {
+        fail(what, "'" + text + "': " + why + " (expected WIDTHxHEIGHTxCHANNELS:TYPE[:little|big], e.g. 4096x4096x1:u16)");
+    };
+    RawLayout r;
+    const std::size_t colon = text.find(':');
+    if (colon == std::string::npos) return bad("no pixel type");
+    const std::string dims = text.substr(0, colon);
+    std::string rest = text.substr(colon + 1);
+    long long v[3] = {0, 0, 0};
+    std::size_t pos = 0;
+    for (int k = 0; k < 3; ++k) {
+        const std::size_t end = k < 2 ? dims.find('x', pos) : dims.size();
+        if (end == std::string::npos) return bad("the size needs three numbers");
+        const char* first = dims.data() + pos;
+        const char* last = dims.data() + end;
+        const auto [p, ec] = std::from_chars(first, last, v[k]);
+        if (ec != std::errc() || p != last || first == last) {
+            std::string field(first, last);  // named first: GCC 12 warns (-Wrestrict, falsely) on "'" + string(...)
+            return bad(field.insert(0, 1, '\'') + "' is not a number");
+        }
+        pos = end + 1;
+    }
+    if (v[0] < 1 || v[1] < 1 || v[0] > (1LL << 31) - 1 || v[1] > (1LL << 31) - 1) return bad("width and height must be 1 to 2^31-1");
+    if (v[2] < 1 || v[2] > max_channels) return bad("channels must be 1 to 4");
+    const std::size_t colon2 = rest.find(':');
+    const std::string type = rest.substr(0, colon2);
+    const auto t = parse_pixel_type(type);
+    if (!t) return bad("'" + type + "' is not u8, u16 or f32");
+    if (colon2 != std::string::npos) {
+        const std::string order = rest.substr(colon2 + 1);
+        if (order == "little") r.byte_order = ByteOrder::little;
+        else if (order == "big") r.byte_order = ByteOrder::big;
+        else return bad("'" + order + "' is not little or big");
+    }
+    r.shape = ImageShape{int(v[0]), int(v[1]), int(v[2]), *t};
+    return r;
+}
+
+namespace {
+
+constexpr ByteOrder native_order = std::endian::native == std::endian::little ? ByteOrder::little : ByteOrder::big;
+
+void to_native(std::uint8_t* row, std::size_t bytes, PixelType type, ByteOrder stored) {
+    if (stored == native_order || type == PixelType::u8) return;
+    if (type == PixelType::u16) swap_bytes_16(row, bytes / 2);
+    else swap_bytes_32(row, bytes / 4);
+}
+
+// Rows at fixed offsets of a file: binary PNM/PAM, PFM (bottom to top), raw samples.
+class FixedRowsSource final : public RowSource {
+public:
+    FixedRowsSource(std::unique_ptr<ByteSource> file, std::string path, const FixedRows& layout)
+        : file_(std::move(file)), path_(std::move(path)), layout_(layout) {}
+    const ImageShape& shape() const override { return layout_.shape; }
+    const std::string& path() const override { return path_; }
+    std::uint64_t buffer_bytes() const override { return 0; }
+    void read_rows(int y0, ImageView band) override {
+        const std::size_t row_bytes = layout_.shape.row_bytes();
+        for (int r = 0; r < band.height(); ++r) {
+            const int y = y0 + r;
+            const std::uint64_t stored = layout_.bottom_up ? std::uint64_t(layout_.shape.height - 1 - y) : std::uint64_t(y);
+            auto* dst = reinterpret_cast<std::uint8_t*>(band.row_bytes(r));
+            if (file_->read(layout_.data_offset + stored * row_bytes, dst, row_bytes) != row_bytes)
+                fail(path_, "cannot read row " + std::to_string(y) + ": the file is truncated or unreadable");
+            to_native(dst, row_bytes, layout_.shape.type, layout_.byte_order);
+        }
+    }
+
+private:
+    std::unique_ptr<ByteSource> file_;
+    std::string path_;
+    FixedRows layout_;
+};
+
+// A format without row access here: decoded whole (within the budget read_image checks), then by rows.
+class WholeImageSource final : public RowSource {
+public:
+    WholeImageSource(std::string path, Image image) : path_(std::move(path)), image_(std::move(image)) {}
+    const ImageShape& shape() const override { return image_.shape(); }
+    const std::string& path() const override { return path_; }
+    std::uint64_t buffer_bytes() const override { return std::uint64_t(image_.pitch()) * image_.height(); }
+    void read_rows(int y0, ImageView band) override {
+        for (int r = 0; r < band.height(); ++r)
+            std::memcpy(band.row_bytes(r), image_.view().row_bytes(y0 + r), band.shape.row_bytes());
+    }
+
+private:
+    std::string path_;
+    Image image_;
+};
+
+}  // namespace
+
+std::unique_ptr<RowSource> open_row_source(const std::string& path, const SourceOptions& options) {
+    ReadOptions read;
+    read.max_pixels = options.max_pixels;
+    read.pnm_byte_order = options.pnm_byte_order;
+    read.memory_budget = 0;  // the streaming engine budgets the bands; only whole decodes check it (below)
+    auto file = open_file_source(path);
+    if (options.raw) {
+        FixedRows layout;
+        layout.shape = options.raw->shape;
+        layout.byte_order = options.raw->byte_order;
+        validate_shape(layout.shape, "--raw");
+        check_size(path, std::uint64_t(layout.shape.width), std::uint64_t(layout.shape.height), read);
+        const std::uint64_t want = std::uint64_t(layout.shape.row_bytes()) * std::uint64_t(layout.shape.height);
+        if (file->size() != want)
+            fail(path, "raw file of " + std::to_string(file->size()) + " bytes, but --raw " + std::to_string(layout.shape.width) + "x" +
+                           std::to_string(layout.shape.height) + "x" + std::to_string(layout.shape.channels) + ":" +
+                           to_string(layout.shape.type) + " needs exactly " + std::to_string(want));
+        return std::make_unique<FixedRowsSource>(std::move(file), path, layout);
+    }
+    const Buffer magic = read_prefix(*file, 4);
+    const bool pnm = magic.size() >= 2 && magic[0] == 'P' && magic[1] >= '5' && magic[1] <= '7';
+    const bool pfm = magic.size() >= 2 && magic[0] == 'P' && (magic[1] == 'f' || magic[1] == 'F');
+    const bool tiff = magic.size() == 4 && ((magic[0] == 'I' && magic[1] == 'I' && magic[3] == 0 && (magic[2] == 42 || magic[2] == 43)) ||
+                                            (magic[0] == 'M' && magic[1] == 'M' && magic[2] == 0 && (magic[3] == 42 || magic[3] == 43)));
+    if (pnm) {
+        const FixedRows layout = pnm_fixed_rows(*file, path, read);
+        return std::make_unique<FixedRowsSource>(std::move(file), path, layout);
+    }
+    if (pfm) {
+        const FixedRows layout = pfm_fixed_rows(*file, path, read);
+        return std::make_unique<FixedRowsSource>(std::move(file), path, layout);
+    }
+    if (tiff) return open_tiff_rows(std::move(file), path, read);
+    ReadOptions whole = read;
+    whole.memory_budget = options.whole_decode_budget;
+    return std::make_unique<WholeImageSource>(path, read_image(path, whole));
+}
+
+}  // namespace apron::io

@@ -1,0 +1,444 @@
+// The band engine (apron/stream.hpp): a pipeline over an image larger than memory, one band of full-width
+// rows at a time, bit-identical to Pipeline::run on the whole image.
+//
+// Exactness. The plan is made once, for the whole image's shape, and run on every band's buffer: global
+// rows [y0 - top, y1 + bottom), where top and bottom add up every step's reach above and below (a mask's or
+// element's anchor rows). Where the buffer ends at the image's true edge, the executor's border rule is the
+// whole image's. Where it ends at an interior cut, the executor's border values are wrong, but each step
+// spreads them inward by at most its reach, so after every step they stay outside [y0, y1). `wrap` reads the
+// far side: the buffer then holds its rows modulo the height (rows H-top..H-1 before row 0 for the first
+// band), a window of the periodic image with one seam; wrapping steps run across the seam, every other step
+// on either side of it, where the seam is that step's true edge. Columns are whole, so their edges are true.
+//
+// Overlap: a reader thread fills the next band's buffer while the current one is filtered, and a writer
+// thread writes the previous result; one band waits in each queue, all counted in the budget.
+#include "apron/stream.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "apron/devices.hpp"
+#include "apron/errors.hpp"
+#include "apron/memory.hpp"
+#include "io/row_stream.hpp"
+#include "plan/memory_estimate.hpp"
+#include "run/plan_runner.hpp"
+
+namespace apron {
+
+namespace {
+
+// Rows a step reads above and below an output row.
+struct Reach {
+    int top = 0, bottom = 0;
+};
+
+Reach reach_of(const Mask& m) { return {m.anchor_y, m.height - 1 - m.anchor_y}; }
+
+bool wraps(const StepPlan& s) {
+    if (auto* l = std::get_if<LinearPlan>(&s.what)) return l->step.border == BorderMode::wrap;
+    if (auto* m = std::get_if<MorphPlan>(&s.what)) return m->step.border == BorderMode::wrap;
+    return false;
+}
+
+// The pipeline's reach: every step's added (an upper bound of the longest chain through an operation's steps).
+Reach reach_of(const ExecutionPlan& plan) {
+    Reach r;
+    for (const auto& op : plan.operations)
+        for (const auto& s : op.steps) {
+            Reach k;
+            if (auto* l = std::get_if<LinearPlan>(&s.what)) k = reach_of(l->step.mask);
+            else if (auto* m = std::get_if<MorphPlan>(&s.what)) k = reach_of(m->step.element);
+            // Either side, whichever way the executor orients the mask or element.
+            const int both = std::max(k.top, k.bottom);
+            r.top += both, r.bottom += both;
+        }
+    return r;
+}
+
+bool any_wrap(const ExecutionPlan& plan) {
+    for (const auto& op : plan.operations)
+        for (const auto& s : op.steps)
+            if (wraps(s)) return true;
+    return false;
+}
+
+struct BandPlan {
+    int rows = 0, top = 0, bottom = 0, bands = 0;
+    bool wrap = false;
+    std::uint64_t bytes = 0;  // host bytes at most in flight
+    std::string backend;
+    int workers = 1;  // bands filtered at once: one per GPU, one on the CPU
+};
+
+// Host bytes for bands of `rows` rows with `workers` filtering at once: per worker an input buffer being
+// filtered and one queued, plus the one being read; per worker the run (its intermediates and result); per
+// worker a result being copied out and one queued, plus the one being written; and the reader's and
+// writer's own buffers.
+std::uint64_t band_bytes(const Pipeline& pipeline, const ImageShape& in, const ImageShape& out, int rows, int top, int bottom,
+                         const RunOptions& options, std::uint64_t io_buffers, int workers) {
+    ImageShape buffer = in;
+    buffer.height = std::min<std::int64_t>(std::int64_t(rows) + top + bottom, in.height) > 0
+                        ? int(std::min<std::int64_t>(std::int64_t(rows) + top + bottom, in.height))
+                        : 1;
+    const std::uint64_t in_bytes = std::uint64_t(in.row_bytes()) * std::uint64_t(buffer.height);
+    const std::uint64_t out_bytes = std::uint64_t(out.row_bytes()) * std::uint64_t(rows);
+    const std::uint64_t run = pipeline.memory_needed(buffer, options, true);
+    const std::uint64_t w = std::uint64_t(workers);
+    return (2 * w + 1) * in_bytes + w * run + (2 * w + 1) * out_bytes + io_buffers;
+}
+
+BandPlan plan_bands(const Pipeline& pipeline, const ExecutionPlan& plan, const ImageShape& in, const RunOptions& options,
+                    int granularity, std::uint64_t io_buffers, int asked_rows) {
+    BandPlan b;
+    const Reach r = reach_of(plan);
+    b.top = r.top, b.bottom = r.bottom;
+    b.wrap = any_wrap(plan);
+    b.backend = to_string(plan.backend);
+    b.workers = plan.backend == Backend::cuda ? std::max<int>(1, int(cuda_devices().size())) : 1;
+    const ImageShape& out = plan.output;
+    const std::uint64_t budget = options.memory_budget ? options.memory_budget : default_memory_budget();
+    const int H = in.height;
+    granularity = std::max(1, granularity);
+    auto need = [&](int rows) { return band_bytes(pipeline, in, out, rows, b.top, b.bottom, options, io_buffers, b.workers); };
+    if (asked_rows > 0) {
+        b.rows = std::min(H, (asked_rows + granularity - 1) / granularity * granularity);
+    } else {
+        // The largest multiple of the granularity that fits (the need grows with the rows).
+        int lo = 0, hi = (H + granularity - 1) / granularity;
+        while (lo < hi) {
+            const int mid = lo + (hi - lo + 1) / 2;
+            if (need(std::min(H, mid * granularity)) <= budget) lo = mid;
+            else hi = mid - 1;
+        }
+        if (lo == 0)
+            throw Error("--memory: a band of " + std::to_string(std::min(H, granularity)) + " rows with its halo of " +
+                        std::to_string(b.top + b.bottom) + " rows needs " + format_bytes(need(std::min(H, granularity))) +
+                        ", over the memory budget of " + format_bytes(budget) + " (raise --memory)");
+        b.rows = std::min(H, lo * granularity);
+    }
+    // Wrapping bands hold their rows modulo the height: with a halo as tall as the image, one band.
+    if (b.wrap && std::int64_t(b.rows) + b.top + b.bottom > H) b.rows = H;
+    if (b.rows >= H) b.rows = H;
+    b.bands = (H + b.rows - 1) / b.rows;
+    b.bytes = need(b.rows);
+    return b;
+}
+
+// A band's buffer: global rows [first, first + rows) (modulo the height when wrapping), the seam's row in
+// the buffer (0: none), and where the band's own rows start in it.
+struct BandBuffer {
+    int index = 0, y0 = 0, y1 = 0;  // the band's rows
+    int first = 0, rows = 0, seam = 0, core = 0;
+    Image pixels;
+};
+
+BandBuffer locate(const BandPlan& b, const ImageShape& in, int index) {
+    BandBuffer buf;
+    const int H = in.height;
+    buf.index = index;
+    buf.y0 = index * b.rows;
+    buf.y1 = std::min(H, buf.y0 + b.rows);
+    if (b.bands == 1) {
+        buf.first = 0, buf.rows = H, buf.core = buf.y0;
+        return buf;
+    }
+    if (b.wrap) {
+        buf.first = buf.y0 - b.top;
+        buf.rows = buf.y1 - buf.y0 + b.top + b.bottom;  // <= H (plan_bands)
+        buf.core = b.top;
+        if (buf.first < 0) buf.seam = -buf.first;
+        else if (buf.first + buf.rows > H) buf.seam = H - buf.first;
+        return buf;
+    }
+    buf.first = std::max(0, buf.y0 - b.top);
+    buf.rows = std::min(H, buf.y1 + b.bottom) - buf.first;
+    buf.core = buf.y0 - buf.first;
+    return buf;
+}
+
+void fill(io::RowSource& source, BandBuffer& buf) {
+    const int H = source.shape().height;
+    ImageShape s = source.shape();
+    s.height = buf.rows;
+    buf.pixels = Image(s);
+    const ImageView v = buf.pixels.view();
+    // One or two runs of consecutive rows (two when the buffer wraps around the image's end).
+    for (int r = 0; r < buf.rows;) {
+        const int g = ((buf.first + r) % H + H) % H;
+        const int n = std::min(buf.rows - r, H - g);
+        source.read_rows(g, v.roi(0, r, v.width(), n));
+        r += n;
+    }
+}
+
+// Runs each step as run_step does, except that a step that does not wrap runs on either side of the seam.
+StepRunner seam_runner(int seam) {
+    return [seam](Executor& ex, const StepPlan& step, ConstImageView in, ConstImageView second, ImageView out) {
+        if (seam <= 0 || seam >= in.height() || wraps(step) || std::holds_alternative<CombinePlan>(step.what))
+            return run_step(ex, step, in, second, out);
+        const int w = in.width(), h = in.height();
+        for (const auto& [y, n] : {std::pair{0, seam}, std::pair{seam, h - seam}})
+            run_step(ex, step, in.roi(0, y, w, n), second.data ? second.roi(0, y, w, n) : second, out.roi(0, y, w, n));
+    };
+}
+
+// A bounded queue between the threads; close() wakes everyone and makes pop() return nothing.
+template <class T>
+class Queue {
+public:
+    explicit Queue(std::size_t capacity) : capacity_(capacity) {}
+    bool push(T v) {
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [&] { return closed_ || items_.size() < capacity_; });
+        if (closed_) return false;
+        items_.push_back(std::move(v));
+        cv_.notify_all();
+        return true;
+    }
+    std::optional<T> pop() {
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [&] { return closed_ || !items_.empty() || done_; });
+        if (items_.empty()) return std::nullopt;
+        T v = std::move(items_.front());
+        items_.pop_front();
+        cv_.notify_all();
+        return v;
+    }
+    void finish() {  // no more pushes; pop drains what is left
+        std::lock_guard lock(m_);
+        done_ = true;
+        cv_.notify_all();
+    }
+    void close() {  // an error: drop everything
+        std::lock_guard lock(m_);
+        closed_ = true;
+        items_.clear();
+        cv_.notify_all();
+    }
+
+private:
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::deque<T> items_;
+    std::size_t capacity_;
+    bool closed_ = false, done_ = false;
+};
+
+// The journal of a resumable run: what the run is (a fingerprint line) and the bands written and synced.
+class Journal {
+public:
+    Journal(std::string path, std::string fingerprint) : path_(std::move(path)), fingerprint_(std::move(fingerprint)) {}
+    // Bands an earlier run of the same fingerprint finished; empty when there is none or it differs.
+    std::set<int> done_before() const {
+        std::ifstream f(path_);
+        std::string line;
+        if (!std::getline(f, line) || line != fingerprint_) return {};
+        std::set<int> done;
+        while (std::getline(f, line))
+            if (line.rfind("band ", 0) == 0 && line.size() > 5) done.insert(std::atoi(line.c_str() + 5));
+        return done;
+    }
+    void start(bool keep) {
+        fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (keep ? 0 : O_TRUNC), 0644);
+        if (fd_ < 0) throw Error(path_ + ": cannot write the resume journal: " + std::strerror(errno));
+        if (!keep) append(fingerprint_ + "\n");
+    }
+    void record(int band) { append("band " + std::to_string(band) + "\n"); }
+    void remove() {
+        if (fd_ >= 0) ::close(fd_), fd_ = -1;
+        ::unlink(path_.c_str());
+    }
+    ~Journal() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+
+private:
+    void append(const std::string& s) {
+        if (::write(fd_, s.data(), s.size()) != ssize_t(s.size()) || ::fdatasync(fd_) != 0)
+            throw Error(path_ + ": cannot write the resume journal: " + std::strerror(errno));
+    }
+    std::string path_, fingerprint_;
+    int fd_ = -1;
+};
+
+std::string journal_path(const std::string& partial) {
+    const std::string suffix = ".apron-partial";
+    return partial.substr(0, partial.size() - suffix.size()) + ".apron-journal";
+}
+
+std::string fingerprint(const std::string& input, const io::RowSource& source, const Pipeline& pipeline,
+                        const ImageShape& out, const BandPlan& b) {
+    std::ostringstream f;
+    struct stat st {};
+    ::stat(input.c_str(), &st);
+    f << "apron-stream 1 input=" << input << " size=" << st.st_size << " mtime=" << st.st_mtim.tv_sec << "."
+      << st.st_mtim.tv_nsec << " shape=" << source.shape().width << "x" << source.shape().height << "x"
+      << source.shape().channels << ":" << to_string(source.shape().type) << " out=" << to_string(out.type)
+      << " bands=" << b.rows << "/" << b.top << "/" << b.bottom << " ops=";
+    for (const auto& op : pipeline.operations()) f << op.spec << ";";
+    return f.str();
+}
+
+std::string describe_bands(const BandPlan& b, const ImageShape& in, const ExecutionPlan& plan) {
+    std::ostringstream s;
+    s << "streamed: " << in.width << "x" << in.height << "x" << in.channels << " " << to_string(in.type) << " in "
+      << b.bands << " band" << (b.bands == 1 ? "" : "s") << " of " << b.rows << " rows (halo " << b.top << " above, "
+      << b.bottom << " below" << (b.wrap ? ", wrapping" : "") << "), " << format_bytes(b.bytes) << " of host memory in flight, backend "
+      << b.backend << (b.workers > 1 ? " on " + std::to_string(b.workers) + " GPUs" : "") << "\n";
+    s << plan.describe(false);
+    return s.str();
+}
+
+io::SourceOptions source_options(const StreamOptions& o) {
+    io::SourceOptions so;
+    if (!o.raw.empty()) so.raw = io::parse_raw_layout(o.raw);
+    so.pnm_byte_order = o.pnm_byte_order;
+    so.whole_decode_budget = o.run.memory_budget ? o.run.memory_budget : default_memory_budget();
+    return so;
+}
+
+}  // namespace
+
+bool needs_streaming(const ImageShape& input, const Pipeline& pipeline, const RunOptions& options) {
+    const std::uint64_t budget = options.memory_budget ? options.memory_budget : default_memory_budget();
+    ImageShape out = pipeline.output_shape(input, options);
+    const std::uint64_t bytes = std::uint64_t(input.row_bytes()) * std::uint64_t(input.height) +
+                                std::uint64_t(out.row_bytes()) * std::uint64_t(out.height) +
+                                pipeline.memory_needed(input, options, false);
+    return bytes > budget;
+}
+
+std::string describe_stream(const std::string& input, const std::string& output, const Pipeline& pipeline,
+                            const StreamOptions& options) {
+    auto source = io::open_row_source(input, source_options(options));
+    const ImageShape in = source->shape();
+    const ExecutionPlan plan = plan_pipeline(pipeline.operations(), in, options.run);
+    io::SinkOptions sink_options;
+    sink_options.tiff_tile_side = options.tile_side;
+    const BandPlan b = plan_bands(pipeline, plan, in, options.run, io::sink_row_granularity(output, sink_options),
+                                  source->buffer_bytes(), options.band_rows);
+    return describe_bands(b, in, plan);
+}
+
+StreamReport stream_filter(const std::string& input, const std::string& output, const Pipeline& pipeline,
+                           const StreamOptions& options) {
+    const auto started = std::chrono::steady_clock::now();
+    auto source = io::open_row_source(input, source_options(options));
+    const ImageShape in = source->shape();
+    const ExecutionPlan plan = plan_pipeline(pipeline.operations(), in, options.run);
+    const ImageShape out = plan.output;
+
+    io::SinkOptions sink_options;
+    sink_options.tiff_tile_side = options.tile_side;
+    sink_options.keep_partial = true;  // an interrupted run leaves it for --resume
+    const int granularity = io::sink_row_granularity(output, sink_options);
+    const std::uint64_t io_buffers = source->buffer_bytes() + std::uint64_t(out.row_bytes()) * std::uint64_t(granularity) * 2;
+    const BandPlan b = plan_bands(pipeline, plan, in, options.run, granularity, io_buffers, options.band_rows);
+
+    // Resume: the journal beside the output names the bands the partial file already holds; a journal of
+    // another run (another input, pipeline or band plan) is ignored and the run starts over.
+    Journal journal(journal_path(io::partial_path_for(output)), fingerprint(input, *source, pipeline, out, b));
+    std::set<int> done;
+    if (options.resume) done = journal.done_before();
+    sink_options.reopen_partial = !done.empty();
+    std::unique_ptr<io::RowSink> sink = io::create_row_sink(output, out, sink_options);
+    journal.start(!done.empty());
+
+    StreamReport report;
+    report.bands = b.bands, report.band_rows = b.rows, report.halo_rows = b.top + b.bottom;
+    report.bands_resumed = int(done.size());
+    report.plan = describe_bands(b, in, plan);
+    report.peak_buffer_bytes = b.bytes + sink->buffer_bytes();
+
+    // One worker per GPU (bands finish in any order: every sink here takes them so), one on the CPU.
+    const int workers = b.workers;
+    Queue<BandBuffer> to_compute{std::size_t(workers)}, to_write{std::size_t(workers)};
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    auto fail_with = [&](std::exception_ptr e) {
+        {
+            std::lock_guard lock(failure_mutex);
+            if (!failure) failure = e;
+        }
+        to_compute.close(), to_write.close();
+    };
+
+    std::thread reader([&] {
+        try {
+            for (int k = 0; k < b.bands; ++k) {
+                if (done.count(k)) continue;
+                BandBuffer buf = locate(b, in, k);
+                fill(*source, buf);
+                if (!to_compute.push(std::move(buf))) return;
+            }
+            to_compute.finish();
+        } catch (...) {
+            fail_with(std::current_exception());
+        }
+    });
+    std::uint64_t rows_done = 0;
+    for (int k : done) rows_done += std::uint64_t(locate(b, in, k).y1 - locate(b, in, k).y0);
+    std::thread writer([&] {
+        try {
+            while (auto buf = to_write.pop()) {
+                sink->write_rows(buf->y0, buf->pixels.view());
+                sink->sync();
+                journal.record(buf->index);
+                rows_done += std::uint64_t(buf->y1 - buf->y0);
+                if (options.progress) options.progress(rows_done, std::uint64_t(in.height));
+            }
+        } catch (...) {
+            fail_with(std::current_exception());
+        }
+    });
+    auto work = [&](int device) {
+        try {
+            const std::shared_ptr<void> on_device = use_cuda_device(device);
+            auto executor = make_executor(plan.backend, options.run.threads, nullptr);
+            while (auto buf = to_compute.pop()) {
+                ImageShape result_shape = out;
+                result_shape.height = buf->rows;
+                Image result(result_shape);
+                run_plan(plan, *executor, buf->pixels.view(), result.view(), options.run, seam_runner(buf->seam));
+                BandBuffer finished;
+                finished.index = buf->index, finished.y0 = buf->y0, finished.y1 = buf->y1;
+                ImageShape core_shape = out;
+                core_shape.height = buf->y1 - buf->y0;
+                finished.pixels = Image(core_shape);
+                for (int r = 0; r < core_shape.height; ++r)
+                    std::memcpy(finished.pixels.view().row_bytes(r), result.view().row_bytes(buf->core + r), out.row_bytes());
+                if (!to_write.push(std::move(finished))) return;
+            }
+        } catch (...) {
+            fail_with(std::current_exception());
+        }
+    };
+    std::vector<std::thread> computing;
+    for (int w = 0; w < workers; ++w) computing.emplace_back(work, plan.backend == Backend::cuda && workers > 1 ? w : -1);
+    for (auto& t : computing) t.join();
+    to_write.finish();
+    reader.join();
+    writer.join();
+    if (failure) std::rethrow_exception(failure);
+    sink->commit();
+    journal.remove();
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return report;
+}
+
+}  // namespace apron
