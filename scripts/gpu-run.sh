@@ -34,7 +34,9 @@
 # "cpu-user" times the CPU backend on 1, 3 and 4 channels in process (bench_cpu_user) against OpenCV in
 # process and apron's CLI step time (bench/peers/cpu_peers.py --user) on this machine's cores, into
 # $OUT/cpu.csv, which the report step adds (APRON_CPU_USER_ARGS="--size 4096 --types u8"). "wheel" runs
-# `pip install .` with the CUDA toolkit into a fresh virtual environment and the Python suite on it.
+# `pip install .` with the CUDA toolkit into a fresh virtual environment and the Python suite on it. "huge"
+# streams a generated huge image against dd and libvips (bench/huge_image.py; APRON_HUGE_SIZE, _TYPES, _DIR,
+# _MEMORY, _BACKENDS).
 set -uo pipefail
 OUT=${OUT:-/tmp/apron-gpu-out}
 mkdir -p "$OUT"
@@ -155,6 +157,18 @@ case " $steps " in *" wheel "*)
      APRON_BIN=$root/build-gpu/tools/apron timeout 240 /tmp/apron-venv/bin/python -m pytest -q -p no:cacheprovider \
        "$root/tests/python_api" 2>&1 | tail -6); } > "$OUT/wheel.txt" 2>&1
   tail -3 "$OUT/wheel.txt" | tee -a "$OUT/summary.txt"
+;; esac
+
+case " $steps " in *" huge "*)
+  # Images larger than memory (docs/streaming.md): a generated SIZE x SIZE tiled BigTIFF through gaussian
+  # sigma 4 then dilate disk:5 under --memory, against dd's read+write bound and libvips in the same run
+  # (bench/huge_image.py). libvips is not on the GPU machine: pyvips with its bundled libvips (pyvips-binary)
+  # and cffi are carried unpacked in .device-carry/vips (pip download pyvips pyvips-binary cffi pycparser
+  # --python-version 3.12 --only-binary=:all:, each unzipped there).
+  log "huge: ${APRON_HUGE_SIZE:-65536}^2 ${APRON_HUGE_TYPES:-u8} in ${APRON_HUGE_DIR:-/dev/shm}"
+  PYTHONPATH=$carry/vips timeout ${APRON_HUGE_TIMEOUT:-500} python3 bench/huge_image.py --apron build-gpu/tools/apron \
+    --size "${APRON_HUGE_SIZE:-65536}" --types "${APRON_HUGE_TYPES:-u8}" --dir "${APRON_HUGE_DIR:-/dev/shm}" \
+    --memory "${APRON_HUGE_MEMORY:-1G}" --backends "${APRON_HUGE_BACKENDS:-cuda,cpu}" 2>&1 | tee -a "$OUT/huge.txt" | tail -12
 ;; esac
 
 case " $steps " in *" stress "*)

@@ -319,8 +319,8 @@ bool needs_streaming(const ImageShape& input, const Pipeline& pipeline, const Ru
     ImageShape out = pipeline.output_shape(input, options);
     const std::uint64_t bytes = std::uint64_t(input.row_bytes()) * std::uint64_t(input.height) +
                                 std::uint64_t(out.row_bytes()) * std::uint64_t(out.height) +
-                                pipeline.memory_needed(input, options, false);
-    return bytes > budget;
+                                pipeline.memory_needed(input, options, true);
+    return bytes > budget;  // what `apron filter` checks before a whole-image run (input, run, encoded output)
 }
 
 std::string describe_stream(const std::string& input, const std::string& output, const Pipeline& pipeline,

@@ -1,0 +1,100 @@
+// stream_filter on the CUDA backend: bands with halos (each uploaded, filtered and downloaded by a worker per
+// GPU) give the bits of the whole-image CUDA run, for float and exact plans, morphology, wrap and several
+// channels and types; exact plans also equal the CPU backend. Skips where no GPU is found.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "apron/io.hpp"
+#include "apron/stream.hpp"
+#include "plan/plan.hpp"
+#include "test_support.hpp"
+
+using namespace apron;
+
+#define REQUIRE_GPU() \
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
+
+namespace {
+
+struct TempDir {
+    std::filesystem::path path;
+    TempDir() {
+        path = std::filesystem::temp_directory_path() / ("apron_gpu_stream_" + std::to_string(::getpid()));
+        std::filesystem::create_directories(path);
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+std::string read_bytes(const std::filesystem::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+std::string rows_of(const Image& img) {
+    std::string s;
+    for (int y = 0; y < img.height(); ++y)
+        s.append(reinterpret_cast<const char*>(img.view().row_bytes(y)), img.shape().row_bytes());
+    return s;
+}
+
+void expect_streamed_equals_whole(const Image& img, const std::vector<std::string>& specs, int band_rows, bool exact) {
+    TempDir dir;
+    const std::string ext = img.type() == PixelType::f32 ? ".pfm" : img.channels() == 1 ? ".pgm" : ".ppm";
+    const std::string in = (dir.path / ("in" + ext)).string(), out = (dir.path / "out.raw").string();
+    write_image(in, img);
+    const Pipeline p(specs);
+    RunOptions cuda;
+    cuda.backend = Backend::cuda;
+    const Image whole = p.run(read_image(in), cuda);
+    StreamOptions so;
+    so.run = cuda;
+    so.band_rows = band_rows;
+    const StreamReport r = stream_filter(in, out, p, so);
+    EXPECT_GT(r.bands, 1);
+    const std::string streamed = read_bytes(out), want = rows_of(whole);
+    ASSERT_EQ(streamed.size(), want.size());
+    if (streamed != want) {
+        std::size_t i = 0;
+        while (streamed[i] == want[i]) ++i;
+        FAIL() << specs[0] << ": streamed bands differ from the whole CUDA run from byte " << i << " (row "
+               << i / whole.shape().row_bytes() << ")";
+    }
+    if (exact) {
+        RunOptions cpu;
+        cpu.backend = Backend::cpu;
+        EXPECT_EQ(rows_of(p.run(read_image(in), cpu)), want) << specs[0] << ": CUDA and CPU differ on an exact plan";
+    }
+}
+
+}  // namespace
+
+TEST(CudaStream, FloatGaussianThenDiskGivesTheWholeRunsBits) {
+    REQUIRE_GPU();
+    expect_streamed_equals_whole(test::random_image(1001, 777, 1, PixelType::u8, 3), {"gaussian:sigma=2", "dilate:se=disk:3"},
+                                 64, false);
+}
+
+TEST(CudaStream, WrapOnColourAndSixteenBits) {
+    REQUIRE_GPU();
+    expect_streamed_equals_whole(test::random_image(513, 300, 3, PixelType::u16, 4),
+                                 {"gaussian:sigma=1.5,border=wrap", "erode:se=ellipse:5x7,border=wrap", "box:width=3,border=reflect"},
+                                 17, false);
+}
+
+TEST(CudaStream, ExactPlansEqualTheCpuBackend) {
+    REQUIRE_GPU();
+    expect_streamed_equals_whole(test::random_image(640, 401, 3, PixelType::u8, 5),
+                                 {"box:width=5,border=mirror", "sobel:dx=1,border=wrap", "dilate:se=rect:7x3"}, 33, true);
+}
+
+TEST(CudaStream, FloatImagesAndOneRowBands) {
+    REQUIRE_GPU();
+    expect_streamed_equals_whole(test::random_image(301, 97, 1, PixelType::f32, 6), {"unsharp:sigma=2", "close:se=disk:2"}, 1,
+                                 false);
+}
