@@ -2,7 +2,8 @@
 """Images larger than memory: `apron filter` streaming a generated huge image from file to file under a memory
 budget, against the storage bound and libvips, in the same run.
 
-For each pixel type: writes a random SIZE x SIZE image as an uncompressed tiled BigTIFF in --dir (not timed),
+For each pixel type: writes a random SIZE x SIZE image as binary PGM/PFM in --dir (not timed; the output is an
+uncompressed tiled BigTIFF),
 then times, each as a fresh process whose peak resident memory is read with wait4():
   - dd: the same bytes read and written (`dd if=in.tif of=copy bs=16M`), the storage's read+write bound;
   - apron: gaussian sigma 4 then dilate disk:5 (--ops), --memory BUDGET, for each --backends entry;
@@ -15,67 +16,54 @@ Prints one Markdown table: seconds, GB/s of input, % of the dd bound, peak RSS, 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 TYPES = {"u8": np.uint8, "u16": np.uint16, "f32": np.float32}
 
 
+MEASURE = (
+    "import json, resource, subprocess, sys, time\n"
+    "t = time.perf_counter()\n"
+    "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+    "print(json.dumps({'s': time.perf_counter() - t, 'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,"
+    " 'rc': r.returncode, 'err': r.stderr[-400:]}))\n"
+)
+
+
 def run_measured(cmd, env=None):
-    """(seconds, peak RSS bytes) of one command run as a fresh child; raises on failure."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(p.pid, 0)
-    seconds = time.perf_counter() - t0
-    out, err = p.stdout.read(), p.stderr.read()
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode:
-        raise RuntimeError(f"{' '.join(map(str, cmd))}: exit {p.returncode}: {err.decode(errors='replace')[-400:]}")
-    return seconds, usage.ru_maxrss * 1024
+    """(seconds, peak RSS bytes) of one command; raises on failure. Run through a small Python process of its
+    own: a child's peak resident set counts the process it was forked from (Linux records the old image's
+    peak at exec), which would add this script's NumPy to every row."""
+    out = subprocess.run([sys.executable, "-c", MEASURE, *map(str, cmd)], capture_output=True, text=True, env=env, check=True)
+    d = json.loads(out.stdout)
+    if d["rc"]:
+        raise RuntimeError(f"{' '.join(map(str, cmd))}: exit {d['rc']}: {d['err']}")
+    return d["s"], d["rss"]
 
 
-def write_tiled_tiff(path, size, dtype, tile=256, seed=1):
-    """An uncompressed tiled BigTIFF of random samples, written tile row by tile row (bounded memory)."""
-    import struct
-
-    item = np.dtype(dtype).itemsize
-    tiles_x = tiles_y = (size + tile - 1) // tile
-    n = tiles_x * tiles_y
-    tile_bytes = tile * tile * item
-    # Header (16) + IFD: count (8) + 12 entries x 20 + next (8); then offsets and counts arrays, then data.
-    entries = 12
-    ifd = 16
-    arrays = ifd + 8 + entries * 20 + 8
-    offsets_at, counts_at = arrays, arrays + 8 * n
-    data_at = (counts_at + 8 * n + 4095) // 4096 * 4096
-    fmt = 3 if dtype == np.float32 else 1
-
-    def entry(tag, typ, count, value):
-        return struct.pack("<HHQ", tag, typ, count) + (struct.pack("<Q", value) if typ == 16 else struct.pack("<HHI", value, 0, 0) if typ == 3 else struct.pack("<Q", value))
-
+def write_netpbm(path, size, dtype, seed=1, band=256):
+    """A random SIZE x SIZE image as binary PGM (u8, u16 big-endian) or PFM (f32), written band by band
+    (bounded memory). Netpbm rather than TIFF: every apron build reads it by rows (libtiff is optional) and
+    libvips reads it too."""
+    rng = np.random.default_rng(seed)
     with open(path, "wb") as f:
-        f.write(b"II" + struct.pack("<HHHQ", 43, 8, 0, ifd))
-        tags = [entry(256, 16, 1, size), entry(257, 16, 1, size), entry(258, 3, 1, item * 8), entry(259, 3, 1, 1),
-                entry(262, 3, 1, 1), entry(277, 3, 1, 1), entry(284, 3, 1, 1), entry(322, 3, 1, tile),
-                entry(323, 3, 1, tile), entry(324, 16, n, offsets_at), entry(325, 16, n, counts_at),
-                entry(339, 3, 1, fmt)]
-        f.write(struct.pack("<Q", entries) + b"".join(tags) + struct.pack("<Q", 0))
-        f.write((np.arange(n, dtype=np.uint64) * tile_bytes + data_at).astype("<u8").tobytes())
-        f.write(np.full(n, tile_bytes, dtype="<u8").tobytes())
-        f.seek(data_at)
-        rng = np.random.default_rng(seed)
-        for ty in range(tiles_y):
+        if dtype == np.float32:
+            f.write(f"Pf\n{size} {size}\n-1\n".encode())
+        else:
+            f.write(f"P5\n{size} {size}\n{np.iinfo(dtype).max}\n".encode())
+        for y in range(0, size, band):
+            rows = min(band, size - y)
             if dtype == np.float32:
-                band = rng.random((tiles_x, tile, tile), dtype=np.float32)
+                f.write(rng.random((rows, size), dtype=np.float32).astype("<f4").tobytes())
             else:
-                band = rng.integers(0, np.iinfo(dtype).max + 1, (tiles_x, tile, tile), dtype=dtype)
-            f.write(band.tobytes())
+                f.write(rng.integers(0, np.iinfo(dtype).max + 1, (rows, size), dtype=dtype).astype(np.dtype(dtype).newbyteorder(">")).tobytes())
 
 
 def vips_disk_mask(path, r):
@@ -98,7 +86,7 @@ img.gaussblur(sigma).cast(img.format).morph(m, "dilate").tiffsave(dst, tile=True
 
 def vips_command(src, dst, mask, sigma, work):
     try:
-        import pyvips  # noqa: F401
+        import pyvips  # noqa: F401  (importable: the one-pass script below can run)
 
         return [[sys.executable, "-c", VIPS_SCRIPT, src, dst, mask, str(sigma)]]
     except Exception:
@@ -134,8 +122,9 @@ def main():
         mask = os.path.join(work, "disk5.mat")
         vips_disk_mask(mask, 5)
         for t in a.types.split(","):
-            src, dst = os.path.join(work, f"in_{t}.tif"), os.path.join(work, f"out_{t}.tif")
-            write_tiled_tiff(src, a.size, TYPES[t])
+            ext = ".pfm" if t == "f32" else ".pgm"
+            src, dst = os.path.join(work, f"in_{t}{ext}"), os.path.join(work, f"out_{t}.tif")
+            write_netpbm(src, a.size, TYPES[t])
             gb = os.path.getsize(src) / 1e9
             rows = []
             dd_s, dd_rss = run_measured(["dd", f"if={src}", f"of={dst}", "bs=16M", "conv=fdatasync"])
