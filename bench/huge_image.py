@@ -45,6 +45,7 @@ def run_measured(cmd, env=None):
     d = json.loads(out.stdout)
     if d["rc"]:
         raise RuntimeError(f"{' '.join(map(str, cmd))}: exit {d['rc']}: {d['err']}")
+    run_measured.last_stderr = d["err"]
     return d["s"], d["rss"]
 
 
@@ -136,12 +137,15 @@ def main():
             dd_s, dd_rss = run_measured(["dd", f"if={src}", f"of={dst}", "bs=16M", "conv=fdatasync"])
             os.remove(dst)
             rows.append(("dd (read + write the same bytes)", dd_s, dd_rss))
-            for b in a.backends.split(","):
-                cmd = [a.apron, "filter", src, dst, "--memory", a.memory, "--backend", b]
+            stages = []
+            for entry in a.backends.split(","):
+                b, *extra = entry.split()  # "cuda --io-threads 1": a backend and more options
+                cmd = [a.apron, "filter", src, dst, "--memory", a.memory, "--backend", b, "--timing", *extra]
                 for op in ops:
                     cmd += ["--op", op]
                 s, rss = run_measured(cmd)
-                rows.append((f"apron --backend {b}", s, rss))
+                rows.append((f"apron --backend {entry}", s, rss))
+                stages += [f"{t} {entry}: {line.strip()}" for line in run_measured.last_stderr.splitlines() if "busy" in line]
                 os.remove(dst)
             vc = None if a.no_vips else vips_command(src, dst, mask, 4.0, work, a.size, TYPES[t])
             if vc:
@@ -161,6 +165,8 @@ def main():
                 extra = f" ({vips_s / s:.2f}x libvips)" if vips_s and name.startswith("apron") else ""
                 print(f"| {t} | {name}{extra} | {s:.2f} | {gb / s:.2f} | {100 * dd_s / s:.0f} % | {rss / 2**20:.0f} MiB |",
                       flush=True)
+            for line in stages:
+                print(line, flush=True)
             os.remove(src)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -27,6 +27,7 @@ struct StreamOptions {
     bool resume = false;           // continue an interrupted run from its journal (random-access outputs)
     std::string raw;               // "WxHxC:type[:endianness]": the input is raw samples
     ByteOrder pnm_byte_order = ByteOrder::big;
+    int io_threads = 0;            // threads reading or writing one band at once; 0: up to 8, one per core
     // Called after every band written: rows done and the image's rows. May be empty.
     std::function<void(std::uint64_t rows_done, std::uint64_t rows)> progress;
 };
@@ -36,6 +37,9 @@ struct StreamReport {
     int bands_resumed = 0;                        // bands found done in the journal
     std::uint64_t peak_buffer_bytes = 0;          // host bytes the engine held at most (bands, decoder, sink)
     double seconds = 0;
+    // Busy time of each stage, summed over its threads: reading bands, filtering them (every worker), and
+    // writing and syncing them. A stage near `seconds` is the bound.
+    double read_seconds = 0, filter_seconds = 0, write_seconds = 0;
     std::string plan;                             // what --plan prints: backend, bands, halo, steps
 };
 

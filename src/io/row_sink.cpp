@@ -23,6 +23,7 @@
 #include "io/codecs.hpp"
 #include "io/file_io.hpp"
 #include "io/output_target.hpp"
+#include "io/parallel_parts.hpp"
 #include "io/row_stream.hpp"
 #include "io/temporary_registry.hpp"
 
@@ -134,19 +135,39 @@ public:
     FixedRowsSink(const std::string& path, const ImageShape& shape, std::string header, bool bottom_up, ByteOrder order,
                   const SinkOptions& options)
         : path_(path), shape_(shape), header_(std::move(header)), bottom_up_(bottom_up), order_(order),
-          file_(path, header_.size() + std::uint64_t(shape.row_bytes()) * std::uint64_t(shape.height), options) {
+          file_(path, header_.size() + std::uint64_t(shape.row_bytes()) * std::uint64_t(shape.height), options),
+          threads_(std::max(1, options.threads)) {
         if (!header_.empty()) file_.write_at(0, header_.data(), header_.size(), "the header");
     }
     const ImageShape& shape() const override { return shape_; }
     const std::string& path() const override { return path_; }
     bool random_access() const override { return true; }
     int row_granularity() const override { return 1; }
-    std::uint64_t buffer_bytes() const override { return shape_.row_bytes(); }
+    std::uint64_t buffer_bytes() const override { return std::uint64_t(shape_.row_bytes()) * std::uint64_t(threads_); }
     std::string partial_path() const override { return file_.partial(); }
     void sync() override { file_.sync(); }
     void commit() override { file_.commit(); }
     void write_rows(int y0, ConstImageView band) override {
+        // Parts of at least 4 MiB, written at once (pwrite has no state).
+        const int rows_per_part = int(std::max<std::size_t>(1, (std::size_t(4) << 20) / std::max<std::size_t>(1, shape_.row_bytes())));
+        const int parts = (band.height() + rows_per_part - 1) / rows_per_part;
+        run_parts(parts, threads_, [&](int k) {
+            const int r0 = k * rows_per_part;
+            write_part(y0 + r0, band.roi(0, r0, band.width(), std::min(rows_per_part, band.height() - r0)));
+        });
+    }
+
+private:
+    void write_part(int y0, ConstImageView band) {
         const std::size_t row_bytes = shape_.row_bytes();
+        // Rows stored top to bottom, in this machine's byte order, from a buffer without padding: one pwrite.
+        const bool contiguous = !bottom_up_ && std::size_t(band.pitch) == row_bytes &&
+                                (order_ == native_order || shape_.type == PixelType::u8);
+        if (contiguous && band.height() > 0) {
+            file_.write_at(header_.size() + std::uint64_t(y0) * row_bytes, band.row_bytes(0), row_bytes * std::size_t(band.height()),
+                           "rows " + std::to_string(y0) + "-" + std::to_string(y0 + band.height() - 1));
+            return;
+        }
         std::vector<std::uint8_t> scratch;
         for (int r = 0; r < band.height(); ++r) {
             const int y = y0 + r;
@@ -157,13 +178,13 @@ public:
         }
     }
 
-private:
     std::string path_;
     ImageShape shape_;
     std::string header_;
     bool bottom_up_;
     ByteOrder order_;
     PartialFile file_;
+    int threads_ = 1;
 };
 
 // Uncompressed tiled BigTIFF with every tile at a fixed offset: the header and the one directory first,
@@ -172,7 +193,9 @@ class TiledTiffSink final : public RowSink {
 public:
     TiledTiffSink(const std::string& path, const ImageShape& shape, const SinkOptions& options)
         : path_(path), shape_(shape), side_(options.tiff_tile_side), layout_(make_layout(shape, options.tiff_tile_side)),
-          file_(path, layout_.file_bytes, options) {
+          file_(path, layout_.file_bytes, options), threads_(std::max(1, options.threads)),
+          // Runs of about 1 MiB of tiles: few syscalls, and parts enough for every thread on a band.
+          run_tiles_(int(std::clamp<std::uint64_t>((std::uint64_t(1) << 20) / layout_.tile_bytes, 1, std::uint64_t(layout_.tiles_x)))) {
         file_.write_at(0, layout_.header.data(), layout_.header.size(), "the TIFF header");
     }
     const ImageShape& shape() const override { return shape_; }
@@ -181,22 +204,26 @@ public:
     int row_granularity() const override { return side_; }
     std::uint64_t buffer_bytes() const override {
         std::lock_guard lock(mutex_);
-        return layout_.tile_row_bytes * (1 + pending_.size());
+        return layout_.tile_row_bytes * pending_.size() + std::uint64_t(threads_) * std::uint64_t(run_tiles_) * layout_.tile_bytes;
     }
     std::string partial_path() const override { return file_.partial(); }
     void sync() override { file_.sync(); }
     void commit() override { file_.commit(); }
 
     void write_rows(int y0, ConstImageView band) override {
+        // Whole rows of tiles come straight from the band; the rows of one the band cuts wait in pending_
+        // until it is whole. Then every run of tiles of every whole row of tiles is a part, written at once.
+        std::vector<TileRow> whole;
+        std::vector<std::vector<std::uint8_t>> completed;  // pending rows now whole (their storage lives here)
+        completed.reserve(std::size_t(band.height() / side_ + 2));
         for (int y = y0; y < y0 + band.height();) {
             const int ty = y / side_, row0 = ty * side_;
             const int rows_in_tile_row = std::min(side_, shape_.height - row0);
             const int n = std::min(y0 + band.height(), row0 + rows_in_tile_row) - y;
             if (y == row0 && n == rows_in_tile_row) {
-                write_tile_row(ty, [&](int r) { return reinterpret_cast<const std::uint8_t*>(band.row_bytes(y - y0 + r)); });
+                whole.push_back({ty, reinterpret_cast<const std::uint8_t*>(band.row_bytes(y - y0)), band.pitch});
             } else {
-                // A band that cuts a row of tiles: its rows wait here until the row of tiles is whole.
-                std::unique_lock lock(mutex_);
+                std::lock_guard lock(mutex_);
                 Pending& p = pending_[ty];
                 if (p.rows.empty()) p.rows.assign(std::size_t(rows_in_tile_row) * shape_.row_bytes(), 0), p.have.assign(std::size_t(rows_in_tile_row), false);
                 for (int r = 0; r < n; ++r) {
@@ -204,14 +231,15 @@ public:
                     if (!p.have[std::size_t(y - row0 + r)]) p.have[std::size_t(y - row0 + r)] = true, ++p.count;
                 }
                 if (p.count == rows_in_tile_row) {
-                    Pending whole = std::move(p);
+                    completed.push_back(std::move(p.rows));
                     pending_.erase(ty);
-                    lock.unlock();
-                    write_tile_row(ty, [&](int r) { return whole.rows.data() + std::size_t(r) * shape_.row_bytes(); });
+                    whole.push_back({ty, completed.back().data(), shape_.row_bytes()});
                 }
             }
             y += n;
         }
+        const int runs = (layout_.tiles_x + run_tiles_ - 1) / run_tiles_;
+        run_parts(int(whole.size()) * runs, threads_, [&](int k) { write_tiles(whole[std::size_t(k / runs)], (k % runs) * run_tiles_); });
     }
 
 private:
@@ -219,6 +247,11 @@ private:
         std::vector<std::uint8_t> header;
         std::uint64_t data_offset = 0, tile_bytes = 0, tile_row_bytes = 0, file_bytes = 0;
         int tiles_x = 0, tiles_y = 0;
+    };
+    struct TileRow {  // a whole row of tiles: its first image row and the pitch of its rows
+        int ty = 0;
+        const std::uint8_t* first = nullptr;
+        std::size_t pitch = 0;
     };
     struct Pending {
         std::vector<std::uint8_t> rows;
@@ -278,23 +311,29 @@ private:
         return l;
     }
 
-    template <class RowOf>
-    void write_tile_row(int ty, RowOf row_of) {
-        std::vector<std::uint8_t> tiles(layout_.tile_row_bytes, 0);  // zero padding past the image's edges
-        const int rows = std::min(side_, shape_.height - ty * side_);
+    // Tiles [tx0, tx0 + run_tiles_) of a whole row of tiles, assembled and written with one pwrite (they
+    // are adjacent in the file); the buffer is the thread's own, zeroed only where an edge tile pads.
+    void write_tiles(const TileRow& tr, int tx0) {
+        thread_local std::vector<std::uint8_t> buffer;
+        const int count = std::min(run_tiles_, layout_.tiles_x - tx0);
+        const std::size_t bytes = std::size_t(count) * layout_.tile_bytes;
+        if (buffer.size() < bytes) buffer.resize(bytes);
+        const int rows = std::min(side_, shape_.height - tr.ty * side_);
         const std::size_t px = std::size_t(shape_.channels) * bytes_per_sample(shape_.type);
         const std::size_t tile_pitch = std::size_t(side_) * px;
+        const bool pads = rows < side_ || (tx0 + count == layout_.tiles_x && shape_.width % side_ != 0);
+        if (pads) std::memset(buffer.data(), 0, bytes);
         for (int r = 0; r < rows; ++r) {
-            const std::uint8_t* src = row_of(r);
-            for (int tx = 0; tx < layout_.tiles_x; ++tx) {
+            const std::uint8_t* src = tr.first + std::size_t(r) * tr.pitch;
+            for (int tx = tx0; tx < tx0 + count; ++tx) {
                 const int w = std::min(side_, shape_.width - tx * side_);
-                std::memcpy(tiles.data() + std::size_t(tx) * layout_.tile_bytes + std::size_t(r) * tile_pitch,
+                std::memcpy(buffer.data() + std::size_t(tx - tx0) * layout_.tile_bytes + std::size_t(r) * tile_pitch,
                             src + std::size_t(tx) * side_ * px, std::size_t(w) * px);
             }
         }
-        const int y0 = ty * side_;
-        file_.write_at(layout_.data_offset + std::uint64_t(ty) * layout_.tile_row_bytes, tiles.data(), tiles.size(),
-                       "rows " + std::to_string(y0) + "-" + std::to_string(y0 + rows - 1));
+        const int y0 = tr.ty * side_;
+        file_.write_at(layout_.data_offset + std::uint64_t(tr.ty) * layout_.tile_row_bytes + std::uint64_t(tx0) * layout_.tile_bytes,
+                       buffer.data(), bytes, "rows " + std::to_string(y0) + "-" + std::to_string(y0 + rows - 1));
     }
 
     std::string path_;
@@ -302,6 +341,7 @@ private:
     int side_;
     Layout layout_;
     PartialFile file_;
+    int threads_ = 1, run_tiles_ = 1;
     mutable std::mutex mutex_;
     std::map<int, Pending> pending_;
 };

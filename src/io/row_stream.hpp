@@ -47,6 +47,9 @@ struct SourceOptions {
     ByteOrder pnm_byte_order = ByteOrder::big;
     // Formats read whole (PNG, JPEG, ASCII PNM) must decode within this many bytes (0: no limit).
     std::uint64_t whole_decode_budget = 0;
+    // Threads one read_rows may use (rows at fixed offsets are read in parts at once: one thread copies
+    // about 2 GB/s out of the page cache, the memory bus several times that).
+    int threads = 1;
 };
 
 // Opens binary PNM/PGM/PPM/PAM, PFM and raw samples (rows read at fixed offsets), TIFF/BigTIFF (strips or
@@ -66,6 +69,8 @@ struct SinkOptions {
     bool keep_partial = false;
     // Reopen the partial file of an earlier run (random-access sinks only), keeping what it holds.
     bool reopen_partial = false;
+    // Threads one write_rows may use (rows or rows of tiles written in parts at once, with pwrite).
+    int threads = 1;
 };
 
 class RowSink {

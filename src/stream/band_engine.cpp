@@ -24,6 +24,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -82,8 +83,12 @@ struct BandPlan {
     bool wrap = false;
     std::uint64_t bytes = 0;  // host bytes at most in flight
     std::string backend;
-    int workers = 1;  // bands filtered at once: one per GPU, one on the CPU
+    int workers = 1;  // bands filtered at once: two per GPU, one on the CPU
 };
+
+// Bands one GPU filters at once, each on its own executor and stream: one band's upload and download
+// overlap the other's kernels (a band's copies alone take longer than its filtering).
+constexpr int bands_per_gpu = 2;
 
 // Host bytes for bands of `rows` rows with `workers` filtering at once: per worker an input buffer being
 // filtered and one queued, plus the one being read; per worker the run (its intermediates and result); per
@@ -110,13 +115,14 @@ BandPlan plan_bands(const Pipeline& pipeline, const ExecutionPlan& plan, const I
     b.top = r.top, b.bottom = r.bottom;
     b.wrap = any_wrap(plan);
     b.backend = to_string(plan.backend);
-    b.workers = plan.backend == Backend::cuda ? std::max<int>(1, int(cuda_devices().size())) : 1;
+    b.workers = plan.backend == Backend::cuda ? bands_per_gpu * std::max<int>(1, int(cuda_devices().size())) : 1;
     const ImageShape& out = plan.output;
     // The process itself (the program, its libraries, thread stacks, the allocator's slack) takes some of
     // the budget: the bands get the rest. Measured on a 1 GiB image under 256 MiB: about 45 MiB besides
-    // the bands.
+    // the bands on the CPU backend; a CUDA context adds about 210 MiB of host memory (the driver, the
+    // runtime, the loaded modules: 65536^2 u8 under 1 GiB peaked at 1219 MiB with 64 MiB kept back).
     const std::uint64_t whole = options.memory_budget ? options.memory_budget : default_memory_budget();
-    constexpr std::uint64_t process_reserve = std::uint64_t(64) << 20;
+    const std::uint64_t process_reserve = (std::uint64_t(plan.backend == Backend::cuda ? 320 : 64)) << 20;
     const std::uint64_t budget = whole > 2 * process_reserve ? whole - process_reserve : whole / 2;
     const int H = in.height;
     granularity = std::max(1, granularity);
@@ -343,11 +349,40 @@ std::string describe_bands(const BandPlan& b, const ImageShape& in, const Execut
     return s.str();
 }
 
+int io_threads(const StreamOptions& o) {
+    if (o.io_threads < 0 || o.io_threads > 64) throw Error("--io-threads: " + std::to_string(o.io_threads) + " is not 0 (automatic) to 64");
+    return o.io_threads ? o.io_threads : int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+}
+
+// Host bytes one writing thread holds: a run of tiles (about 1 MiB, at least a tile) for TIFF, a row
+// otherwise (byte-swapped or flipped rows).
+std::uint64_t io_thread_bytes(const ImageShape& out, int granularity) {
+    if (granularity <= 1) return out.row_bytes();
+    const std::uint64_t tile = std::uint64_t(granularity) * std::uint64_t(granularity) * out.channels * bytes_per_sample(out.type);
+    const std::uint64_t row_of_tiles = tile * std::uint64_t((out.width + granularity - 1) / granularity);
+    return std::max(tile, std::min(std::uint64_t(1) << 20, row_of_tiles));
+}
+
+// The I/O threads asked for, fewer where their buffers would take over an eighth of the budget.
+int fit_io_threads(int threads, const ImageShape& out, int granularity, const RunOptions& run) {
+    const std::uint64_t budget = run.memory_budget ? run.memory_budget : default_memory_budget();
+    const std::uint64_t each = std::max<std::uint64_t>(1, io_thread_bytes(out, granularity));
+    return int(std::clamp<std::uint64_t>(budget / 8 / each, 1, std::uint64_t(threads)));
+}
+
+// Host bytes the reader and writer hold besides the bands: the source's decoder buffers, rows of tiles a
+// band cuts (one above and one below), and each I/O thread's own.
+std::uint64_t io_buffer_bytes(const io::RowSource& source, const ImageShape& out, int granularity, int threads) {
+    return source.buffer_bytes() + std::uint64_t(out.row_bytes()) * std::uint64_t(granularity) * 2 +
+           std::uint64_t(threads) * io_thread_bytes(out, granularity);
+}
+
 io::SourceOptions source_options(const StreamOptions& o) {
     io::SourceOptions so;
     if (!o.raw.empty()) so.raw = io::parse_raw_layout(o.raw);
     so.pnm_byte_order = o.pnm_byte_order;
     so.whole_decode_budget = o.run.memory_budget ? o.run.memory_budget : default_memory_budget();
+    so.threads = io_threads(o);
     return so;
 }
 
@@ -369,8 +404,10 @@ std::string describe_stream(const std::string& input, const std::string& output,
     const ExecutionPlan plan = plan_pipeline(pipeline.operations(), in, options.run);
     io::SinkOptions sink_options;
     sink_options.tiff_tile_side = options.tile_side;
-    const BandPlan b = plan_bands(pipeline, plan, in, options.run, io::sink_row_granularity(output, sink_options),
-                                  source->buffer_bytes(), options.band_rows);
+    const int granularity = io::sink_row_granularity(output, sink_options);
+    const int threads = fit_io_threads(io_threads(options), plan.output, granularity, options.run);
+    const BandPlan b = plan_bands(pipeline, plan, in, options.run, granularity,
+                                  io_buffer_bytes(*source, plan.output, granularity, threads), options.band_rows);
     return describe_bands(b, in, plan);
 }
 
@@ -386,8 +423,9 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     sink_options.tiff_tile_side = options.tile_side;
     sink_options.keep_partial = true;  // an interrupted run leaves it for --resume
     const int granularity = io::sink_row_granularity(output, sink_options);
-    const std::uint64_t io_buffers = source->buffer_bytes() + std::uint64_t(out.row_bytes()) * std::uint64_t(granularity) * 2;
-    const BandPlan b = plan_bands(pipeline, plan, in, options.run, granularity, io_buffers, options.band_rows);
+    sink_options.threads = fit_io_threads(io_threads(options), out, granularity, options.run);
+    const BandPlan b = plan_bands(pipeline, plan, in, options.run, granularity,
+                                  io_buffer_bytes(*source, out, granularity, sink_options.threads), options.band_rows);
 
     // Resume: the journal beside the output names the bands the partial file already holds; a journal of
     // another run (another input, pipeline or band plan) is ignored and the run starts over.
@@ -404,27 +442,53 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     report.plan = describe_bands(b, in, plan);
     report.peak_buffer_bytes = b.bytes + sink->buffer_bytes();
 
-    // One worker per GPU (bands finish in any order: every sink here takes them so), one on the CPU.
+    // Workers (two per GPU, one on the CPU) finish bands in any order. A random-access sink takes them so;
+    // any other is written in order, and the reader keeps at most 2 x workers bands ahead of the writer so
+    // those waiting for an earlier one stay within the budget's count of results in flight.
     const int workers = b.workers;
+    const bool in_order = !sink->random_access();
     Queue<BandBuffer> to_compute{std::size_t(workers)}, to_write{std::size_t(workers)};
     const HostMemory host = plan.backend == Backend::cuda ? HostMemory::pinned : HostMemory::pageable;
     ImagePool inputs(host, std::size_t(workers)), results(host, std::size_t(workers));
     std::exception_ptr failure;
-    std::mutex failure_mutex;
+    std::mutex failure_mutex, order_mutex;
+    std::condition_variable written_cv;
+    int next_to_write = 0;  // in order: the first band not yet written (bands done before count as written)
+    bool stopped = false;
     auto fail_with = [&](std::exception_ptr e) {
         {
             std::lock_guard lock(failure_mutex);
             if (!failure) failure = e;
         }
+        {
+            std::lock_guard lock(order_mutex);
+            stopped = true;
+        }
+        written_cv.notify_all();
         to_compute.close(), to_write.close();
     };
+    auto skip_done = [&](int k) {
+        while (k < b.bands && done.count(k)) ++k;
+        return k;
+    };
+    next_to_write = skip_done(0);
+    using Clock = std::chrono::steady_clock;
+    auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+    std::mutex timing_mutex;
 
     std::thread reader([&] {
         try {
             for (int k = 0; k < b.bands; ++k) {
                 if (done.count(k)) continue;
+                if (in_order) {
+                    std::unique_lock lock(order_mutex);
+                    written_cv.wait(lock, [&] { return stopped || k < next_to_write + 2 * workers; });
+                    if (stopped) return;
+                }
+                const auto t = Clock::now();
                 BandBuffer buf = locate(b, in, k);
                 fill(*source, buf, inputs);
+                report.read_seconds += seconds_since(t);
                 if (!to_compute.push(std::move(buf))) return;
             }
             to_compute.finish();
@@ -436,14 +500,32 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     for (int k : done) rows_done += std::uint64_t(locate(b, in, k).y1 - locate(b, in, k).y0);
     std::thread writer([&] {
         try {
-            while (auto buf = to_write.pop()) {
-                const ImageView v = buf->pixels.view();
-                sink->write_rows(buf->y0, v.roi(0, buf->core, v.width(), buf->y1 - buf->y0));
-                results.give(std::move(buf->pixels));
+            std::map<int, BandBuffer> waiting;  // in order: bands finished before an earlier one
+            auto write = [&](BandBuffer& buf) {
+                const auto t = Clock::now();
+                const ImageView v = buf.pixels.view();
+                sink->write_rows(buf.y0, v.roi(0, buf.core, v.width(), buf.y1 - buf.y0));
+                results.give(std::move(buf.pixels));
                 sink->sync();
-                journal.record(buf->index);
-                rows_done += std::uint64_t(buf->y1 - buf->y0);
+                journal.record(buf.index);
+                report.write_seconds += seconds_since(t);
+                rows_done += std::uint64_t(buf.y1 - buf.y0);
                 if (options.progress) options.progress(rows_done, std::uint64_t(in.height));
+            };
+            while (auto buf = to_write.pop()) {
+                if (!in_order) {
+                    write(*buf);
+                    continue;
+                }
+                waiting.emplace(buf->index, std::move(*buf));
+                for (auto it = waiting.begin(); it != waiting.end() && it->first == next_to_write; it = waiting.erase(it)) {
+                    write(it->second);
+                    {
+                        std::lock_guard lock(order_mutex);
+                        next_to_write = skip_done(next_to_write + 1);
+                    }
+                    written_cv.notify_all();
+                }
             }
         } catch (...) {
             fail_with(std::current_exception());
@@ -454,20 +536,27 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
             const std::shared_ptr<void> on_device = use_cuda_device(device);
             auto executor = make_executor(plan.backend, options.run.threads, nullptr);
             while (auto buf = to_compute.pop()) {
+                const auto t = Clock::now();
                 ImageShape result_shape = out;
                 result_shape.height = buf->rows;
                 Image result = results.take(result_shape);
                 run_plan(plan, *executor, buf->pixels.view(), result.view(), options.run, seam_runner(buf->seam));
                 inputs.give(std::move(buf->pixels));
                 buf->pixels = std::move(result);  // the band's rows start at buf->core
+                {
+                    std::lock_guard lock(timing_mutex);
+                    report.filter_seconds += seconds_since(t);
+                }
                 if (!to_write.push(std::move(*buf))) return;
             }
         } catch (...) {
             fail_with(std::current_exception());
         }
     };
+    const int gpus = workers / bands_per_gpu;
     std::vector<std::thread> computing;
-    for (int w = 0; w < workers; ++w) computing.emplace_back(work, plan.backend == Backend::cuda && workers > 1 ? w : -1);
+    for (int w = 0; w < workers; ++w)
+        computing.emplace_back(work, plan.backend == Backend::cuda && gpus > 1 ? w % gpus : -1);
     for (auto& t : computing) t.join();
     to_write.finish();
     reader.join();
