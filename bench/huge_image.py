@@ -6,7 +6,8 @@ For each pixel type: writes a random SIZE x SIZE image as binary PGM/PFM in --di
 uncompressed tiled BigTIFF),
 then times, each as a fresh process whose peak resident memory is read with wait4():
   - dd: the same bytes read and written (`dd if=in.tif of=copy bs=16M`), the storage's read+write bound;
-  - apron: gaussian sigma 4 then dilate disk:5 (--ops), --memory BUDGET, for each --backends entry;
+  - apron: gaussian sigma 4 then dilate disk:5 (--ops), --memory BUDGET, for each --backends entry (a backend and
+    more options, e.g. "cuda --io-threads 1"; "mpi2 cuda" runs it under mpirun -np 2, each rank with that budget);
   - libvips: the same two filters (gaussblur sigma 4 with its default precision, then morph with the disk),
     through pyvips in one lazy pass when importable, else the `vips` command with an intermediate .v file.
 Prints one Markdown table: seconds, GB/s of input, % of the dd bound, peak RSS, speed-up over libvips.
@@ -139,8 +140,14 @@ def main():
             rows.append(("dd (read + write the same bytes)", dd_s, dd_rss))
             stages = []
             for entry in a.backends.split(","):
-                b, *extra = entry.split()  # "cuda --io-threads 1": a backend and more options
-                cmd = [a.apron, "filter", src, dst, "--memory", a.memory, "--backend", b, "--timing", *extra]
+                # "cuda --io-threads 1": a backend and more options; "mpi2 cuda": under mpirun -np 2.
+                words = entry.split()
+                launcher = []
+                if words[0].startswith("mpi"):
+                    launcher = ["mpirun", "--allow-run-as-root", "--bind-to", "none", "-np", words[0][3:]]
+                    words = words[1:]
+                b, *extra = words
+                cmd = [*launcher, a.apron, "filter", src, dst, "--memory", a.memory, "--backend", b, "--timing", *extra]
                 for op in ops:
                     cmd += ["--op", op]
                 s, rss = run_measured(cmd)

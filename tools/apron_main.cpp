@@ -27,6 +27,8 @@
 #include "apron/stream.hpp"
 #include "batch_command.hpp"
 #include "cli_options.hpp"
+#include "core/usable_cores.hpp"
+#include "dist/mpi_stream.hpp"
 
 namespace {
 
@@ -102,8 +104,19 @@ std::function<void(std::uint64_t, std::uint64_t)> stream_progress() {
 
 // The streaming path: the image in bands with halos, within the memory budget (apron/stream.hpp).
 int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, const apron::RunOptions& options,
-                        const char* why) {
+                        const char* why, const apron::dist::World* world) {
     apron::StreamOptions so;
+    const bool root = !world || world->rank == 0;
+    if (world && world->size > 1) {
+        so.team = apron::dist::stream_team(*world, int(apron::cuda_devices().size()));
+        // Open MPI binds each rank to one core when there are two ranks or fewer: the I/O threads and the CPU
+        // backend would share it.
+        const int machine = int(std::thread::hardware_concurrency());
+        if (root && !a.plan_only && apron::usable_cores() < machine / std::max(1, world->local_size) / 2)
+            std::fprintf(stderr, "apron: note: rank 0 may use %d of this node's %d cores (the MPI launcher bound it); "
+                                 "run mpirun with --bind-to none to read, filter and write on every core\n",
+                         apron::usable_cores(), machine);
+    }
     so.run = options;
     so.band_rows = a.band_rows;
     so.io_threads = a.io_threads;
@@ -112,22 +125,23 @@ int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, co
     so.raw = a.raw;
     so.pnm_byte_order = byte_order_option(a.byte_order);
     if (a.plan_only) {
-        std::cout << why << "\n" << apron::describe_stream(a.input, a.output, pipeline, so);
+        if (root) std::cout << why << "\n" << apron::describe_stream(a.input, a.output, pipeline, so);
         return 0;
     }
-    so.progress = stream_progress();
+    if (!so.team) so.progress = stream_progress();  // a rank's own rows are not the image's progress
     const apron::StreamReport r = apron::stream_filter(a.input, a.output, pipeline, so);
-    if (a.timing)
+    if (root && a.timing)
         std::fprintf(stderr, "%10.3f ms  streamed in %d bands of %d rows (halo %d rows, %d resumed), %s of host memory\n",
                      r.seconds * 1e3, r.bands, r.band_rows, r.halo_rows, r.bands_resumed,
                      apron::format_bytes(r.peak_buffer_bytes).c_str());
-    if (a.timing)
-        std::fprintf(stderr, "%10.3f ms  busy reading, %.3f ms filtering, %.3f ms writing (summed over threads)\n",
-                     r.read_seconds * 1e3, r.filter_seconds * 1e3, r.write_seconds * 1e3);
+    if (root && a.timing)
+        std::fprintf(stderr, "%10.3f ms  busy reading, %.3f ms filtering, %.3f ms writing (summed over threads%s)\n",
+                     r.read_seconds * 1e3, r.filter_seconds * 1e3, r.write_seconds * 1e3,
+                     so.team ? ("; rank 0's bands of " + std::to_string(world->size) + " ranks'").c_str() : "");
     return 0;
 }
 
-int run_filter(const FilterArgs& a) {
+int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
     apron::RunOptions options;
     options.threads = a.threads;
     options.out_type = type_option(a.out_type, "--out-type");
@@ -151,8 +165,12 @@ int run_filter(const FilterArgs& a) {
     if (a.tile < 16 || a.tile > 8192 || a.tile % 16) throw apron::Error("--tile: must be a multiple of 16 from 16 to 8192");
     if (a.stream == "off" && (a.resume || !a.raw.empty()))
         throw apron::Error(std::string(a.resume ? "--resume" : "--raw") + ": needs the streaming path (not --stream off)");
+    if (world && world->size > 1) {
+        if (a.stream == "off") throw apron::Error("--stream off: several MPI ranks filter one image only by streaming it");
+        return run_filter_streamed(a, pipeline, options, "streamed: several MPI ranks on one image", world);
+    }
     if (a.stream == "on" || a.resume || !a.raw.empty())
-        return run_filter_streamed(a, pipeline, options, "streamed: asked for (--stream on, --raw or --resume)");
+        return run_filter_streamed(a, pipeline, options, "streamed: asked for (--stream on, --raw or --resume)", world);
     if (a.stream == "auto") {
         // Larger than the budget, or than --max-pixels' default for whole images: stream it.
         apron::ReadOptions header = read;
@@ -163,7 +181,8 @@ int run_filter(const FilterArgs& a) {
         if (too_many || apron::needs_streaming(shape, pipeline, options))
             return run_filter_streamed(a, pipeline, options,
                                        too_many ? "streamed: the image has more pixels than a whole-image run takes (--max-pixels)"
-                                                : "streamed: the whole-image run would not fit in the memory budget (--memory)");
+                                                : "streamed: the whole-image run would not fit in the memory budget (--memory)",
+                                       world);
     }
     const apron::ImageFormat out_format = apron::format_for_path(a.output);
 
@@ -344,6 +363,23 @@ int run_info() {
 }
 
 } // namespace
+
+// `apron filter`, under mpirun too: several ranks stream one image together (apron/stream.hpp's
+// StreamTeam); an error on one rank ends them all.
+int run_filter(const FilterArgs& a) {
+    apron::dist::World world = apron::dist::start_world(nullptr, nullptr);
+    if (!world.active) return run_filter_in(a, nullptr);
+    try {
+        const int status = run_filter_in(a, &world);
+        apron::dist::finish_world(world);
+        return status;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "apron: %s\n", dynamic_cast<const std::bad_alloc*>(&e) ? "out of host memory" : e.what());
+        if (world.size > 1) apron::dist::abort_world(world, 1);
+        apron::dist::finish_world(world);
+        return 1;
+    }
+}
 
 int main(int argc, char** argv) {
     apron::install_signal_cleanup();  // a killed run leaves no temporary file behind

@@ -19,6 +19,24 @@
 
 namespace apron {
 
+// Several processes filtering one image together (`mpirun -np N apron filter`: the dist layer fills this
+// in from MPI). Every process calls stream_filter with the same arguments: they agree on rank 0's band
+// plan, rank 0 creates the output's partial file, each writes the bands it is handed at their offsets
+// (random-access outputs only), each records them in a journal of its own, and rank 0 renames the file
+// into place once every process is done. The output is the same bits as one process's.
+struct StreamTeam {
+    int rank = 0, size = 1;
+    int cuda_device = -1;                        // the GPU this process uses (-1: every GPU of the machine)
+    std::function<void()> barrier;               // returns once every process has called it
+    std::function<int(int)> broadcast;           // rank 0's value, on every process (a collective call)
+    // Hands out band indices 0..bands-1 across the processes (made once, collectively; next() from one
+    // thread per process; nothing once every band is taken).
+    std::function<std::function<std::optional<int>()>(int bands)> feed;
+    // Ends every process at once after an error in this one (says it, then never returns): the others
+    // would otherwise wait for this one's bands or at a barrier forever.
+    std::function<void(const std::string& error)> abort;
+};
+
 struct StreamOptions {
     RunOptions run;                // backend, threads, out_type, algorithm, memory_budget (0: the default)
     int band_rows = 0;             // rows per band; 0: the largest the budget allows (rounded up to the tile side
@@ -28,6 +46,7 @@ struct StreamOptions {
     std::string raw;               // "WxHxC:type[:endianness]": the input is raw samples
     ByteOrder pnm_byte_order = ByteOrder::big;
     int io_threads = 0;            // threads reading or writing one band at once; 0: up to 8, one per core
+    std::optional<StreamTeam> team;  // set: one of several processes on this image (see StreamTeam)
     // Called after every band written: rows done and the image's rows. May be empty.
     std::function<void(std::uint64_t rows_done, std::uint64_t rows)> progress;
 };

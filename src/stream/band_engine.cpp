@@ -35,6 +35,7 @@
 #include "apron/devices.hpp"
 #include "apron/errors.hpp"
 #include "apron/memory.hpp"
+#include "core/usable_cores.hpp"
 #include "io/row_stream.hpp"
 #include "plan/memory_estimate.hpp"
 #include "run/plan_runner.hpp"
@@ -108,21 +109,32 @@ std::uint64_t band_bytes(const Pipeline& pipeline, const ImageShape& in, const I
     return (2 * w + 1) * in_bytes + w * run + (2 * w + 1) * out_bytes + io_buffers;
 }
 
+// Bands filtered at once by this process: two per GPU it uses (every GPU of the machine, or the one its
+// team gave it), one on the CPU.
+int workers_for(const ExecutionPlan& plan, const std::optional<StreamTeam>& team) {
+    if (plan.backend != Backend::cuda) return 1;
+    const bool one_gpu = team && team->size > 1 && team->cuda_device >= 0;
+    return bands_per_gpu * (one_gpu ? 1 : std::max<int>(1, int(cuda_devices().size())));
+}
+
 BandPlan plan_bands(const Pipeline& pipeline, const ExecutionPlan& plan, const ImageShape& in, const RunOptions& options,
-                    int granularity, std::uint64_t io_buffers, int asked_rows) {
+                    int granularity, std::uint64_t io_buffers, int asked_rows, int workers) {
     BandPlan b;
     const Reach r = reach_of(plan);
     b.top = r.top, b.bottom = r.bottom;
     b.wrap = any_wrap(plan);
     b.backend = to_string(plan.backend);
-    b.workers = plan.backend == Backend::cuda ? bands_per_gpu * std::max<int>(1, int(cuda_devices().size())) : 1;
+    b.workers = workers;
     const ImageShape& out = plan.output;
     // The process itself (the program, its libraries, thread stacks, the allocator's slack) takes some of
-    // the budget: the bands get the rest. Measured on a 1 GiB image under 256 MiB: about 45 MiB besides
-    // the bands on the CPU backend; a CUDA context adds about 210 MiB of host memory (the driver, the
-    // runtime, the loaded modules: 65536^2 u8 under 1 GiB peaked at 1219 MiB with 64 MiB kept back).
+    // the budget: the bands get the rest. Measured on a 1 GiB image under 256 MiB with 2 threads: about
+    // 45 MiB besides the bands; 65536^2 u8 under 1 GiB on 16 cores peaked 56 MiB over the budget with 64
+    // MiB kept back (each filtering thread's stack and scratch rows), so 8 MiB more per thread. A CUDA
+    // context adds about 210 MiB of host memory (the driver, the runtime, the loaded modules).
     const std::uint64_t whole = options.memory_budget ? options.memory_budget : default_memory_budget();
-    const std::uint64_t process_reserve = (std::uint64_t(plan.backend == Backend::cuda ? 320 : 64)) << 20;
+    const int threads = options.threads > 0 ? options.threads : usable_cores();
+    const std::uint64_t process_reserve =
+        (std::uint64_t(64) << 20) + (plan.backend == Backend::cuda ? std::uint64_t(256) << 20 : std::uint64_t(threads) * (std::uint64_t(8) << 20));
     const std::uint64_t budget = whole > 2 * process_reserve ? whole - process_reserve : whole / 2;
     const int H = in.height;
     granularity = std::max(1, granularity);
@@ -285,39 +297,56 @@ private:
 };
 
 // The journal of a resumable run: what the run is (a fingerprint line) and the bands written and synced.
+// Each process of a team keeps its own (".NAME.apron-journal", ".NAME.apron-journal.1", ...); a resumed run
+// reads them all, so it may have another number of processes than the run it resumes.
 class Journal {
 public:
-    Journal(std::string path, std::string fingerprint) : path_(std::move(path)), fingerprint_(std::move(fingerprint)) {}
-    // Bands an earlier run of the same fingerprint finished; empty when there is none or it differs.
+    Journal(std::string base, int rank, std::string fingerprint)
+        : base_(std::move(base)), path_(rank ? base_ + "." + std::to_string(rank) : base_), fingerprint_(std::move(fingerprint)) {}
+    // Bands earlier runs of the same fingerprint finished; empty when there is none or it differs.
     std::set<int> done_before() const {
-        std::ifstream f(path_);
-        std::string line;
-        if (!std::getline(f, line) || line != fingerprint_) return {};
         std::set<int> done;
-        while (std::getline(f, line))
-            if (line.rfind("band ", 0) == 0 && line.size() > 5) done.insert(std::atoi(line.c_str() + 5));
+        for (const std::string& path : journals()) {
+            std::ifstream f(path);
+            std::string line;
+            if (!std::getline(f, line) || line != fingerprint_) continue;
+            while (std::getline(f, line))
+                if (line.rfind("band ", 0) == 0 && line.size() > 5) done.insert(std::atoi(line.c_str() + 5));
+        }
         return done;
     }
     void start(bool keep) {
         fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (keep ? 0 : O_TRUNC), 0644);
         if (fd_ < 0) throw Error(path_ + ": cannot write the resume journal: " + std::strerror(errno));
-        if (!keep) append(fingerprint_ + "\n");
+        struct stat st {};
+        if (!keep || (::fstat(fd_, &st) == 0 && st.st_size == 0)) append(fingerprint_ + "\n");
     }
     void record(int band) { append("band " + std::to_string(band) + "\n"); }
-    void remove() {
+    // Every process's journal (the run is whole).
+    void remove_all() {
         if (fd_ >= 0) ::close(fd_), fd_ = -1;
-        ::unlink(path_.c_str());
+        for (const std::string& path : journals()) ::unlink(path.c_str());
     }
     ~Journal() {
         if (fd_ >= 0) ::close(fd_);
     }
 
 private:
+    // The base journal and those of ranks 1, 2, ... that exist.
+    std::vector<std::string> journals() const {
+        std::vector<std::string> all{base_};
+        for (int r = 1;; ++r) {
+            const std::string p = base_ + "." + std::to_string(r);
+            if (::access(p.c_str(), F_OK) != 0) break;
+            all.push_back(p);
+        }
+        return all;
+    }
     void append(const std::string& s) {
         if (::write(fd_, s.data(), s.size()) != ssize_t(s.size()) || ::fdatasync(fd_) != 0)
             throw Error(path_ + ": cannot write the resume journal: " + std::strerror(errno));
     }
-    std::string path_, fingerprint_;
+    std::string base_, path_, fingerprint_;
     int fd_ = -1;
 };
 
@@ -344,7 +373,8 @@ std::string describe_bands(const BandPlan& b, const ImageShape& in, const Execut
     s << "streamed: " << in.width << "x" << in.height << "x" << in.channels << " " << to_string(in.type) << " in "
       << b.bands << " band" << (b.bands == 1 ? "" : "s") << " of " << b.rows << " rows (halo " << b.top << " above, "
       << b.bottom << " below" << (b.wrap ? ", wrapping" : "") << "), " << format_bytes(b.bytes) << " of host memory in flight, backend "
-      << b.backend << (b.workers > 1 ? " on " + std::to_string(b.workers) + " GPUs" : "") << "\n";
+      << b.backend << (b.workers > bands_per_gpu ? " on " + std::to_string(b.workers / bands_per_gpu) + " GPUs" : "")
+      << (b.workers > 1 ? ", " + std::to_string(b.workers) + " bands at once" : "") << "\n";
     s << plan.describe(false);
     return s.str();
 }
@@ -407,7 +437,8 @@ std::string describe_stream(const std::string& input, const std::string& output,
     const int granularity = io::sink_row_granularity(output, sink_options);
     const int threads = fit_io_threads(io_threads(options), plan.output, granularity, options.run);
     const BandPlan b = plan_bands(pipeline, plan, in, options.run, granularity,
-                                  io_buffer_bytes(*source, plan.output, granularity, threads), options.band_rows);
+                                  io_buffer_bytes(*source, plan.output, granularity, threads), options.band_rows,
+                                  workers_for(plan, options.team));
     return describe_bands(b, in, plan);
 }
 
@@ -424,17 +455,38 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     sink_options.keep_partial = true;  // an interrupted run leaves it for --resume
     const int granularity = io::sink_row_granularity(output, sink_options);
     sink_options.threads = fit_io_threads(io_threads(options), out, granularity, options.run);
-    const BandPlan b = plan_bands(pipeline, plan, in, options.run, granularity,
-                                  io_buffer_bytes(*source, out, granularity, sink_options.threads), options.band_rows);
+    const std::uint64_t io_buffers = io_buffer_bytes(*source, out, granularity, sink_options.threads);
+    const int workers = workers_for(plan, options.team);
+    BandPlan b = plan_bands(pipeline, plan, in, options.run, granularity, io_buffers, options.band_rows, workers);
 
-    // Resume: the journal beside the output names the bands the partial file already holds; a journal of
+    // A team agrees on rank 0's bands (the default budget and the GPUs may differ between machines), and
+    // every process sees the same journals before any of them starts its own.
+    const StreamTeam* team = options.team && options.team->size > 1 ? &*options.team : nullptr;
+    const int rank = team ? team->rank : 0;
+    if (team) b = plan_bands(pipeline, plan, in, options.run, granularity, io_buffers, team->broadcast(b.rows), workers);
+
+    // Resume: the journals beside the output name the bands the partial file already holds; a journal of
     // another run (another input, pipeline or band plan) is ignored and the run starts over.
-    Journal journal(journal_path(io::partial_path_for(output)), fingerprint(input, *source, pipeline, out, b));
+    Journal journal(journal_path(io::partial_path_for(output)), rank, fingerprint(input, *source, pipeline, out, b));
     std::set<int> done;
     if (options.resume) done = journal.done_before();
-    sink_options.reopen_partial = !done.empty();
-    std::unique_ptr<io::RowSink> sink = io::create_row_sink(output, out, sink_options);
+    if (team) team->barrier();
+    // Rank 0 creates (or reopens) the partial file at its final size; the others open it once it exists.
+    std::unique_ptr<io::RowSink> sink;
+    if (rank == 0) {
+        sink_options.reopen_partial = !done.empty();
+        sink = io::create_row_sink(output, out, sink_options);
+        if (team && !sink->random_access())
+            throw Error(output + ": several processes write only outputs with fixed offsets (uncompressed TIFF, PNM, PFM, raw)");
+    }
+    if (team) team->barrier();
+    if (rank != 0) {
+        sink_options.reopen_partial = true;
+        sink = io::create_row_sink(output, out, sink_options);
+    }
     journal.start(!done.empty());
+    std::function<std::optional<int>()> next_band;
+    if (team) next_band = team->feed(b.bands);
 
     StreamReport report;
     report.bands = b.bands, report.band_rows = b.rows, report.halo_rows = b.top + b.bottom;
@@ -445,7 +497,6 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     // Workers (two per GPU, one on the CPU) finish bands in any order. A random-access sink takes them so;
     // any other is written in order, and the reader keeps at most 2 x workers bands ahead of the writer so
     // those waiting for an earlier one stay within the budget's count of results in flight.
-    const int workers = b.workers;
     const bool in_order = !sink->random_access();
     Queue<BandBuffer> to_compute{std::size_t(workers)}, to_write{std::size_t(workers)};
     const HostMemory host = plan.backend == Backend::cuda ? HostMemory::pinned : HostMemory::pageable;
@@ -478,7 +529,13 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
 
     std::thread reader([&] {
         try {
-            for (int k = 0; k < b.bands; ++k) {
+            for (int k = 0;; ++k) {
+                if (next_band) {  // a team's: whichever bands this process is handed
+                    const std::optional<int> given = next_band();
+                    if (!given) break;
+                    k = *given;
+                }
+                if (k >= b.bands) break;
                 if (done.count(k)) continue;
                 if (in_order) {
                     std::unique_lock lock(order_mutex);
@@ -496,7 +553,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
             fail_with(std::current_exception());
         }
     });
-    std::uint64_t rows_done = 0;
+    std::uint64_t rows_done = 0;  // by this process, and before it
     for (int k : done) rows_done += std::uint64_t(locate(b, in, k).y1 - locate(b, in, k).y0);
     std::thread writer([&] {
         try {
@@ -555,15 +612,31 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     };
     const int gpus = workers / bands_per_gpu;
     std::vector<std::thread> computing;
-    for (int w = 0; w < workers; ++w)
-        computing.emplace_back(work, plan.backend == Backend::cuda && gpus > 1 ? w % gpus : -1);
+    for (int w = 0; w < workers; ++w) {
+        int device = plan.backend == Backend::cuda && gpus > 1 ? w % gpus : -1;
+        if (plan.backend == Backend::cuda && team && team->cuda_device >= 0) device = team->cuda_device;
+        computing.emplace_back(work, device);
+    }
     for (auto& t : computing) t.join();
     to_write.finish();
     reader.join();
     writer.join();
+    if (failure && team && team->abort) {
+        try {
+            std::rethrow_exception(failure);
+        } catch (const std::exception& e) {
+            team->abort(e.what());
+        }
+    }
     if (failure) std::rethrow_exception(failure);
-    sink->commit();
-    journal.remove();
+    // Every band is written and synced (each process synced its own): rank 0 puts the file in place. The
+    // band handout goes first: rank 0's answers to the other processes must not wait behind the barrier.
+    next_band = nullptr;
+    if (team) team->barrier();
+    if (rank == 0) {
+        sink->commit();
+        journal.remove_all();
+    }
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return report;
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -391,3 +392,23 @@ def peak_rss_of(args, timeout=120) -> tuple[int, subprocess.CompletedProcess]:
                          text=True, timeout=timeout, check=True)
     d = json.loads(out.stdout)
     return d["rss"], subprocess.CompletedProcess(args, d["rc"], "", d["err"])
+
+
+def mpi_skip_reason() -> str | None:
+    """Why MPI tests cannot run here (no mpirun, or apron built without MPI), or None."""
+    if shutil.which("mpirun") is None:
+        return "mpirun is not on PATH"
+    if APRON_PATH is None:
+        return None
+    try:
+        ldd = subprocess.run(["ldd", str(APRON_PATH)], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None  # cannot tell: run the test
+    if "libmpi" not in ldd:
+        return f"{APRON_PATH} is not linked with MPI (built without libopenmpi-dev)"
+    return None
+
+
+def mpi_env() -> dict:
+    """The environment for mpirun (Open MPI refuses root without these)."""
+    return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")

@@ -30,6 +30,8 @@ from conftest import (  # noqa: E402
     assert_equal_images,
     assert_f32_close,
     leftovers,
+    mpi_env,
+    mpi_skip_reason,
     random_image,
     read_pfm,
     read_pnm,
@@ -338,21 +340,7 @@ def test_pipeline_file_errors(apron, tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _mpi_skip_reason() -> str | None:
-    if shutil.which("mpirun") is None:
-        return "mpirun is not on PATH"
-    if APRON_PATH is None:
-        return None
-    try:
-        ldd = subprocess.run(["ldd", str(APRON_PATH)], capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None  # cannot tell: run the test
-    if "libmpi" not in ldd:
-        return f"{APRON_PATH} is not linked with MPI (built without libopenmpi-dev)"
-    return None
-
-
-MPI_SKIP = _mpi_skip_reason()
+MPI_SKIP = mpi_skip_reason()
 
 
 @pytest.mark.skipif(MPI_SKIP is not None, reason=MPI_SKIP or "")
@@ -360,7 +348,7 @@ def test_mpi_outputs_identical_and_manifests_cover_every_output(apron, tmp_path)
     names = [f"im{k:02d}.pgm" for k in range(11)]
     write_images(tmp_path / "imgs", names, lambda k: (40 + 7 * (k % 4), 60 + 11 * (k % 3)), seed=400)
     args = ["imgs", "--op", "gaussian:sigma=2", "--op", "dilate:se=rect:3x3", *BACKEND, "--threads", "1"]
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env = mpi_env()
 
     def mpirun(np_, out):
         cmd = ["mpirun", "--oversubscribe", "-np", str(np_), str(apron.path), "batch", *args, "-o", out]
@@ -397,7 +385,7 @@ def test_mpi_failed_image_reported_once(apron, tmp_path):
     names = [f"g{k}.pgm" for k in range(5)]
     write_images(tmp_path / "imgs", names, (30, 40), seed=420)
     (tmp_path / "imgs" / "g2_bad.pgm").write_bytes(b"P5\n40 30\n255\n" + b"\0" * 100)
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env = mpi_env()
     cmd = ["mpirun", "--oversubscribe", "-np", "3", str(apron.path), "batch", "imgs", "-o", "out",
            "--op", "dilate:se=rect:3x3", *BACKEND, "--threads", "1"]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=4 * RUN_TIMEOUT_S)
