@@ -8,11 +8,14 @@
 //   .pfm        rows bottom to top, little-endian
 //   .raw        samples in this machine's byte order, no header
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -91,6 +94,44 @@ public:
             p += w, n -= std::size_t(w), offset += std::uint64_t(w);
         }
     }
+    // [offset, offset + n) of the file mapped for writing, its blocks reserved first (fallocate), so that a
+    // full disk is an error here, never a SIGBUS while the mapping is written. Empty where the file system
+    // reserves nothing (then write_at). Threads writing disjoint parts of one mapping do not queue on the
+    // file's lock as pwrite does (on tmpfs: 8 threads write about twice as fast as with pwrite).
+    struct Mapping {
+        void* base = nullptr;
+        std::size_t length = 0;
+        std::uint8_t* data = nullptr;
+        Mapping() = default;
+        Mapping(Mapping&& o) noexcept : base(o.base), length(o.length), data(o.data) { o.base = nullptr; }
+        Mapping& operator=(Mapping&&) = delete;
+        ~Mapping() {
+            if (base) ::munmap(base, length);
+        }
+    };
+    Mapping map_for_write(std::uint64_t offset, std::size_t n, const std::string& what) {
+        Mapping m;
+        if (!mappable_ || n == 0) return m;
+        const int rc = ::posix_fallocate(fd_, off_t(offset), off_t(n));
+        if (rc == EOPNOTSUPP || rc == EINVAL) {
+            mappable_ = false;
+            return m;
+        }
+        if (rc != 0)
+            fail(path_, reason(rc) + " while writing " + what + " (the partial file " + partial_ +
+                            (keep_ ? " is kept: run again with --resume)" : " is removed)"));
+        static const std::uint64_t page = std::uint64_t(::sysconf(_SC_PAGESIZE));
+        const std::uint64_t start = offset / page * page;
+        m.length = std::size_t(offset + n - start);
+        void* p = ::mmap(nullptr, m.length, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, off_t(start));
+        if (p == MAP_FAILED) {
+            mappable_ = false;
+            return Mapping{};
+        }
+        m.base = p;
+        m.data = static_cast<std::uint8_t*>(p) + (offset - start);
+        return m;
+    }
     bool read_at(std::uint64_t offset, void* data, std::size_t n) const {
         return ::pread(fd_, data, n, off_t(offset)) == ssize_t(n);
     }
@@ -114,6 +155,7 @@ private:
     std::string path_, partial_, dir_;
     OutputTarget target_;
     bool keep_ = false, committed_ = false, reopened_ = false;
+    std::atomic<bool> mappable_{std::getenv("APRON_WRITE_BY_PWRITE") == nullptr};  // (measuring both ways)
     int fd_ = -1, slot_ = -1;
 };
 
@@ -311,29 +353,40 @@ private:
         return l;
     }
 
-    // Tiles [tx0, tx0 + run_tiles_) of a whole row of tiles, assembled and written with one pwrite (they
-    // are adjacent in the file); the buffer is the thread's own, zeroed only where an edge tile pads.
+    std::string rows_named(int ty) const {
+        const int y0 = ty * side_;
+        return "rows " + std::to_string(y0) + "-" + std::to_string(std::min(shape_.height, y0 + side_) - 1);
+    }
+
+    // Tiles [tx0, tx0 + run_tiles_) of a whole row of tiles (adjacent in the file), assembled straight into
+    // the file through a mapping of them where the file system allows, else into the thread's own buffer
+    // and written with one pwrite. Either holds one run (about 1 MiB) per thread. Pads of edge tiles are
+    // zeroed (a reopened file holds an earlier run's bytes).
     void write_tiles(const TileRow& tr, int tx0) {
         thread_local std::vector<std::uint8_t> buffer;
         const int count = std::min(run_tiles_, layout_.tiles_x - tx0);
         const std::size_t bytes = std::size_t(count) * layout_.tile_bytes;
-        if (buffer.size() < bytes) buffer.resize(bytes);
+        const std::uint64_t at = layout_.data_offset + std::uint64_t(tr.ty) * layout_.tile_row_bytes + std::uint64_t(tx0) * layout_.tile_bytes;
+        const PartialFile::Mapping mapped = file_.map_for_write(at, bytes, rows_named(tr.ty));
+        std::uint8_t* out = mapped.data;
+        if (!out) {
+            if (buffer.size() < bytes) buffer.resize(bytes);
+            out = buffer.data();
+        }
         const int rows = std::min(side_, shape_.height - tr.ty * side_);
         const std::size_t px = std::size_t(shape_.channels) * bytes_per_sample(shape_.type);
         const std::size_t tile_pitch = std::size_t(side_) * px;
         const bool pads = rows < side_ || (tx0 + count == layout_.tiles_x && shape_.width % side_ != 0);
-        if (pads) std::memset(buffer.data(), 0, bytes);
+        if (pads) std::memset(out, 0, bytes);
         for (int r = 0; r < rows; ++r) {
             const std::uint8_t* src = tr.first + std::size_t(r) * tr.pitch;
             for (int tx = tx0; tx < tx0 + count; ++tx) {
                 const int w = std::min(side_, shape_.width - tx * side_);
-                std::memcpy(buffer.data() + std::size_t(tx - tx0) * layout_.tile_bytes + std::size_t(r) * tile_pitch,
+                std::memcpy(out + std::size_t(tx - tx0) * layout_.tile_bytes + std::size_t(r) * tile_pitch,
                             src + std::size_t(tx) * side_ * px, std::size_t(w) * px);
             }
         }
-        const int y0 = tr.ty * side_;
-        file_.write_at(layout_.data_offset + std::uint64_t(tr.ty) * layout_.tile_row_bytes + std::uint64_t(tx0) * layout_.tile_bytes,
-                       buffer.data(), bytes, "rows " + std::to_string(y0) + "-" + std::to_string(y0 + rows - 1));
+        if (!mapped.data) file_.write_at(at, out, bytes, rows_named(tr.ty));
     }
 
     std::string path_;

@@ -142,12 +142,19 @@ BandPlan plan_bands(const Pipeline& pipeline, const ExecutionPlan& plan, const I
     if (asked_rows > 0) {
         b.rows = std::min(H, (asked_rows + granularity - 1) / granularity * granularity);
     } else {
-        // The largest multiple of the granularity that fits (the need grows with the rows).
-        int lo = 0, hi = (H + granularity - 1) / granularity;
-        while (lo < hi) {
-            const int mid = lo + (hi - lo + 1) / 2;
-            if (need(std::min(H, mid * granularity)) <= budget) lo = mid;
-            else hi = mid - 1;
+        // The largest multiple of the granularity that fits (the need grows with the rows); where not even
+        // one does, one band per GPU at a time instead of two (wide float images under a small budget).
+        int lo = 0;
+        for (;;) {
+            lo = 0;
+            int hi = (H + granularity - 1) / granularity;
+            while (lo < hi) {
+                const int mid = lo + (hi - lo + 1) / 2;
+                if (need(std::min(H, mid * granularity)) <= budget) lo = mid;
+                else hi = mid - 1;
+            }
+            if (lo > 0 || b.workers % bands_per_gpu != 0 || plan.backend != Backend::cuda) break;
+            b.workers /= bands_per_gpu;
         }
         if (lo == 0)
             throw Error("--memory: a band of " + std::to_string(std::min(H, granularity)) + " rows with its halo of " +
@@ -456,14 +463,19 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     const int granularity = io::sink_row_granularity(output, sink_options);
     sink_options.threads = fit_io_threads(io_threads(options), out, granularity, options.run);
     const std::uint64_t io_buffers = io_buffer_bytes(*source, out, granularity, sink_options.threads);
-    const int workers = workers_for(plan, options.team);
-    BandPlan b = plan_bands(pipeline, plan, in, options.run, granularity, io_buffers, options.band_rows, workers);
+    const int gpus = plan.backend == Backend::cuda ? workers_for(plan, options.team) / bands_per_gpu : 0;
+    BandPlan b = plan_bands(pipeline, plan, in, options.run, granularity, io_buffers, options.band_rows,
+                            workers_for(plan, options.team));
 
     // A team agrees on rank 0's bands (the default budget and the GPUs may differ between machines), and
     // every process sees the same journals before any of them starts its own.
     const StreamTeam* team = options.team && options.team->size > 1 ? &*options.team : nullptr;
     const int rank = team ? team->rank : 0;
-    if (team) b = plan_bands(pipeline, plan, in, options.run, granularity, io_buffers, team->broadcast(b.rows), workers);
+    if (team) {
+        const int rows = team->broadcast(b.rows), workers = b.workers;
+        b = plan_bands(pipeline, plan, in, options.run, granularity, io_buffers, rows, workers);
+    }
+    const int workers = b.workers;
 
     // Resume: the journals beside the output name the bands the partial file already holds; a journal of
     // another run (another input, pipeline or band plan) is ignored and the run starts over.
@@ -610,10 +622,9 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
             fail_with(std::current_exception());
         }
     };
-    const int gpus = workers / bands_per_gpu;
     std::vector<std::thread> computing;
     for (int w = 0; w < workers; ++w) {
-        int device = plan.backend == Backend::cuda && gpus > 1 ? w % gpus : -1;
+        int device = gpus > 1 ? w % gpus : -1;
         if (plan.backend == Backend::cuda && team && team->cuda_device >= 0) device = team->cuda_device;
         computing.emplace_back(work, device);
     }
