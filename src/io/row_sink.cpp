@@ -15,7 +15,6 @@
 #include <atomic>
 #include <bit>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -155,7 +154,7 @@ private:
     std::string path_, partial_, dir_;
     OutputTarget target_;
     bool keep_ = false, committed_ = false, reopened_ = false;
-    std::atomic<bool> mappable_{std::getenv("APRON_WRITE_BY_PWRITE") == nullptr};  // (measuring both ways)
+    std::atomic<bool> mappable_{true};  // false once the file system refused a mapping (then pwrite)
     int fd_ = -1, slot_ = -1;
 };
 
