@@ -233,7 +233,7 @@ private:
 class TiledTiffSink final : public RowSink {
 public:
     TiledTiffSink(const std::string& path, const ImageShape& shape, const SinkOptions& options)
-        : path_(path), shape_(shape), side_(options.tiff_tile_side), layout_(make_layout(shape, options.tiff_tile_side)),
+        : path_(path), shape_(shape), side_(options.tiff_tile_side), layout_(make_layout(path, shape, options.tiff_tile_side)),
           file_(path, layout_.file_bytes, options), threads_(std::max(1, options.threads)),
           // Runs of about 1 MiB of tiles: few syscalls, and parts enough for every thread on a band.
           run_tiles_(int(std::clamp<std::uint64_t>((std::uint64_t(1) << 20) / layout_.tile_bytes, 1, std::uint64_t(layout_.tiles_x)))) {
@@ -300,8 +300,9 @@ private:
         int count = 0;
     };
 
-    static Layout make_layout(const ImageShape& s, int side) {
-        if (side < 16 || side % 16 || side > 8192) fail("--tile", std::to_string(side) + " is not a multiple of 16 from 16 to 8192");
+    static Layout make_layout(const std::string& path, const ImageShape& s, int side) {
+        if (side < 16 || side % 16 || side > 8192)
+            fail(path, "tiles of " + std::to_string(side) + " pixels: the tile side must be a multiple of 16 from 16 to 8192");
         Layout l;
         l.tiles_x = (s.width + side - 1) / side;
         l.tiles_y = (s.height + side - 1) / side;

@@ -136,8 +136,9 @@ std::unique_ptr<RowSource> open_row_source(const std::string& path, const Source
         FixedRows layout;
         layout.shape = options.raw->shape;
         layout.byte_order = options.raw->byte_order;
-        validate_shape(layout.shape, "--raw");
+        // The pixel limit first: it names the file, where an absurd layout is refused.
         check_size(path, std::uint64_t(layout.shape.width), std::uint64_t(layout.shape.height), read);
+        validate_shape(layout.shape, "--raw");
         const std::uint64_t want = std::uint64_t(layout.shape.row_bytes()) * std::uint64_t(layout.shape.height);
         if (file->size() != want)
             fail(path, "raw file of " + std::to_string(file->size()) + " bytes, but --raw " + std::to_string(layout.shape.width) + "x" +

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <new>
 
 namespace apron::io {
 
@@ -253,6 +254,9 @@ public:
             tiles_ = tile_size(h_.tif, layout_, width, height, name_);
             held_.decoder_bytes = tiles_.buffer_bytes();
         }
+        TIFFGetFieldDefaulted(h_.tif, TIFFTAG_COMPRESSION, &compression_);
+        TIFFGetFieldDefaulted(h_.tif, TIFFTAG_ROWSPERSTRIP, &rows_per_strip_);
+        rows_per_strip_ = std::max<std::uint32_t>(rows_per_strip_, 1);
         return check_image(name_, width, height, spp, type, options, held_);
     }
     const Held& held() const { return held_; }
@@ -287,16 +291,19 @@ public:
         if (!contiguous) row_.resize(row_pitch);
         for (int p = 0; p < layout_.spp / layout_.chunk_spp; ++p)
             for (int r = 0; r < band.height(); ++r) {
+                if (r == 0) skip_to_row(std::uint32_t(y0), std::uint16_t(p), row_pitch);
                 void* dst = contiguous ? static_cast<void*>(band.row_bytes(r)) : row_.data();
                 if (TIFFReadScanline(h_.tif, dst, std::uint32_t(y0 + r), std::uint16_t(p)) < 0)
                     tiff_failed(name_, f_, ("row " + std::to_string(y0 + r)).c_str());
                 if (!contiguous) copy_block(band, layout_, row_.data(), row_pitch, 0, r, band.width(), 1, p);
             }
     }
-    // Host bytes held besides the caller's bands: the cached row of tiles and one decoded tile.
+    // Host bytes held besides the caller's bands: the cached row of tiles and one decoded tile, or a strip
+    // (and a row skipped to reach a band in a compressed strip's middle).
     std::uint64_t buffer_bytes() const {
         return TIFFIsTiled(h_.tif) ? std::uint64_t(tiles_.height) * cached_row_bytes_ + tiles_.buffer_bytes()
-                                   : std::uint64_t(TIFFStripSize64(h_.tif)) + row_.size();
+                                   : std::uint64_t(TIFFStripSize64(h_.tif)) + row_.size() +
+                                         (compression_ != COMPRESSION_NONE ? std::uint64_t(TIFFScanlineSize64(h_.tif)) : 0);
     }
     void plan_row_cache(const ImageShape& shape) {
         image_ = shape;
@@ -304,11 +311,38 @@ public:
     }
 
 private:
+    // libtiff seeks within a strip only when it is uncompressed; other codecs refuse ("does not support
+    // random access") a row that is not the next one the strip decodes. A band starting in a compressed
+    // strip's middle decodes the rows before it into scratch: from the next row libtiff would decode when
+    // that lies before `y` in the same strip (bands going forward), else from the strip's first row.
+    void skip_to_row(std::uint32_t y, std::uint16_t plane, std::size_t row_pitch) {
+        if (compression_ == COMPRESSION_NONE) return;
+        const std::uint32_t strip_first = y / rows_per_strip_ * rows_per_strip_;
+        std::uint32_t next = TIFFCurrentRow(h_.tif);
+        if (TIFFCurrentStrip(h_.tif) != TIFFComputeStrip(h_.tif, y, plane) || next > y || next < strip_first) next = strip_first;
+        if (next == y) return;
+        skipped_.resize(row_pitch);
+        for (; next < y; ++next)
+            if (TIFFReadScanline(h_.tif, skipped_.data(), next, plane) < 0)
+                tiff_failed(name_, f_, ("row " + std::to_string(next)).c_str());
+    }
+
     void decode_tile_row(int ty, const ImageShape& shape) {
         const int row0 = ty * int(tiles_.height);
         const int rows = std::min<int>(int(tiles_.height), shape.height - row0);
-        if (cached_.empty() || cached_.height() != rows) cached_ = Image(shape.width, rows, shape.channels, shape.type);
-        tile_.resize(tiles_.buffer_bytes());
+        // The row of tiles and one tile are the largest buffers: a hostile header (tiles 65536 rows tall
+        // over a million columns) asks for tens of gigabytes, refused naming the file.
+        try {
+            if (cached_.empty() || cached_.height() != rows) {
+                cached_ = Image();
+                cached_ = Image(shape.width, rows, shape.channels, shape.type);
+            }
+            tile_.resize(tiles_.buffer_bytes());
+        } catch (const Error& e) {
+            fail(name_, std::string("a row of tiles: ") + e.what());
+        } catch (const std::bad_alloc&) {
+            fail(name_, "out of host memory for a tile of " + std::to_string(tiles_.buffer_bytes()) + " bytes");
+        }
         for (int p = 0; p < layout_.spp / layout_.chunk_spp; ++p)
             for (std::uint64_t x = 0; x < std::uint64_t(shape.width); x += tiles_.width) {
                 const std::uint32_t tile = TIFFComputeTile(h_.tif, std::uint32_t(x), std::uint32_t(row0), 0, std::uint16_t(p));
@@ -330,7 +364,9 @@ private:
     Image cached_;      // the decoded row of tiles read_rows used last
     int cached_tile_row_ = -1;
     std::uint64_t cached_row_bytes_ = 0;
-    std::vector<std::uint8_t> tile_, row_;
+    std::vector<std::uint8_t> tile_, row_, skipped_;
+    std::uint16_t compression_ = COMPRESSION_NONE;
+    std::uint32_t rows_per_strip_ = 1;
 };
 
 }  // namespace
