@@ -109,7 +109,7 @@ case " $steps " in *" sanitize "*)
   for tool in memcheck racecheck initcheck; do
     filter=$small
     [ "$tool" = memcheck ] && filter=${small%%:-*}:$large
-    timeout ${APRON_SANITIZE_TIMEOUT:-240} compute-sanitizer --tool "$tool" --error-exitcode 9 \
+    timeout ${APRON_SANITIZE_TIMEOUT:-420} compute-sanitizer --tool "$tool" --error-exitcode 9 \
       build-gpu/tests/apron_gpu_tests --gtest_filter="${APRON_SANITIZE_FILTER:-$filter}" > "/tmp/san_$tool.txt" 2>&1 &
   done
   wait
