@@ -38,6 +38,14 @@ constexpr Size sizes[] = {{37, 29}, {1, 1}, {53, 1}, {1, 40}};
     return source_matches(path, whole.view(), threads, seed, options);
 }
 
+// Writes `bytes` (a file holding `img`) to `path`, then reads it by rows with every thread count against
+// read_image, and once against the samples written: both must be the image.
+void expect_reads_back(const std::string& path, const rowtest::ByteVec& bytes, const Image& img, unsigned seed) {
+    write_bytes(path, bytes);
+    for (const int threads : thread_counts) EXPECT_TRUE(file_matches_read_image(path, threads, seed)) << path;
+    EXPECT_TRUE(source_matches(path, img.view(), 1, seed)) << path;
+}
+
 TEST(RowSource, BinaryPnmMatchesReadImage) {
     ScratchDir dir;
     unsigned seed = 100;
@@ -46,10 +54,7 @@ TEST(RowSource, BinaryPnmMatchesReadImage) {
             for (const int c : {1, 3}) {
                 const Image img = random_image(s.width, s.height, c, t, ++seed);
                 const std::string path = dir.file("img" + std::to_string(seed) + (c == 1 ? ".pgm" : ".ppm"));
-                write_bytes(path, rowtest::pnm_bytes(img.view(), false));
-                for (const int threads : thread_counts) EXPECT_TRUE(file_matches_read_image(path, threads, seed));
-                // The samples as written, too: read_image is the reference, but both must also be the image.
-                EXPECT_TRUE(source_matches(path, img.view(), 1, seed));
+                expect_reads_back(path, rowtest::pnm_bytes(img.view(), false), img, seed);
             }
 }
 
@@ -82,9 +87,7 @@ TEST(RowSource, PamMatchesReadImage) {
             for (int c = 1; c <= 4; ++c) {
                 const Image img = random_image(s.width, s.height, c, t, ++seed);
                 const std::string path = dir.file("img" + std::to_string(seed) + ".pam");
-                write_bytes(path, rowtest::pnm_bytes(img.view(), true));
-                for (const int threads : thread_counts) EXPECT_TRUE(file_matches_read_image(path, threads, seed));
-                EXPECT_TRUE(source_matches(path, img.view(), 1, seed));
+                expect_reads_back(path, rowtest::pnm_bytes(img.view(), true), img, seed);
             }
 }
 
@@ -96,9 +99,7 @@ TEST(RowSource, PfmBothByteOrdersMatchReadImage) {
             for (const ByteOrder order : {ByteOrder::little, ByteOrder::big}) {
                 const Image img = random_image(s.width, s.height, c, PixelType::f32, ++seed);
                 const std::string path = dir.file("img" + std::to_string(seed) + ".pfm");
-                write_bytes(path, rowtest::pfm_bytes(img.view(), order));
-                for (const int threads : thread_counts) EXPECT_TRUE(file_matches_read_image(path, threads, seed));
-                EXPECT_TRUE(source_matches(path, img.view(), 1, seed));
+                expect_reads_back(path, rowtest::pfm_bytes(img.view(), order), img, seed);
             }
 }
 
