@@ -1,6 +1,7 @@
 // Row sinks (row_stream.hpp): an image written band by band into a partial file beside the target
-// (".NAME.apron-partial"), renamed into place by commit(). Every format here has fixed offsets for every
-// row or tile, so bands may arrive in any order, from several threads or processes (pwrite only), and a
+// (".NAME.apron-partial", partial_file.hpp), renamed into place by commit(). The encoded formats, written in
+// order, have files of their own (tiff_row_sink.cpp: compressed TIFF; png_rows.cpp: PNG). Every format
+// here has fixed offsets for every row or tile, so bands may arrive in any order, from several threads or processes (pwrite only), and a
 // resumed run can reopen the partial file and fill in what is missing:
 //   .tif/.tiff  uncompressed tiled BigTIFF written by apron itself (header, one directory, then the tiles in
 //               raster order, each a full tile as TIFF requires; edge tiles padded with zeros)
@@ -299,19 +300,47 @@ std::string pnm_header(const ImageShape& s) {
 
 }  // namespace
 
+TiffCompression parse_tiff_compression(const std::string& name) {
+    for (TiffCompression c : {TiffCompression::none, TiffCompression::deflate, TiffCompression::zstd, TiffCompression::lzw})
+        if (name == to_string(c)) return c;
+    fail("--compression", "'" + name + "' is not none, deflate, zstd or lzw");
+}
+
+const char* to_string(TiffCompression c) {
+    switch (c) {
+    case TiffCompression::deflate: return "deflate";
+    case TiffCompression::zstd: return "zstd";
+    case TiffCompression::lzw: return "lzw";
+    case TiffCompression::none: break;
+    }
+    return "none";
+}
+
 int sink_row_granularity(const std::string& path, const SinkOptions& options) {
     const std::string ext = lower_extension(path);
     return ext == "tif" || ext == "tiff" ? options.tiff_tile_side : 1;
+}
+
+bool sink_random_access(const std::string& path, const SinkOptions& options) {
+    const std::string ext = lower_extension(path);
+    if (ext == "png") return false;
+    return !((ext == "tif" || ext == "tiff") && options.tiff_compression != TiffCompression::none);
 }
 
 std::unique_ptr<RowSink> create_row_sink(const std::string& path, const ImageShape& shape, const SinkOptions& options) {
     validate_shape(shape, path.c_str());
     const std::string ext = lower_extension(path);
     std::string why;
-    if (ext == "tif" || ext == "tiff") {
-        if (options.tiff_compression != TiffCompression::none)
-            fail(path, "streamed TIFF output is uncompressed tiled BigTIFF (compressed streamed output is not supported yet)");
+    const bool tiff = ext == "tif" || ext == "tiff";
+    if (!tiff && options.tiff_compression != TiffCompression::none)
+        fail("--compression", std::string(to_string(options.tiff_compression)) + " applies to TIFF output, not " + path);
+    if (tiff) {
+        if (options.tiff_compression != TiffCompression::none) return detail::create_compressed_tiff_sink(path, shape, options);
         return std::make_unique<TiledTiffSink>(path, shape, options);
+    }
+    if (ext == "png") {
+        if (!can_store(ImageFormat::png, shape, &why)) fail(path, why);
+        return detail::create_png_sink(path, shape, options);
     }
     if (ext == "pgm" || ext == "ppm" || ext == "pnm") {
         if (!can_store(ImageFormat::pnm, shape, &why)) fail(path, why);
@@ -324,7 +353,7 @@ std::unique_ptr<RowSink> create_row_sink(const std::string& path, const ImageSha
                                                true, ByteOrder::little, options);
     }
     if (ext == "raw") return std::make_unique<FixedRowsSink>(path, shape, std::string(), false, native_order, options);
-    fail(path, "a streamed image is written as .tif/.tiff (tiled BigTIFF), .pgm/.ppm/.pnm, .pfm or .raw; '." + ext +
+    fail(path, "a streamed image is written as .tif/.tiff (tiled BigTIFF), .png, .pgm/.ppm/.pnm, .pfm or .raw; '." + ext +
                    "' needs the whole image in memory");
 }
 
