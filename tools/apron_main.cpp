@@ -8,6 +8,7 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -48,7 +49,20 @@ struct FilterArgs {
     std::string stream = "auto", raw;
     bool resume = false, max_pixels_given = false;
     int band_rows = 0, tile = 256, io_threads = 0;
+    std::string compression = "none";
 };
+
+// --compression: a codec name, and only for TIFF output (the other formats have their own or none).
+void check_compression(const FilterArgs& a) {
+    if (a.compression != "none" && a.compression != "deflate" && a.compression != "zstd" && a.compression != "lzw")
+        throw apron::Error("--compression: '" + a.compression + "' is not none, deflate, zstd or lzw");
+    if (a.compression == "none") return;
+    const std::size_t dot = a.output.find_last_of('.'), slash = a.output.find_last_of('/');
+    std::string ext = dot == std::string::npos || (slash != std::string::npos && dot < slash) ? "" : a.output.substr(dot + 1);
+    for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (ext != "tif" && ext != "tiff")
+        throw apron::Error("--compression: " + a.output + " is not a TIFF file (--compression applies to streamed .tif/.tiff output)");
+}
 
 std::uint64_t image_bytes(const apron::ImageShape& s) { return std::uint64_t(s.row_bytes()) * std::uint64_t(s.height); }
 
@@ -121,6 +135,7 @@ int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, co
     so.band_rows = a.band_rows;
     so.io_threads = a.io_threads;
     so.tile_side = a.tile;
+    so.compression = a.compression;
     so.resume = a.resume;
     so.raw = a.raw;
     so.pnm_byte_order = byte_order_option(a.byte_order);
@@ -163,6 +178,7 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
         throw apron::Error("--stream: '" + a.stream + "' is not auto, on or off");
     if (a.band_rows < 0) throw apron::Error("--band-rows: must be 0 (the budget's largest) or positive");
     if (a.tile < 16 || a.tile > 8192 || a.tile % 16) throw apron::Error("--tile: must be a multiple of 16 from 16 to 8192");
+    check_compression(a);
     if (a.stream == "off" && (a.resume || !a.raw.empty()))
         throw apron::Error(std::string(a.resume ? "--resume" : "--raw") + ": needs the streaming path (not --stream off)");
     if (world && world->size > 1) {
@@ -424,6 +440,9 @@ int main(int argc, char** argv) {
     filter->add_option("--io-threads", fa.io_threads, "threads reading or writing one band when streaming (0: up to 8)")
         ->capture_default_str();
     filter->add_option("--tile", fa.tile, "tile side of streamed TIFF output (tiled BigTIFF)")->capture_default_str();
+    filter->add_option("--compression", fa.compression,
+                       "streamed TIFF output: none (resumable), deflate, zstd or lzw (written in order; not resumable)")
+        ->capture_default_str();
 
     PlanArgs pa;
     auto* plan = app.add_subcommand("plan", "print the plan: each step's path and kernel, and every candidate's predicted time");

@@ -42,6 +42,10 @@ struct StreamOptions {
     int band_rows = 0;             // rows per band; 0: the largest the budget allows (rounded up to the tile side
                                    // for TIFF outputs, so every band but the last fills whole rows of tiles)
     int tile_side = 256;           // TIFF outputs: tiles of tile_side x tile_side (a multiple of 16)
+    // TIFF outputs: "none" (tiles at fixed offsets: written in any order, resumable, shared by a team), or
+    // "deflate", "zstd" or "lzw" where libtiff has the codec (written in order: not resumable, one process).
+    // Any other output refuses all but "none".
+    std::string compression = "none";
     bool resume = false;           // continue an interrupted run from its journal (random-access outputs)
     std::string raw;               // "WxHxC:type[:endianness]": the input is raw samples
     ByteOrder pnm_byte_order = ByteOrder::big;

@@ -94,6 +94,10 @@ class RowSource;
 // TIFF rows decoded from the file on demand, one row of tiles (or one strip) cached (tiff.cpp).
 std::unique_ptr<RowSource> open_tiff_rows(std::unique_ptr<ByteSource> file, const std::string& name,
                                           const ReadOptions& options);
+// PNG rows decoded on demand with a few recent rows kept (png_rows.cpp); null for an interlaced file, whose
+// rows come only after the last Adam7 pass (the caller decodes it whole).
+std::unique_ptr<RowSource> open_png_rows(std::unique_ptr<ByteSource> file, const std::string& name,
+                                         const ReadOptions& options);
 
 Image decode_pnm(Bytes bytes, const std::string& name, const ReadOptions& options);
 Image decode_pfm(Bytes bytes, const std::string& name, const ReadOptions& options);

@@ -12,20 +12,11 @@
 #include <cstring>
 
 #include "io/codecs.hpp"
+#include "io/png_support.hpp"
 
 namespace apron::io {
 
-namespace {
-
-constexpr bool little_endian_host = std::endian::native == std::endian::little;
-
-// Shared by the read and write paths; plain data, so it survives the longjmp unharmed.
-struct PngContext {
-    const ByteSource* in = nullptr;  // reading: the file
-    std::uint64_t pos = 0;
-    Buffer* out = nullptr;  // writing: the growing file
-    char message[256] = "";
-};
+namespace png_detail {
 
 void on_error(png_structp png, png_const_charp message) {
     auto* ctx = static_cast<PngContext*>(png_get_error_ptr(png));
@@ -40,18 +31,6 @@ void read_from_source(png_structp png, png_bytep dst, std::size_t n) {
     if (ctx->in->read(ctx->pos, dst, n) != n) png_error(png, "truncated data");
     ctx->pos += n;
 }
-
-void write_to_memory(png_structp png, png_bytep src, std::size_t n) {
-    auto* ctx = static_cast<PngContext*>(png_get_io_ptr(png));
-    bool failed = false;
-    try {
-        ctx->out->insert(ctx->out->end(), src, src + n);
-    } catch (...) {
-        failed = true;
-    }
-    if (failed) png_error(png, "out of memory");  // outside the catch: no exception is in flight
-}
-void flush_memory(png_structp) {}
 
 bool step_read_info(png_structp png, png_infop info) {
     if (setjmp(png_jmpbuf(png))) return false;
@@ -73,6 +52,33 @@ bool step_set_transforms(png_structp png, png_infop info, int* passes) {
     return true;
 }
 
+// The channels the expanding transforms of step_set_transforms will give, from the header: colour (3) or
+// gray (1), plus alpha from the colour type or from a tRNS chunk; a palette expands to RGB.
+int channels_after_transforms(png_structp png, png_infop info) {
+    const int color = png_get_color_type(png, info);
+    int channels = (color & PNG_COLOR_MASK_COLOR) ? 3 : 1;
+    if ((color & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS)) ++channels;
+    return channels;
+}
+
+}  // namespace png_detail
+
+namespace {
+
+using namespace png_detail;
+
+void write_to_memory(png_structp png, png_bytep src, std::size_t n) {
+    auto* ctx = static_cast<PngContext*>(png_get_io_ptr(png));
+    bool failed = false;
+    try {
+        ctx->out->insert(ctx->out->end(), src, src + n);
+    } catch (...) {
+        failed = true;
+    }
+    if (failed) png_error(png, "out of memory");  // outside the catch: no exception is in flight
+}
+void flush_memory(png_structp) {}
+
 // Row by row straight into the image, every row in each Adam7 pass (libpng fills in the pass's pixels),
 // so that no array of row pointers as tall as the image is needed.
 bool step_read_rows(png_structp png, png_infop info, std::byte* image, std::size_t pitch, png_uint_32 height,
@@ -83,15 +89,6 @@ bool step_read_rows(png_structp png, png_infop info, std::byte* image, std::size
             png_read_row(png, reinterpret_cast<png_bytep>(image + std::size_t(y) * pitch), nullptr);
     png_read_end(png, info);  // verifies the chunks after the pixels up to IEND: a cut file is refused
     return true;
-}
-
-// The channels the expanding transforms of step_set_transforms will give, from the header: colour (3) or
-// gray (1), plus alpha from the colour type or from a tRNS chunk; a palette expands to RGB.
-int channels_after_transforms(png_structp png, png_infop info) {
-    const int color = png_get_color_type(png, info);
-    int channels = (color & PNG_COLOR_MASK_COLOR) ? 3 : 1;
-    if ((color & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS)) ++channels;
-    return channels;
 }
 
 bool step_write(png_structp png, png_infop info, int width, int height, int depth, int color, int level,
@@ -106,17 +103,6 @@ bool step_write(png_structp png, png_infop info, int width, int height, int dept
     png_write_end(png, nullptr);
     return true;
 }
-
-struct ReadStructs {
-    png_structp png = nullptr;
-    png_infop info = nullptr;
-    ~ReadStructs() { png_destroy_read_struct(&png, info ? &info : nullptr, nullptr); }
-};
-struct WriteStructs {
-    png_structp png = nullptr;
-    png_infop info = nullptr;
-    ~WriteStructs() { png_destroy_write_struct(&png, info ? &info : nullptr); }
-};
 
 // The header (up to the first image data), then on request the pixels. libpng reads from the source as it
 // goes, so a probe reads no more of a file than its chunks before IDAT.

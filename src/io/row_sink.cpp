@@ -1,6 +1,7 @@
 // Row sinks (row_stream.hpp): an image written band by band into a partial file beside the target
-// (".NAME.apron-partial"), renamed into place by commit(). Every format here has fixed offsets for every
-// row or tile, so bands may arrive in any order, from several threads or processes (pwrite only), and a
+// (".NAME.apron-partial", partial_file.hpp), renamed into place by commit(). The encoded formats, written in
+// order, have files of their own (tiff_row_sink.cpp: compressed TIFF; png_rows.cpp: PNG). Every format
+// here has fixed offsets for every row or tile, so bands may arrive in any order, from several threads or processes (pwrite only), and a
 // resumed run can reopen the partial file and fill in what is missing:
 //   .tif/.tiff  uncompressed tiled BigTIFF written by apron itself (header, one directory, then the tiles in
 //               raster order, each a full tile as TIFF requires; edge tiles padded with zeros)
@@ -26,6 +27,7 @@
 #include "io/file_io.hpp"
 #include "io/output_target.hpp"
 #include "io/parallel_parts.hpp"
+#include "io/partial_file.hpp"
 #include "io/row_stream.hpp"
 #include "io/temporary_registry.hpp"
 
@@ -41,7 +43,7 @@ std::string partial_path_for(const std::string& path) {
 
 namespace {
 
-std::string reason(int e) { return std::generic_category().message(e); }
+using detail::PartialFile;
 
 std::string lower_extension(const std::string& path) {
     const std::size_t slash = path.find_last_of('/'), dot = path.find_last_of('.');
@@ -50,113 +52,6 @@ std::string lower_extension(const std::string& path) {
     for (char& c : e) c = char(std::tolower(static_cast<unsigned char>(c)));
     return e;
 }
-
-// The partial file: created (or reopened) beside the target, written with pwrite, renamed by commit().
-class PartialFile {
-public:
-    PartialFile(const std::string& path, std::uint64_t size, const SinkOptions& options) : path_(path), keep_(options.keep_partial) {
-        target_ = resolve_output(path);
-        partial_ = partial_path_for(path);
-        dir_ = directory_of(target_.path);
-        if (!keep_) slot_ = register_temporary(partial_.c_str());  // SIGINT/SIGTERM remove it
-        const int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (options.reopen_partial ? 0 : O_TRUNC);
-        fd_ = ::open(partial_.c_str(), flags, 0666);
-        if (fd_ < 0) fail(path, "cannot create " + partial_ + ": " + reason(errno));
-        if (target_.exists) ::fchmod(fd_, target_.st.st_mode & 0777);
-        struct stat st {};
-        if (::fstat(fd_, &st) != 0) fail(path, "cannot write: " + reason(errno));
-        reopened_ = options.reopen_partial && std::uint64_t(st.st_size) == size;
-        if (options.reopen_partial && !reopened_ && st.st_size != 0)
-            fail(path, "the partial file " + partial_ + " has " + std::to_string(st.st_size) + " bytes, not the " +
-                           std::to_string(size) + " this image needs; remove it to start over");
-        // The file has its final size from the start (sparse), so every band lands at its offset.
-        if (::ftruncate(fd_, off_t(size)) != 0) fail(path, "cannot size " + partial_ + " to " + std::to_string(size) + " bytes: " + reason(errno));
-    }
-    ~PartialFile() {
-        if (fd_ >= 0) ::close(fd_);
-        if (!committed_ && !keep_) ::unlink(partial_.c_str());
-        if (slot_ >= 0) unregister_temporary(slot_);
-    }
-    PartialFile(const PartialFile&) = delete;
-    PartialFile& operator=(const PartialFile&) = delete;
-
-    bool reopened() const { return reopened_; }
-    const std::string& partial() const { return partial_; }
-
-    void write_at(std::uint64_t offset, const void* data, std::size_t n, const std::string& what) {
-        const auto* p = static_cast<const std::uint8_t*>(data);
-        while (n) {
-            const ssize_t w = ::pwrite(fd_, p, n, off_t(offset));
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) fail(path_, reason(w < 0 ? errno : ENOSPC) + " while writing " + what + " (the partial file " + partial_ +
-                                        (keep_ ? " is kept: run again with --resume)" : " is removed)"));
-            p += w, n -= std::size_t(w), offset += std::uint64_t(w);
-        }
-    }
-    // [offset, offset + n) of the file mapped for writing, its blocks reserved first (fallocate), so that a
-    // full disk is an error here, never a SIGBUS while the mapping is written. Empty where the file system
-    // reserves nothing (then write_at). Threads writing disjoint parts of one mapping do not queue on the
-    // file's lock as pwrite does (on tmpfs: 8 threads write about twice as fast as with pwrite).
-    struct Mapping {
-        void* base = nullptr;
-        std::size_t length = 0;
-        std::uint8_t* data = nullptr;
-        Mapping() = default;
-        Mapping(Mapping&& o) noexcept : base(o.base), length(o.length), data(o.data) { o.base = nullptr; }
-        Mapping& operator=(Mapping&&) = delete;
-        ~Mapping() {
-            if (base) ::munmap(base, length);
-        }
-    };
-    Mapping map_for_write(std::uint64_t offset, std::size_t n, const std::string& what) {
-        Mapping m;
-        if (!mappable_ || n == 0) return m;
-        const int rc = ::posix_fallocate(fd_, off_t(offset), off_t(n));
-        if (rc == EOPNOTSUPP || rc == EINVAL) {
-            mappable_ = false;
-            return m;
-        }
-        if (rc != 0)
-            fail(path_, reason(rc) + " while writing " + what + " (the partial file " + partial_ +
-                            (keep_ ? " is kept: run again with --resume)" : " is removed)"));
-        static const std::uint64_t page = std::uint64_t(::sysconf(_SC_PAGESIZE));
-        const std::uint64_t start = offset / page * page;
-        m.length = std::size_t(offset + n - start);
-        void* p = ::mmap(nullptr, m.length, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, off_t(start));
-        if (p == MAP_FAILED) {
-            mappable_ = false;
-            return Mapping{};
-        }
-        m.base = p;
-        m.data = static_cast<std::uint8_t*>(p) + (offset - start);
-        return m;
-    }
-    bool read_at(std::uint64_t offset, void* data, std::size_t n) const {
-        return ::pread(fd_, data, n, off_t(offset)) == ssize_t(n);
-    }
-    void sync() {
-        if (::fdatasync(fd_) != 0) fail(path_, "cannot write (fdatasync of " + partial_ + "): " + reason(errno));
-    }
-    void commit() {
-        if (::fsync(fd_) != 0) fail(path_, "cannot write (fsync of " + partial_ + "): " + reason(errno));
-        if (::close(fd_) != 0) {
-            fd_ = -1;
-            fail(path_, "cannot write (close of " + partial_ + "): " + reason(errno));
-        }
-        fd_ = -1;
-        if (::rename(partial_.c_str(), target_.path.c_str()) != 0)
-            fail(path_, "cannot rename " + partial_ + " into place: " + reason(errno));
-        committed_ = true;
-        sync_directory(dir_);
-    }
-
-private:
-    std::string path_, partial_, dir_;
-    OutputTarget target_;
-    bool keep_ = false, committed_ = false, reopened_ = false;
-    std::atomic<bool> mappable_{true};  // false once the file system refused a mapping (then pwrite)
-    int fd_ = -1, slot_ = -1;
-};
 
 constexpr ByteOrder native_order = std::endian::native == std::endian::little ? ByteOrder::little : ByteOrder::big;
 
@@ -406,19 +301,47 @@ std::string pnm_header(const ImageShape& s) {
 
 }  // namespace
 
+TiffCompression parse_tiff_compression(const std::string& name) {
+    for (TiffCompression c : {TiffCompression::none, TiffCompression::deflate, TiffCompression::zstd, TiffCompression::lzw})
+        if (name == to_string(c)) return c;
+    fail("--compression", "'" + name + "' is not none, deflate, zstd or lzw");
+}
+
+const char* to_string(TiffCompression c) {
+    switch (c) {
+    case TiffCompression::deflate: return "deflate";
+    case TiffCompression::zstd: return "zstd";
+    case TiffCompression::lzw: return "lzw";
+    case TiffCompression::none: break;
+    }
+    return "none";
+}
+
 int sink_row_granularity(const std::string& path, const SinkOptions& options) {
     const std::string ext = lower_extension(path);
     return ext == "tif" || ext == "tiff" ? options.tiff_tile_side : 1;
+}
+
+bool sink_random_access(const std::string& path, const SinkOptions& options) {
+    const std::string ext = lower_extension(path);
+    if (ext == "png") return false;
+    return !((ext == "tif" || ext == "tiff") && options.tiff_compression != TiffCompression::none);
 }
 
 std::unique_ptr<RowSink> create_row_sink(const std::string& path, const ImageShape& shape, const SinkOptions& options) {
     validate_shape(shape, path.c_str());
     const std::string ext = lower_extension(path);
     std::string why;
-    if (ext == "tif" || ext == "tiff") {
-        if (options.tiff_compression != TiffCompression::none)
-            fail(path, "streamed TIFF output is uncompressed tiled BigTIFF (compressed streamed output is not supported yet)");
+    const bool tiff = ext == "tif" || ext == "tiff";
+    if (!tiff && options.tiff_compression != TiffCompression::none)
+        fail("--compression", std::string(to_string(options.tiff_compression)) + " applies to TIFF output, not " + path);
+    if (tiff) {
+        if (options.tiff_compression != TiffCompression::none) return detail::create_compressed_tiff_sink(path, shape, options);
         return std::make_unique<TiledTiffSink>(path, shape, options);
+    }
+    if (ext == "png") {
+        if (!can_store(ImageFormat::png, shape, &why)) fail(path, why);
+        return detail::create_png_sink(path, shape, options);
     }
     if (ext == "pgm" || ext == "ppm" || ext == "pnm") {
         if (!can_store(ImageFormat::pnm, shape, &why)) fail(path, why);
@@ -431,7 +354,7 @@ std::unique_ptr<RowSink> create_row_sink(const std::string& path, const ImageSha
                                                true, ByteOrder::little, options);
     }
     if (ext == "raw") return std::make_unique<FixedRowsSink>(path, shape, std::string(), false, native_order, options);
-    fail(path, "a streamed image is written as .tif/.tiff (tiled BigTIFF), .pgm/.ppm/.pnm, .pfm or .raw; '." + ext +
+    fail(path, "a streamed image is written as .tif/.tiff (tiled BigTIFF), .png, .pgm/.ppm/.pnm, .pfm or .raw; '." + ext +
                    "' needs the whole image in memory");
 }
 

@@ -1,6 +1,7 @@
 // Row sources (row_stream.hpp): binary PNM/PAM, PFM and raw samples read row by row with pread at fixed
-// offsets; TIFF through libtiff a row of tiles or a strip at a time (tiff.cpp); other formats (PNG, JPEG,
-// ASCII and bitmap PNM) decoded whole, within the memory budget, then handed out by rows.
+// offsets; TIFF through libtiff a row of tiles or a strip at a time (tiff.cpp); non-interlaced PNG a row at a
+// time (png_rows.cpp); other formats (interlaced PNG, JPEG, ASCII and bitmap PNM) decoded whole, within the
+// memory budget, then handed out by rows.
 #include <algorithm>
 #include <bit>
 #include <charconv>
@@ -146,10 +147,10 @@ std::unique_ptr<RowSource> open_row_source(const std::string& path, const Source
                            to_string(layout.shape.type) + " needs exactly " + std::to_string(want));
         return std::make_unique<FixedRowsSource>(std::move(file), path, layout, options.threads);
     }
-    const Buffer magic = read_prefix(*file, 4);
+    const Buffer magic = read_prefix(*file, 8);
     const bool pnm = magic.size() >= 2 && magic[0] == 'P' && magic[1] >= '5' && magic[1] <= '7';
     const bool pfm = magic.size() >= 2 && magic[0] == 'P' && (magic[1] == 'f' || magic[1] == 'F');
-    const bool tiff = magic.size() == 4 && ((magic[0] == 'I' && magic[1] == 'I' && magic[3] == 0 && (magic[2] == 42 || magic[2] == 43)) ||
+    const bool tiff = magic.size() >= 4 && ((magic[0] == 'I' && magic[1] == 'I' && magic[3] == 0 && (magic[2] == 42 || magic[2] == 43)) ||
                                             (magic[0] == 'M' && magic[1] == 'M' && magic[2] == 0 && (magic[3] == 42 || magic[3] == 43)));
     if (pnm) {
         const FixedRows layout = pnm_fixed_rows(*file, path, read);
@@ -160,6 +161,9 @@ std::unique_ptr<RowSource> open_row_source(const std::string& path, const Source
         return std::make_unique<FixedRowsSource>(std::move(file), path, layout, options.threads);
     }
     if (tiff) return open_tiff_rows(std::move(file), path, read);
+    static constexpr std::uint8_t png_signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    if (magic.size() == 8 && std::equal(magic.begin(), magic.end(), png_signature))
+        if (auto rows = open_png_rows(std::move(file), path, read)) return rows;  // null: interlaced, decoded whole
     ReadOptions whole = read;
     whole.memory_budget = options.whole_decode_budget;
     return std::make_unique<WholeImageSource>(path, read_image(path, whole));

@@ -38,6 +38,10 @@ public:
     virtual void read_rows(int y0, ImageView band) = 0;
     // Host bytes the source holds besides the caller's bands (decoder buffers), for the memory budget.
     virtual std::uint64_t buffer_bytes() const = 0;
+    // The caller will ask again for up to `rows` rows behind the last one it read (the halos of
+    // consecutive bands overlap by that much): a forward-only source keeps that many decoded rows instead of
+    // restarting its decode for every band. Call before buffer_bytes() is budgeted.
+    virtual void retain_rows(int rows) { (void)rows; }
 };
 
 struct SourceOptions {
@@ -53,12 +57,16 @@ struct SourceOptions {
 };
 
 // Opens binary PNM/PGM/PPM/PAM, PFM and raw samples (rows read at fixed offsets), TIFF/BigTIFF (strips or
-// tiles, any compression libtiff reads; a row of tiles or a strip decoded at a time), or any other format
-// read_image knows (PNG, JPEG, ASCII PNM), decoded whole within SourceOptions::whole_decode_budget. The format
-// follows the content, as read_image does.
+// tiles, any compression libtiff reads; a row of tiles or a strip decoded at a time), non-interlaced PNG
+// (decoded row by row, the same bits as read_image), or any other format read_image knows (interlaced PNG,
+// JPEG, ASCII PNM), decoded whole within SourceOptions::whole_decode_budget. The format follows the content,
+// as read_image does.
 std::unique_ptr<RowSource> open_row_source(const std::string& path, const SourceOptions& options = {});
 
 enum class TiffCompression : unsigned char { none, deflate, zstd, lzw };
+// "none", "deflate", "zstd" or "lzw"; anything else is an apron::Error naming --compression.
+TiffCompression parse_tiff_compression(const std::string& name);
+const char* to_string(TiffCompression c);
 
 struct SinkOptions {
     // TIFF outputs: tiled BigTIFF with tiles of tile_side x tile_side (a multiple of 16).
@@ -105,10 +113,23 @@ std::string partial_path_for(const std::string& path);
 
 // The row_granularity() create_row_sink(path, ...) would have, from the extension alone.
 int sink_row_granularity(const std::string& path, const SinkOptions& options);
+// The random_access() create_row_sink(path, ...) would have, from the extension and options alone: false for
+// PNG and compressed TIFF, which are written in order and so cannot be resumed or shared by processes.
+bool sink_random_access(const std::string& path, const SinkOptions& options);
 
-// Creates the sink for `path`'s extension (.tif/.tiff: tiled BigTIFF; .pgm/.ppm/.pnm/.pam; .pfm; .png;
-// .raw: samples in native byte order). Refuses shapes the format cannot store (can_store), before writing.
+// Creates the sink for `path`'s extension (.tif/.tiff: tiled BigTIFF, uncompressed at fixed offsets or
+// compressed in order; .pgm/.ppm/.pnm; .pfm; .png, in order; .raw: samples in native byte order). Refuses
+// shapes the format cannot store (can_store), and a compression for anything but TIFF, before writing.
 std::unique_ptr<RowSink> create_row_sink(const std::string& path, const ImageShape& shape,
                                          const SinkOptions& options = {});
+
+// The encoded formats, which create_row_sink and open_row_source dispatch to.
+namespace detail {
+// Compressed tiled BigTIFF through libtiff (tiff_row_sink.cpp); options.tiff_compression is not none.
+std::unique_ptr<RowSink> create_compressed_tiff_sink(const std::string& path, const ImageShape& shape,
+                                                     const SinkOptions& options);
+// PNG rows through libpng (png_rows.cpp).
+std::unique_ptr<RowSink> create_png_sink(const std::string& path, const ImageShape& shape, const SinkOptions& options);
+}  // namespace detail
 
 } // namespace apron::io

@@ -414,6 +414,13 @@ std::uint64_t io_buffer_bytes(const io::RowSource& source, const ImageShape& out
            std::uint64_t(threads) * io_thread_bytes(out, granularity);
 }
 
+io::SinkOptions sink_options_for(const StreamOptions& o) {
+    io::SinkOptions so;
+    so.tiff_tile_side = o.tile_side;
+    so.tiff_compression = io::parse_tiff_compression(o.compression);
+    return so;
+}
+
 io::SourceOptions source_options(const StreamOptions& o) {
     io::SourceOptions so;
     if (!o.raw.empty()) so.raw = io::parse_raw_layout(o.raw);
@@ -439,8 +446,9 @@ std::string describe_stream(const std::string& input, const std::string& output,
     auto source = io::open_row_source(input, source_options(options));
     const ImageShape in = source->shape();
     const ExecutionPlan plan = plan_pipeline(pipeline.operations(), in, options.run);
-    io::SinkOptions sink_options;
-    sink_options.tiff_tile_side = options.tile_side;
+    const Reach reach = reach_of(plan);
+    source->retain_rows(reach.top + reach.bottom);
+    const io::SinkOptions sink_options = sink_options_for(options);
     const int granularity = io::sink_row_granularity(output, sink_options);
     const int threads = fit_io_threads(io_threads(options), plan.output, granularity, options.run);
     const BandPlan b = plan_bands(pipeline, plan, in, options.run, granularity,
@@ -457,9 +465,19 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     const ExecutionPlan plan = plan_pipeline(pipeline.operations(), in, options.run);
     const ImageShape out = plan.output;
 
-    io::SinkOptions sink_options;
-    sink_options.tiff_tile_side = options.tile_side;
-    sink_options.keep_partial = true;  // an interrupted run leaves it for --resume
+    const Reach reach = reach_of(plan);
+    source->retain_rows(reach.top + reach.bottom);  // the rows consecutive bands' halos share
+
+    io::SinkOptions sink_options = sink_options_for(options);
+    // PNG and compressed TIFF are written in order (each tile's or row's place follows the bytes before it):
+    // nothing of an interrupted run can be reused, and only one process can write them.
+    const bool random_access = io::sink_random_access(output, sink_options);
+    if (!random_access && options.resume)
+        throw Error("--resume: " + output + " is written in order (PNG or compressed TIFF), so an interrupted run cannot be resumed");
+    const StreamTeam* team = options.team && options.team->size > 1 ? &*options.team : nullptr;
+    if (!random_access && team)
+        throw Error(output + ": several processes write only outputs with fixed offsets (uncompressed TIFF, PNM, PFM, raw)");
+    sink_options.keep_partial = random_access;  // an interrupted run leaves it for --resume
     const int granularity = io::sink_row_granularity(output, sink_options);
     sink_options.threads = fit_io_threads(io_threads(options), out, granularity, options.run);
     const std::uint64_t io_buffers = io_buffer_bytes(*source, out, granularity, sink_options.threads);
@@ -469,7 +487,6 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
 
     // A team agrees on rank 0's bands (the default budget and the GPUs may differ between machines), and
     // every process sees the same journals before any of them starts its own.
-    const StreamTeam* team = options.team && options.team->size > 1 ? &*options.team : nullptr;
     const int rank = team ? team->rank : 0;
     if (team) {
         const int rows = team->broadcast(b.rows), workers = b.workers;
@@ -482,21 +499,22 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     Journal journal(journal_path(io::partial_path_for(output)), rank, fingerprint(input, *source, pipeline, out, b));
     std::set<int> done;
     if (options.resume) done = journal.done_before();
+    // An in-order output keeps no journal; one an earlier run of another kind left beside it would describe
+    // a partial file this run replaces.
+    if (!random_access) journal.remove_all();
     if (team) team->barrier();
     // Rank 0 creates (or reopens) the partial file at its final size; the others open it once it exists.
     std::unique_ptr<io::RowSink> sink;
     if (rank == 0) {
         sink_options.reopen_partial = !done.empty();
         sink = io::create_row_sink(output, out, sink_options);
-        if (team && !sink->random_access())
-            throw Error(output + ": several processes write only outputs with fixed offsets (uncompressed TIFF, PNM, PFM, raw)");
     }
     if (team) team->barrier();
     if (rank != 0) {
         sink_options.reopen_partial = true;
         sink = io::create_row_sink(output, out, sink_options);
     }
-    journal.start(!done.empty());
+    if (random_access) journal.start(!done.empty());
     std::function<std::optional<int>()> next_band;
     if (team) next_band = team->feed(b.bands);
 
@@ -575,8 +593,10 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
                 const ImageView v = buf.pixels.view();
                 sink->write_rows(buf.y0, v.roi(0, buf.core, v.width(), buf.y1 - buf.y0));
                 results.give(std::move(buf.pixels));
-                sink->sync();
-                journal.record(buf.index);
+                if (random_access) {  // what the journal records must be on disk first
+                    sink->sync();
+                    journal.record(buf.index);
+                }
                 report.write_seconds += seconds_since(t);
                 rows_done += std::uint64_t(buf.y1 - buf.y0);
                 if (options.progress) options.progress(rows_done, std::uint64_t(in.height));

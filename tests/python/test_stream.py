@@ -280,8 +280,8 @@ def test_bad_options_are_refused_in_one_line(apron, tmp_path, args, message):
 def test_streamed_output_formats_and_truncated_inputs(apron, tmp_path):
     img = random_image((40, 30), np.uint8, seed=6)
     write_pnm(tmp_path / "in.pgm", img)
-    r = apron.run("filter", tmp_path / "in.pgm", tmp_path / "o.png", "--op", "box", "--stream", "on", check=False)
-    assert r.returncode == 1 and "o.png: a streamed image is written as .tif" in r.stderr
+    r = apron.run("filter", tmp_path / "in.pgm", tmp_path / "o.jpg", "--op", "box", "--stream", "on", check=False)
+    assert r.returncode == 1 and "o.jpg: a streamed image is written as .tif" in r.stderr
     data = (tmp_path / "in.pgm").read_bytes()
     (tmp_path / "short.pgm").write_bytes(data[:-31])
     r = apron.run("filter", tmp_path / "short.pgm", tmp_path / "o.pgm", "--op", "box", "--stream", "on", check=False)
