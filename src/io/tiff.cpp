@@ -8,6 +8,7 @@
 // apron::Error instead of printing to stderr.
 #include "io/codecs.hpp"
 #include "io/row_stream.hpp"
+#include "io/tiff_seek.hpp"
 
 #if APRON_HAVE_TIFF
 
@@ -58,16 +59,9 @@ tmsize_t file_write(thandle_t h, void* src, tmsize_t n) {
 
 toff_t file_seek(thandle_t h, toff_t offset, int whence) {
     MemoryFile& f = file_of(h);
-    const std::uint64_t base = whence == SEEK_CUR ? f.pos : whence == SEEK_END ? f.size() : 0;
-    // toff_t is unsigned: SEEK_CUR/SEEK_END with a negative offset arrive as its two's complement.
-    if (whence != SEEK_SET && offset >> 63) {
-        const std::uint64_t back = ~offset + 1;
-        if (back > base) return toff_t(-1);
-        f.pos = base - back;
-    } else {
-        f.pos = base + offset;
-    }
-    return f.pos;
+    const std::optional<std::uint64_t> to = tiff_seek_position(f.pos, f.size(), offset, whence);
+    if (!to) return toff_t(-1);
+    return f.pos = *to;
 }
 
 int file_close(thandle_t) { return 0; }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "io/partial_file.hpp"
+#include "io/tiff_seek.hpp"
 
 namespace apron::io {
 
@@ -62,15 +63,9 @@ tmsize_t fd_write(thandle_t h, void* src, tmsize_t n) {
 
 toff_t fd_seek(thandle_t h, toff_t offset, int whence) {
     FdFile& f = fd_of(h);
-    const std::uint64_t base = whence == SEEK_CUR ? f.pos : whence == SEEK_END ? f.size : 0;
-    if (whence != SEEK_SET && offset >> 63) {  // a negative offset, as toff_t's two's complement
-        const std::uint64_t back = ~offset + 1;
-        if (back > base) return toff_t(-1);
-        f.pos = base - back;
-    } else {
-        f.pos = base + offset;
-    }
-    return f.pos;
+    const std::optional<std::uint64_t> to = tiff_seek_position(f.pos, f.size, offset, whence);
+    if (!to) return toff_t(-1);
+    return f.pos = *to;
 }
 
 int fd_close(thandle_t) { return 0; }  // PartialFile closes the descriptor
