@@ -68,6 +68,18 @@ void write_bands(io::RowSink& sink, ConstImageView img, const std::vector<Band>&
         if (f) std::rethrow_exception(f);
 }
 
+// apron writes tiled BigTIFF itself, but reads it back through libtiff: without it (a build with no
+// libtiff-dev) the TIFF cases cannot be checked and are left out.
+#ifdef APRON_HAVE_TIFF
+constexpr bool reads_tiff = true;
+#else
+constexpr bool reads_tiff = false;
+#endif
+bool checkable(const std::string& path) {
+    const std::size_t dot = path.find_last_of('.');
+    return reads_tiff || (dot != std::string::npos && path.compare(dot, 4, ".tif") != 0);
+}
+
 struct SinkCase {
     std::string extension;
     ImageShape shape;
@@ -101,6 +113,7 @@ TEST(RowSink, ShuffledBandsFromThreadsReadBackBitExact) {
             const ImageShape& s = sc.shape;
             const Image img = random_image(s.width, s.height, s.channels, s.type, ++seed);
             const std::string path = dir.file("out" + std::to_string(seed) + sc.extension);
+            if (!checkable(path)) continue;
             SCOPED_TRACE(path + ": " + std::to_string(s.width) + "x" + std::to_string(s.height) + "x" +
                          std::to_string(s.channels) + " " + to_string(s.type) + ", " + std::to_string(writers) + " writers");
             io::SinkOptions options;
@@ -125,6 +138,7 @@ TEST(RowSink, LargeBandsInPartsReadBackBitExact) {
     const Image img = random_image(1000, 1200, 3, PixelType::u16, 5);  // 7.2 MB
     for (const char* name : {"large.ppm", "large.tif"}) {
         const std::string path = dir.file(name);
+        if (!checkable(path)) continue;
         io::SinkOptions options;
         options.threads = 4;
         options.tiff_tile_side = 64;
@@ -176,6 +190,7 @@ TEST(RowSink, KeptPartialFileResumes) {
     unsigned seed = 30;
     for (const char* ext : {".tif", ".ppm", ".pfm", ".raw"}) {
         const std::string path = dir.file(std::string("resumed") + ext);
+        if (!checkable(path)) continue;
         const ImageShape s{45, 50, 3, std::string(ext) == ".pfm" ? PixelType::f32 : PixelType::u8};
         const Image img = random_image(s.width, s.height, s.channels, s.type, ++seed);
         io::SinkOptions options;
