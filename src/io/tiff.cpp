@@ -6,6 +6,7 @@
 // libtiff works on a file it reads and writes through callbacks, so a small in-memory "file" stands in for
 // one. Its messages go to per-handle handlers (libtiff >= 4.5) that keep the first error for our
 // apron::Error instead of printing to stderr.
+#include "apron/memory.hpp"
 #include "io/codecs.hpp"
 #include "io/row_stream.hpp"
 #include "io/tiff_seek.hpp"
@@ -325,7 +326,11 @@ private:
         const int row0 = ty * int(tiles_.height);
         const int rows = std::min<int>(int(tiles_.height), shape.height - row0);
         // The row of tiles and one tile are the largest buffers: a hostile header (tiles 65536 rows tall
-        // over a million columns) asks for tens of gigabytes, refused naming the file.
+        // over a million columns) asks for tens of gigabytes, refused naming the file. Beyond the machine's
+        // memory it is refused before asking (a sanitizer's allocator aborts instead of throwing).
+        const std::uint64_t needed = buffer_bytes();
+        if (needed > physical_memory_bytes())
+            fail(name_, "a row of tiles needs " + std::to_string(needed >> 20) + " MiB, more than this machine's memory");
         try {
             if (cached_.empty() || cached_.height() != rows) {
                 cached_ = Image();
