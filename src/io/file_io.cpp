@@ -138,6 +138,22 @@ bool write_all(int fd, const void* data, std::size_t n) {
     return true;
 }
 
+bool pwrite_all(int fd, const void* data, std::size_t n, std::uint64_t offset) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+        const ssize_t w = ::pwrite(fd, p, n, off_t(offset));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            if (w == 0) errno = ENOSPC;
+            return false;
+        }
+        p += w;
+        n -= std::size_t(w);
+        offset += std::uint64_t(w);
+    }
+    return true;
+}
+
 void sync_directory(const std::string& dir) {
     const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {

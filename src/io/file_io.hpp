@@ -59,6 +59,9 @@ std::string read_file(const std::string& path, const std::string& what = "", std
 // write() until every byte is out, retrying partial writes and EINTR (a manifest line lands whole). false
 // with errno set on failure.
 bool write_all(int fd, const void* data, std::size_t n);
+// pwrite() of all n bytes at `offset`, the same way (no exception: libtiff's and libpng's write callbacks
+// use it). false with errno set on failure (ENOSPC where the file takes nothing).
+bool pwrite_all(int fd, const void* data, std::size_t n, std::uint64_t offset);
 
 // Makes a new or renamed name in `dir` durable; best effort (a failure cannot undo what was written).
 void sync_directory(const std::string& dir);

@@ -25,6 +25,12 @@ namespace apron::io::detail {
 
 inline std::string reason(int e) { return std::generic_category().message(e); }
 
+// Tiled TIFF outputs (uncompressed and compressed): tiles of side x side, a multiple of 16 as TIFF asks.
+inline void check_tile_side(const std::string& path, int side) {
+    if (side < 16 || side % 16 || side > 8192)
+        fail(path, "tiles of " + std::to_string(side) + " pixels: the tile side must be a multiple of 16 from 16 to 8192");
+}
+
 // Created with `size` bytes (sparse; 0 for a file written in order, which grows as it is written).
 class PartialFile {
 public:
@@ -63,14 +69,12 @@ public:
     const std::string& partial() const { return partial_; }
 
     void write_at(std::uint64_t offset, const void* data, std::size_t n, const std::string& what) {
-        const auto* p = static_cast<const std::uint8_t*>(data);
-        while (n) {
-            const ssize_t w = ::pwrite(fd_, p, n, off_t(offset));
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) fail(path_, reason(w < 0 ? errno : ENOSPC) + " while writing " + what + " (the partial file " + partial_ +
-                                        (keep_ ? " is kept: run again with --resume)" : " is removed)"));
-            p += w, n -= std::size_t(w), offset += std::uint64_t(w);
-        }
+        if (!pwrite_all(fd_, data, n, offset)) write_failed(errno, what);
+    }
+    // The one-line error of a failed write (errno `e`), saying what becomes of the partial file.
+    [[noreturn]] void write_failed(int e, const std::string& what) const {
+        fail(path_, reason(e) + " while writing " + what + " (the partial file " + partial_ +
+                        (keep_ ? " is kept: run again with --resume)" : " is removed)"));
     }
     // [offset, offset + n) of the file mapped for writing, its blocks reserved first (fallocate), so that a
     // full disk is an error here, never a SIGBUS while the mapping is written. Empty where the file system
@@ -95,9 +99,7 @@ public:
             mappable_ = false;
             return m;
         }
-        if (rc != 0)
-            fail(path_, reason(rc) + " while writing " + what + " (the partial file " + partial_ +
-                            (keep_ ? " is kept: run again with --resume)" : " is removed)"));
+        if (rc != 0) write_failed(rc, what);
         static const std::uint64_t page = std::uint64_t(::sysconf(_SC_PAGESIZE));
         const std::uint64_t start = offset / page * page;
         m.length = std::size_t(offset + n - start);

@@ -123,15 +123,11 @@ private:
 // The partial file, written at ctx->pos; a failure is kept in the context (no exception crosses libpng).
 void write_to_file(png_structp png, png_bytep src, std::size_t n) {
     auto* ctx = static_cast<PngContext*>(png_get_io_ptr(png));
-    while (n) {
-        const ssize_t w = ::pwrite(ctx->fd, src, n, off_t(ctx->pos));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            ctx->write_error = w < 0 ? errno : ENOSPC;
-            png_error(png, "write failed");
-        }
-        src += w, n -= std::size_t(w), ctx->pos += std::uint64_t(w);
+    if (!pwrite_all(ctx->fd, src, n, ctx->pos)) {
+        ctx->write_error = errno;
+        png_error(png, "write failed");
     }
+    ctx->pos += n;
 }
 void flush_file(png_structp) {}
 
@@ -200,8 +196,7 @@ public:
 
 private:
     [[noreturn]] void failed(const std::string& what) const {
-        if (ctx_.write_error)
-            fail(path_, detail::reason(ctx_.write_error) + " while writing " + what + " (the partial file " + file_.partial() + " is removed)");
+        if (ctx_.write_error) file_.write_failed(ctx_.write_error, what);
         fail(path_, "cannot encode " + what + ": " + ctx_.message);
     }
 

@@ -1,8 +1,8 @@
 // Row sinks (row_stream.hpp): an image written band by band into a partial file beside the target
 // (".NAME.apron-partial", partial_file.hpp), renamed into place by commit(). The encoded formats, written in
-// order, have files of their own (tiff_row_sink.cpp: compressed TIFF; png_rows.cpp: PNG). Every format
-// here has fixed offsets for every row or tile, so bands may arrive in any order, from several threads or processes (pwrite only), and a
-// resumed run can reopen the partial file and fill in what is missing:
+// order, have files of their own (tiff_row_sink.cpp: compressed TIFF; png_rows.cpp: PNG). Every format here
+// has fixed offsets for every row or tile, so bands may arrive in any order, from several threads or
+// processes, and a resumed run can reopen the partial file and fill in what is missing:
 //   .tif/.tiff  uncompressed tiled BigTIFF written by apron itself (header, one directory, then the tiles in
 //               raster order, each a full tile as TIFF requires; edge tiles padded with zeros)
 //   .pgm/.ppm/.pnm  binary P5/P6, 16-bit samples big-endian (Netpbm)
@@ -196,8 +196,7 @@ private:
     };
 
     static Layout make_layout(const std::string& path, const ImageShape& s, int side) {
-        if (side < 16 || side % 16 || side > 8192)
-            fail(path, "tiles of " + std::to_string(side) + " pixels: the tile side must be a multiple of 16 from 16 to 8192");
+        detail::check_tile_side(path, side);
         Layout l;
         l.tiles_x = (s.width + side - 1) / side;
         l.tiles_y = (s.height + side - 1) / side;

@@ -9,14 +9,14 @@
 #include "apron/memory.hpp"
 #include "io/codecs.hpp"
 #include "io/row_stream.hpp"
-#include "io/tiff_seek.hpp"
 
 #if APRON_HAVE_TIFF
 
 #include <tiffio.h>
 
+#include "io/tiff_client.hpp"
+
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -30,7 +30,7 @@ struct MemoryFile {
     const ByteSource* in = nullptr;  // reading
     Buffer* out = nullptr;           // writing
     std::uint64_t pos = 0;
-    char message[256] = "";
+    TiffMessage message;
 
     std::uint64_t size() const { return out ? out->size() : in->size(); }
 };
@@ -79,19 +79,8 @@ int file_map(thandle_t h, void** base, toff_t* size) {
 }
 void file_unmap(thandle_t, void*, toff_t) {}
 
-int on_error(TIFF*, void* user, const char* module, const char* format, va_list args) {
-    MemoryFile& f = *static_cast<MemoryFile*>(user);
-    if (f.message[0] == 0) {  // the first error is the cause; later ones are consequences
-        char text[200];
-        std::vsnprintf(text, sizeof text, format, args);
-        std::snprintf(f.message, sizeof f.message, "%s%s%s", module ? module : "", module ? ": " : "", text);
-    }
-    return 1;  // handled: libtiff then skips its global handler, which would print to stderr
-}
-int on_warning(TIFF*, void*, const char*, const char*, va_list) { return 1; }
-
 [[noreturn]] void tiff_failed(const std::string& name, const MemoryFile& f, const char* what) {
-    fail(name, std::string(what) + ": " + (f.message[0] ? f.message : "truncated or damaged image data"));
+    fail(name, std::string(what) + ": " + (f.message.text[0] ? f.message.text : "truncated or damaged image data"));
 }
 
 struct TiffHandle {
@@ -102,10 +91,7 @@ struct TiffHandle {
 };
 
 TIFF* open_memory_file(MemoryFile& f, const std::string& name, const char* mode, tmsize_t max_alloc) {
-    std::unique_ptr<TIFFOpenOptions, void (*)(TIFFOpenOptions*)> opts(TIFFOpenOptionsAlloc(), TIFFOpenOptionsFree);
-    if (!opts) fail(name, "out of memory starting the TIFF codec");
-    TIFFOpenOptionsSetErrorHandlerExtR(opts.get(), on_error, &f);
-    TIFFOpenOptionsSetWarningHandlerExtR(opts.get(), on_warning, &f);
+    const TiffOpenOptions opts = quiet_tiff_options(name, f.message);
     TIFFOpenOptionsSetMaxSingleMemAlloc(opts.get(), max_alloc);
     return TIFFClientOpenExt(name.c_str(), mode, &f, file_read, file_write, file_seek, file_close, file_size, file_map,
                              file_unmap, opts.get());

@@ -14,14 +14,13 @@
 #include <tiffio.h>
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "io/partial_file.hpp"
-#include "io/tiff_seek.hpp"
+#include "io/tiff_client.hpp"
 
 namespace apron::io {
 
@@ -33,7 +32,7 @@ struct FdFile {
     int fd = -1;
     std::uint64_t pos = 0, size = 0;
     int error = 0;  // errno of the first failed write
-    char message[256] = "";
+    TiffMessage message;
 };
 
 FdFile& fd_of(thandle_t h) { return *static_cast<FdFile*>(h); }
@@ -47,17 +46,13 @@ tmsize_t fd_read(thandle_t h, void* dst, tmsize_t n) {
 
 tmsize_t fd_write(thandle_t h, void* src, tmsize_t n) {
     FdFile& f = fd_of(h);
-    const auto* p = static_cast<const std::uint8_t*>(src);
-    for (tmsize_t left = n; left > 0;) {
-        const ssize_t w = ::pwrite(f.fd, p, std::size_t(left), off_t(f.pos));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            if (!f.error) f.error = w < 0 ? errno : ENOSPC;
-            return -1;
-        }
-        p += w, left -= w, f.pos += std::uint64_t(w);
-        f.size = std::max(f.size, f.pos);
+    if (n <= 0) return n;
+    if (!pwrite_all(f.fd, src, std::size_t(n), f.pos)) {
+        if (!f.error) f.error = errno;
+        return -1;
     }
+    f.pos += std::uint64_t(n);
+    f.size = std::max(f.size, f.pos);
     return n;
 }
 
@@ -73,17 +68,6 @@ toff_t fd_size(thandle_t h) { return fd_of(h).size; }
 int fd_map(thandle_t, void**, toff_t*) { return 0; }
 void fd_unmap(thandle_t, void*, toff_t) {}
 
-int on_error(TIFF*, void* user, const char* module, const char* format, va_list args) {
-    FdFile& f = *static_cast<FdFile*>(user);
-    if (f.message[0] == 0) {
-        char text[200];
-        std::vsnprintf(text, sizeof text, format, args);
-        std::snprintf(f.message, sizeof f.message, "%s%s%s", module ? module : "", module ? ": " : "", text);
-    }
-    return 1;  // handled: nothing printed to stderr
-}
-int on_warning(TIFF*, void*, const char*, const char*, va_list) { return 1; }
-
 int codec_of(TiffCompression c) {
     switch (c) {
     case TiffCompression::deflate: return COMPRESSION_ADOBE_DEFLATE;
@@ -98,7 +82,7 @@ class CompressedTiffSink final : public RowSink {
 public:
     CompressedTiffSink(const std::string& path, const ImageShape& shape, const SinkOptions& options)
         : path_(path), shape_(shape), side_(options.tiff_tile_side), file_(path, 0, options) {
-        if (side_ < 16 || side_ % 16 || side_ > 8192) fail("--tile", std::to_string(side_) + " is not a multiple of 16 from 16 to 8192");
+        detail::check_tile_side(path, side_);
         const int codec = codec_of(options.tiff_compression);
         if (!TIFFIsCODECConfigured(std::uint16_t(codec)))
             fail(path, std::string("this libtiff has no ") + to_string(options.tiff_compression) +
@@ -143,10 +127,7 @@ public:
 
 private:
     void open(int codec) {
-        std::unique_ptr<TIFFOpenOptions, void (*)(TIFFOpenOptions*)> opts(TIFFOpenOptionsAlloc(), TIFFOpenOptionsFree);
-        if (!opts) fail(path_, "out of memory starting the TIFF codec");
-        TIFFOpenOptionsSetErrorHandlerExtR(opts.get(), on_error, &f_);
-        TIFFOpenOptionsSetWarningHandlerExtR(opts.get(), on_warning, &f_);
+        const TiffOpenOptions opts = quiet_tiff_options(path_, f_.message);
         tif_.reset(TIFFClientOpenExt(path_.c_str(), "w8", &f_, fd_read, fd_write, fd_seek, fd_close, fd_size, fd_map,
                                      fd_unmap, opts.get()));
         if (!tif_) failed("the TIFF header");
@@ -190,9 +171,8 @@ private:
     }
 
     [[noreturn]] void failed(const std::string& what) const {
-        if (f_.error)
-            fail(path_, detail::reason(f_.error) + " while writing " + what + " (the partial file " + file_.partial() + " is removed)");
-        fail(path_, "cannot write " + what + ": " + (f_.message[0] ? f_.message : "libtiff failed"));
+        if (f_.error) file_.write_failed(f_.error, what);
+        fail(path_, "cannot write " + what + ": " + (f_.message.text[0] ? f_.message.text : "libtiff failed"));
     }
 
     std::string path_;
