@@ -36,7 +36,7 @@
 # $OUT/cpu.csv, which the report step adds (APRON_CPU_USER_ARGS="--size 4096 --types u8"). "wheel" runs
 # `pip install .` with the CUDA toolkit into a fresh virtual environment and the Python suite on it. "huge"
 # streams a generated huge image against dd and libvips (bench/huge_image.py; APRON_HUGE_SIZE, _TYPES, _DIR,
-# _MEMORY, _BACKENDS).
+# _MEMORY, _BACKENDS); "beyond" streams an image larger than the GPU's memory (bench/beyond_gpu_memory.py).
 set -uo pipefail
 OUT=${OUT:-/tmp/apron-gpu-out}
 mkdir -p "$OUT"
@@ -169,6 +169,14 @@ case " $steps " in *" huge "*)
   PYTHONPATH=$carry/vips timeout ${APRON_HUGE_TIMEOUT:-500} python3 bench/huge_image.py --apron build-gpu/tools/apron \
     --size "${APRON_HUGE_SIZE:-65536}" --types "${APRON_HUGE_TYPES:-u8}" --dir "${APRON_HUGE_DIR:-/dev/shm}" \
     --memory "${APRON_HUGE_MEMORY:-1G}" --backends "${APRON_HUGE_BACKENDS:-cuda,cpu}" 2>&1 | tee -a "$OUT/huge.txt" | tail -12
+;; esac
+
+case " $steps " in *" beyond "*)
+  # An image larger than the GPU's memory (1.1 x, f32 in a sparse file) streamed through the CUDA backend under
+  # --memory, its peak RSS, and stripes of it checked against one-band runs (bench/beyond_gpu_memory.py).
+  log "beyond: an image larger than the GPU's memory"
+  timeout ${APRON_BEYOND_TIMEOUT:-420} python3 bench/beyond_gpu_memory.py --apron build-gpu/tools/apron \
+    --dir "${APRON_HUGE_DIR:-/dev/shm}" --memory "${APRON_BEYOND_MEMORY:-4G}" 2>&1 | tee -a "$OUT/huge.txt" | tail -8
 ;; esac
 
 case " $steps " in *" stress "*)

@@ -1,11 +1,13 @@
 // stream_filter on the CUDA backend: bands with halos (each uploaded, filtered and downloaded by a worker per
-// GPU) give the bits of the whole-image CUDA run, for float and exact plans, morphology, wrap and several
-// channels and types; exact plans also equal the CPU backend. Skips where no GPU is found.
+// GPU) give the bits of the whole-image CUDA run, for float and exact plans, FFT steps, morphology, wrap and
+// several channels and types; exact plans also equal the CPU backend. Skips where no GPU is found.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -43,7 +45,8 @@ std::string rows_of(const Image& img) {
     return s;
 }
 
-void expect_streamed_equals_whole(const Image& img, const std::vector<std::string>& specs, int band_rows, bool exact) {
+void expect_streamed_equals_whole(const Image& img, const std::vector<std::string>& specs, int band_rows, bool exact,
+                                  Algorithm algorithm = Algorithm::automatic) {
     TempDir dir;
     const std::string ext = img.type() == PixelType::f32 ? ".pfm" : img.channels() == 1 ? ".pgm" : ".ppm";
     const std::string in = (dir.path / ("in" + ext)).string(), out = (dir.path / "out.raw").string();
@@ -51,6 +54,7 @@ void expect_streamed_equals_whole(const Image& img, const std::vector<std::strin
     const Pipeline p(specs);
     RunOptions cuda;
     cuda.backend = Backend::cuda;
+    cuda.algorithm = algorithm;
     const Image whole = p.run(read_image(in), cuda);
     StreamOptions so;
     so.run = cuda;
@@ -97,4 +101,21 @@ TEST(CudaStream, FloatImagesAndOneRowBands) {
     REQUIRE_GPU();
     expect_streamed_equals_whole(test::random_image(301, 97, 1, PixelType::f32, 6), {"unsharp:sigma=2", "close:se=disk:2"}, 1,
                                  false);
+}
+
+TEST(CudaStream, FloatFftStepsGiveTheWholeRunsBits) {
+    REQUIRE_GPU();
+    // The FFT's tiles, their sides and its batches stay the whole image's (forced 64 x 64 tiles: many rows of
+    // them, and halos of 64 rows per FFT step that bands of 61 rows cross): u8 samples (each tile centred on
+    // its own range), wrap across the seam, three channels, two FFT steps around a morphology step; and an
+    // f32 image whose NaN's tiles are summed directly.
+    ::setenv("APRON_FFT_SIDE", "64", 1);
+    expect_streamed_equals_whole(test::random_image(150, 900, 3, PixelType::u8, 7),
+                                 {"gaussian:sigma=5,border=wrap", "dilate:se=disk:2", "gaussian:sigma=4,border=mirror"}, 61, false,
+                                 Algorithm::fft);
+    Image f = test::random_image(133, 800, 2, PixelType::f32, 8);
+    f.view().row<float>(400)[100] = std::numeric_limits<float>::quiet_NaN();
+    expect_streamed_equals_whole(f, {"gaussian:sigma=6,border=reflect", "gaussian:sigma=3,border=constant,value=0.5"}, 97, false,
+                                 Algorithm::fft);
+    ::unsetenv("APRON_FFT_SIDE");
 }

@@ -33,6 +33,34 @@ APRON_HD int map_index(long long i, int n, BorderMode mode) {
     return -1;
 }
 
+// A band of an image (the FFT's overlap-save grid stays the whole image's): the band's rows 0 .. rows-1 hold
+// image rows first, first+1, ... (modulo the image's height n under `wrap`). The band row that image row i
+// (any distance outside the image) reads through the border rule, or -1 for `constant`. Rows the band lacks
+// clamp to its edge: only outputs outside what the band keeps read them (the band engine's halo).
+APRON_HD int map_band_row(long long i, int n, BorderMode mode, int first, int rows) {
+    const int m = map_index(i, n, mode);
+    if (m < 0) return -1;
+    const int b = mode == BorderMode::wrap ? positive_mod((long long)m - first, n) : m - first;
+    return b < 0 ? 0 : b >= rows ? rows - 1 : b;
+}
+
+// The band's rows as runs of consecutive image rows: one, or two where a wrapping band crosses the image's
+// last row. Returns how many (0 where the band does not fit the image: rows past n, or outside it without
+// `wrap`).
+struct BandRun {
+    int band_row = 0, image_row = 0, rows = 0;
+};
+APRON_HD int band_runs(int first, int rows, int n, bool wrap, BandRun* runs) {
+    if (rows <= 0 || rows > n) return 0;
+    if (!wrap && (first < 0 || first > n - rows)) return 0;
+    const int f = positive_mod(first, n);
+    const int head = rows < n - f ? rows : n - f;
+    runs[0] = BandRun{0, f, head};
+    if (head == rows) return 1;
+    runs[1] = BandRun{head, 0, rows - head};
+    return 2;
+}
+
 // Interleaved rows of n pixels of c samples: the in-row sample that sample s (any distance outside the row)
 // reads, or -1 for `constant`. The border maps the pixel (floor(s / c)); the channel stays.
 APRON_HD int map_sample(long long s, int n, int c, BorderMode mode) {

@@ -1,7 +1,7 @@
 // The CPU backend's capabilities (plan/backend_caps.hpp): the FFT where this build has FFTW and its tile
 // keeps an exact plan exact, no tensor cores, the van Herk rectangle for any full rectangle. Kernel names
-// follow the fast executor's choice (fast_linear.cpp, fast_morph.cpp): `cpu.fft` (a NaN or infinity in an
-// f32 image still takes the direct sum there, a fact of the pixels the plan cannot know), `cpu.separable`
+// follow the fast executor's choice (fast_linear.cpp, fast_morph.cpp): `cpu.fft` (a tile of an f32 image
+// holding a NaN or an infinity is summed directly there, a fact of the pixels the plan cannot know), `cpu.separable`
 // (row then column passes of the Highway kernels), `cpu.direct` (`lanes=int16` / `lanes=q15`: u8 in 16-bit lanes, exact or fixed point under
 // a proven bound, fast_linear_8bit.cpp), `cpu.morph_rect`, `cpu.morph_runs` (the
 // element's runs of cells with a min/max table per run length), `cpu.combine`.
@@ -22,6 +22,9 @@ public:
         return side && *side ? std::string("APRON_FFT_SIDE=") + side : "";
     }
 
+    int fft_tile_rows(const LinearPlan& p, const ImageShape& shape) const override {
+        return cpu::choose_fft_tile(p.step.mask.width, p.step.mask.height, shape.width, shape.height).ny;
+    }
     std::string fft_unavailable(const LinearPlan& p, const ImageShape& shape) const override {
         if (!cpu::fft_available()) return "this build has no FFTW";
         const Mask& m = p.step.mask;

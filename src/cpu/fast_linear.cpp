@@ -260,13 +260,6 @@ private:
     std::vector<Participant<F>> parts_;
 };
 
-bool all_finite(ConstImageView in) {
-    const std::size_t n = std::size_t(in.width()) * std::size_t(in.channels());
-    for (int y = 0; y < in.height(); ++y)
-        if (!simd::all_finite(in.row<float>(y), n)) return false;
-    return true;
-}
-
 template <class F>
 void run_typed(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, ImageView out) {
     LinearJob<F> job(plan, in, out, pool.size());
@@ -277,10 +270,9 @@ void run_typed(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, Imag
 
 void run_linear(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, ImageView out) {
     if (in.empty()) return;
-    // A transform spreads a NaN or an infinity over its whole tile, where the direct sum keeps it to the
-    // windows that hold it: f32 images with one take the direct path (one scan, cheap beside the FFT).
-    if (plan.algorithm == LinearAlgorithm::fft && (plan.in != PixelType::f32 || all_finite(in)))
-        return run_fft_linear(pool, plan, in, out);
+    // The FFT sums a tile holding a NaN or an infinity directly (fft_linear.cpp), tile by tile, so a band
+    // of the image gives the whole image's bits.
+    if (plan.algorithm == LinearAlgorithm::fft) return run_fft_linear(pool, plan, in, out);
     if (run_separable_8bit(pool, plan, in, out)) return;
     if (plan.exact && plan.accumulator == Accumulator::f64) run_typed<double>(pool, plan, in, out);
     else run_typed<float>(pool, plan, in, out);

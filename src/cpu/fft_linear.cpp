@@ -2,7 +2,8 @@
 // tile's input region (the tile plus the mask's reach, read through the border rule, so every border mode
 // is exact) is transformed, multiplied by the mask's spectrum and transformed back, and the outputs whose
 // window lies inside the region are kept. Memory stays bounded by the tile whatever the image size, and
-// every channel of every tile is one task of the pool.
+// every channel of every tile is one task of the pool. The tiles are the whole image's (the plan's FftGrid):
+// a band of a streamed image transforms the very regions the one-pass run does, so its bits are the same.
 //
 // Circular correlation of a region R (nx x ny) with g(i, j) = m(W-1-i, H-1-j) placed at the origin gives,
 // at (x + W-1, y + H-1), sum m(i, j) R(x + i, y + j): with R's origin at (ox - ax, oy - ay) that is the
@@ -19,6 +20,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -237,42 +239,53 @@ std::vector<std::complex<R>> mask_spectrum(const LinearPlan& plan, int nx, int n
     return k;
 }
 
-// The middle of the integer samples' range (the constant border's value included where it is read),
-// an integer: exact in any transform. Centring on the data keeps every |sample - shift| within
-// max |sample|, to which SPEC.md's tolerance is relative; the middle of the type's range (128) did not for
-// dark images, and made an all-zero image's result noise of 128 x the weights instead of 0.
-template <class In>
-double centre_of(ThreadPool& pool, const LinearPlan& plan, ConstImageView in) {
-    const int bands = std::min(in.height(), 4 * pool.size());
-    std::vector<double> lo(std::size_t(bands), highest_value<In>()), hi(std::size_t(bands), lowest_value<In>());
-    const std::size_t n = std::size_t(in.width()) * std::size_t(in.channels());
-    pool.run(bands, [&](int band, int) {
-        In a = In(highest_value<In>()), b = In(lowest_value<In>());
-        for (int y = int((long long)in.height() * band / bands); y < int((long long)in.height() * (band + 1) / bands); ++y) {
-            const In* row = in.row<In>(y);
-            for (std::size_t k = 0; k < n; ++k) a = std::min(a, row[k]), b = std::max(b, row[k]);
+// A band's rows of outputs in one row of tiles: rows [image_row, image_row + rows) of tile row tile_row,
+// at band_row in the band.
+struct RowChunk {
+    int tile_row, band_row, image_row, rows;
+};
+
+// The tiles of the whole image's grid that hold the band's outputs, a row of tiles at a time (a wrapping
+// band's two runs of image rows each get their own).
+std::vector<RowChunk> row_chunks(const FftGrid& grid, int band_rows, int image_height, int vy, BorderMode mode) {
+    BandRun runs[2];
+    const int n = band_runs(grid.first_row, band_rows, image_height, mode == BorderMode::wrap, runs);
+    if (!n)
+        throw Error("fft: a band of " + std::to_string(band_rows) + " rows from row " + std::to_string(grid.first_row) +
+                    " does not lie in an image of " + std::to_string(image_height) + " rows");
+    std::vector<RowChunk> chunks;
+    for (int k = 0; k < n; ++k) {
+        const BandRun& r = runs[k];
+        for (int ty = r.image_row / vy; (long long)ty * vy < (long long)r.image_row + r.rows; ++ty) {
+            const int g0 = std::max(ty * vy, r.image_row), g1 = int(std::min<long long>((long long)ty * vy + vy, (long long)r.image_row + r.rows));
+            chunks.push_back({ty, r.band_row + g0 - r.image_row, g0, g1 - g0});
         }
-        lo[std::size_t(band)] = double(a), hi[std::size_t(band)] = double(b);
-    });
-    double low = *std::min_element(lo.begin(), lo.end()), high = *std::max_element(hi.begin(), hi.end());
-    if (plan.step.border == BorderMode::constant) {
-        const double outside = double(store_pixel<In>(plan.step.border_value));
-        low = std::min(low, outside), high = std::max(high, outside);
     }
-    return std::floor((low + high) / 2);
+    return chunks;
 }
 
+// Every tile of the whole image's grid that holds the band's outputs, each transformed from the samples the
+// one-pass run transforms (rows through map_band_row), so a band's bits are the whole image's.
+//
 // Exact plans: double transforms of the samples as they are (the error bound is for those). Float plans:
 // float transforms (twice the SIMD lanes and half the bytes of double; the CUDA backend does the same) of
-// the samples shifted by `shift`, added back as shift x (sum of weights) at the end: the transforms' error
-// scales with the L2 norm of what they carry, and a region centred on the data's range has at most half
-// of it (0 for f32 images and exact plans).
+// the samples shifted by the middle of the tile's own range (an integer, exact in a float), added back as
+// shift x (sum of weights) at the end: the transforms' error scales with the L2 norm of what they carry, and
+// a centred region has at most half of it, within the max |sample| SPEC.md's tolerance is relative to (the
+// middle of the type's range made an all-zero image's result noise of 128 x the weights). Per tile, not per
+// image, so that a band needs nothing beyond its tiles. f32 images are not shifted; a tile of one holding a
+// NaN or an infinity is summed directly instead, as the reference does (a transform would spread it over
+// the whole tile).
 template <class R, class In, class Out>
-void run_tiles(ThreadPool& pool, const LinearPlan& plan, FftTile tile, ConstImageView in, ImageView out, double shift) {
+void run_tiles(ThreadPool& pool, const LinearPlan& plan, FftTile tile, ConstImageView in, ImageView out) {
     const Mask& m = plan.step.mask;
     const int nx = tile.nx, ny = tile.ny, W = m.width, H = m.height;
     const int vx = nx - W + 1, vy = ny - H + 1;  // outputs a tile keeps, per axis
-    const int tiles_x = (in.width() + vx - 1) / vx, tiles_y = (in.height() + vy - 1) / vy;
+    const int image_height = plan.fft.band ? plan.fft.image_height : in.height();
+    const FftGrid grid{image_height, ny, plan.fft.band, plan.fft.band ? plan.fft.first_row : 0};
+    const BorderMode mode = plan.step.border;
+    const std::vector<RowChunk> chunks = row_chunks(grid, in.height(), image_height, vy, mode);
+    const int tiles_x = (in.width() + vx - 1) / vx;
     const int C = in.channels();
     const std::size_t real_n = std::size_t(nx) * ny, spec_n = std::size_t(nx / 2 + 1) * ny;
     const Plans<R> plans = plans_for<R>(nx, ny);
@@ -280,24 +293,25 @@ void run_tiles(ThreadPool& pool, const LinearPlan& plan, FftTile tile, ConstImag
 
     double weight_sum = 0;
     for (double w : m.weights) weight_sum += w;
-    const double shift_sum = shift * weight_sum;
-    const R outside = R(double(store_pixel<In>(plan.step.border_value)) - shift);
-    const BorderMode mode = plan.step.border;
+    const bool centre = !plan.exact && !std::is_same_v<In, float>;
+    const R outside = R(store_pixel<In>(plan.step.border_value));
     std::vector<Scratch<R>> scratch(std::size_t(pool.size()));
-    pool.run(tiles_x * tiles_y * C, [&](int task, int participant) {
+    pool.run(int(chunks.size()) * tiles_x * C, [&](int task, int participant) {
         Scratch<R>& s = scratch[std::size_t(participant)];
         if (!s.real) s.real = real_buffer<R>(real_n), s.spectrum = complex_buffer<R>(spec_n), s.columns.resize(std::size_t(nx));
         const int c = task % C, t = task / C;
-        const int ox = (t % tiles_x) * vx, oy = (t / tiles_x) * vy;
-        const int gx0 = ox - m.anchor_x, gy0 = oy - m.anchor_y;
-        // The region through the border rule; columns mapped once per tile, rows inside the image with every
-        // column inside read straight (most tiles of a large image).
+        const RowChunk& chunk = chunks[std::size_t(t / tiles_x)];
+        const int ox = (t % tiles_x) * vx, oy = chunk.tile_row * vy;
+        const int gx0 = ox - m.anchor_x;
+        const long long gy0 = (long long)oy - m.anchor_y;
+        // The region through the border rule; columns mapped once per tile, rows with every column inside
+        // read straight (most tiles of a large image).
         std::vector<int>& xs = s.columns;
         for (int x = 0; x < nx; ++x) xs[std::size_t(x)] = map_index(gx0 + x, in.width(), mode);
         const bool columns_inside = gx0 >= 0 && gx0 + nx <= in.width();
         R* r = s.real.get();
         for (int y = 0; y < ny; ++y) {
-            const int sy = map_index(gy0 + y, in.height(), mode);
+            const int sy = map_band_row(gy0 + y, image_height, mode, grid.first_row, in.height());
             R* dst = r + std::size_t(y) * nx;
             if (sy < 0) {
                 std::fill(dst, dst + nx, outside);
@@ -306,22 +320,51 @@ void run_tiles(ThreadPool& pool, const LinearPlan& plan, FftTile tile, ConstImag
             const In* row = in.row<In>(sy);
             if (columns_inside) {
                 const In* src = row + std::size_t(gx0) * C + c;
-                for (int x = 0; x < nx; ++x) dst[x] = R(double(src[std::size_t(x) * C]) - shift);
+                for (int x = 0; x < nx; ++x) dst[x] = R(src[std::size_t(x) * C]);
                 continue;
             }
             for (int x = 0; x < nx; ++x) {
                 const int sx = xs[std::size_t(x)];
-                dst[x] = sx < 0 ? outside : R(double(row[std::size_t(sx) * C + c]) - shift);
+                dst[x] = sx < 0 ? outside : R(row[std::size_t(sx) * C + c]);
             }
         }
+        const int w_out = std::min(vx, in.width() - ox), skip = chunk.image_row - oy;
+        auto destination = [&](int y) { return out.row<Out>(chunk.band_row + y) + std::size_t(ox) * C + c; };
+        if constexpr (std::is_same_v<In, float>) {
+            bool finite = true;
+            for (std::size_t q = 0; q < real_n; ++q) finite &= std::fabs(r[q]) <= std::numeric_limits<R>::max();
+            if (!finite) {
+                for (int y = 0; y < chunk.rows; ++y) {
+                    Out* dst = destination(y);
+                    for (int x = 0; x < w_out; ++x) {
+                        double sum = 0;
+                        for (int j = 0; j < H; ++j) {
+                            const R* src = r + std::size_t(skip + y + j) * nx + x;
+                            const double* w = m.weights.data() + std::size_t(j) * W;
+                            for (int i = 0; i < W; ++i) sum += w[i] * double(src[i]);
+                        }
+                        dst[std::size_t(x) * C] = finish_float<Out, double>(sum, plan.finish);
+                    }
+                }
+                return;
+            }
+        }
+        R shift = 0;
+        if (centre) {
+            R lo = r[0], hi = r[0];
+            for (std::size_t q = 0; q < real_n; ++q) lo = std::min(lo, r[q]), hi = std::max(hi, r[q]);
+            shift = std::floor((lo + hi) / 2);
+            if (shift != 0)
+                for (std::size_t q = 0; q < real_n; ++q) r[q] -= shift;
+        }
+        const double shift_sum = double(shift) * weight_sum;
         Fftw<R>::forward(plans.forward, r, s.spectrum.get());
         auto* a = reinterpret_cast<std::complex<R>*>(s.spectrum.get());
         for (std::size_t q = 0; q < spec_n; ++q) a[q] *= kernel[q];
         Fftw<R>::inverse(plans.inverse, s.spectrum.get(), r);
-        const int w_out = std::min(vx, in.width() - ox), h_out = std::min(vy, in.height() - oy);
-        for (int y = 0; y < h_out; ++y) {
-            const R* src = r + std::size_t(y + H - 1) * nx + (W - 1);
-            Out* dst = out.row<Out>(oy + y) + std::size_t(ox) * C + c;
+        for (int y = 0; y < chunk.rows; ++y) {
+            const R* src = r + std::size_t(skip + y + H - 1) * nx + (W - 1);
+            Out* dst = destination(y);
             if (plan.exact) {
                 for (int x = 0; x < w_out; ++x)
                     dst[std::size_t(x) * C] = finish_exact<Out>(std::llround(src[x]), plan.finish);
@@ -338,16 +381,14 @@ void run_tiles(ThreadPool& pool, const LinearPlan& plan, FftTile tile, ConstImag
 void run_fft_linear(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, ImageView out) {
     if (in.empty()) return;
     const Mask& m = plan.step.mask;
-    const FftTile tile = choose_fft_tile(m.width, m.height, in.width(), in.height());
+    // The whole image's tile (the planner's grid), so a band runs the one-pass run's transforms.
+    const int image_height = plan.fft.band ? plan.fft.image_height : in.height();
+    const FftTile tile = choose_fft_tile(m.width, m.height, in.width(), image_height);
     if (!tile.nx) throw Error("fft: no transform size holds a " + std::to_string(m.width) + "x" + std::to_string(m.height) + " mask");
     with_type(plan.in, [&]<class In>() {
         with_type(plan.out, [&]<class Out>() {
-            if (plan.exact)
-                run_tiles<double, In, Out>(pool, plan, tile, in, out, 0.0);
-            else if constexpr (std::is_same_v<In, float>)
-                run_tiles<float, In, Out>(pool, plan, tile, in, out, 0.0);
-            else
-                run_tiles<float, In, Out>(pool, plan, tile, in, out, centre_of<In>(pool, plan, in));
+            if (plan.exact) run_tiles<double, In, Out>(pool, plan, tile, in, out);
+            else run_tiles<float, In, Out>(pool, plan, tile, in, out);
         });
     });
 }

@@ -2,6 +2,7 @@
 // exact, the tensor cores for byte masks, the rectangle kernel up to 64x64, and the kernel of every step
 // from the dispatch table for the current device's architecture.
 #include "cuda/dispatch_table.hpp"
+#include "cuda/fft_support.hpp"
 #include "cuda/morph_rect.hpp"
 #include "plan/backend_caps.hpp"
 
@@ -14,6 +15,9 @@ public:
     int cost_arch() const override { return cuda_device_arch(); }
     std::string overrides() const override { return cuda::overrides().describe(); }
 
+    int fft_tile_rows(const LinearPlan& p, const ImageShape& shape) const override {
+        return cuda::choose_fft_tiling(p, shape).ny;
+    }
     std::string fft_unavailable(const LinearPlan& p, const ImageShape& shape) const override {
         if (cuda_fft_supports(p, shape)) return "";
         return p.exact ? "the double transform's error bound could reach 1/4: the exact sum would not survive"

@@ -198,7 +198,7 @@ public:
         switch (family) {
         case LinearFamily::fft:
             if (launch_fft_linear(p, in, out, stream_)) return;
-            break;  // declined at run time (a non-finite f32 sample: see fft_linear.hpp)
+            break;  // declined (a weight the transforms cannot take: see fft_linear.hpp)
         case LinearFamily::tensor:
             if (direct_imma_supports(p, in)) return launch_direct_imma(p, in, out, stream_);
             break;  // a view the kernel does not take

@@ -9,12 +9,11 @@ namespace apron::cuda {
 
 // Enqueues out = plan applied to in (device views, every channel) on `stream`, and returns true; or
 // returns false, having left `out` undefined, when the caller must compute the plan with the direct
-// kernels instead:
-//   - cuda_fft_supports(plan, in.shape) is false (an exact plan the double transform cannot keep exact);
-//   - an f32 image holds NaN, an infinity or a magnitude past 2^64 (or the constant border value does):
-//     a transform would spread it over its whole tile, where the direct sum keeps it to the windows that
-//     hold it. The gather kernel flags such samples, and only for f32 images the call then waits for the
-//     stream to read the flag; u8/u16 images never wait.
+// kernels instead: cuda_fft_supports is false for the plan on the whole image (an exact plan the double
+// transform cannot keep exact), or a weight (or an f32 image's constant border value) is not finite or
+// past 2^64. The call never waits for the stream: a tile of an f32 image holding a NaN, an infinity or a
+// magnitude past 2^64 is summed directly on the device (a transform would spread it over its whole tile).
+// `in` may be a band of a larger image (plan.fft): the band's bits are then the whole image's.
 // Exact plans give the shared finish of the exact integer sum (bits identical to every backend); float
 // plans are within SPEC.md's tolerance of the float64 result, and identical from run to run.
 bool launch_fft_linear(const LinearPlan& plan, ConstImageView in, ImageView out, cudaStream_t stream);

@@ -24,6 +24,8 @@ public:
     // can). Direct, separable and low-rank run on every backend.
     virtual std::string fft_unavailable(const LinearPlan& plan, const ImageShape& shape) const = 0;
     virtual std::string tensor_unavailable(const LinearPlan& plan, const ImageShape& shape) const = 0;
+    // The rows of the FFT path's transforms for `plan` on an image of `shape` (0: no FFT here).
+    virtual int fft_tile_rows(const LinearPlan&, const ImageShape&) const { return 0; }
     // Whether the fast rectangle kernel takes this element (a full rectangle); false: the planner plans the
     // direct form, so the plan says what runs.
     virtual bool morph_rect_supported(const MorphPlan& plan, const ImageShape& shape) const = 0;

@@ -30,6 +30,21 @@ struct KernelChoice {
     std::string name() const { return detail.empty() ? family : family + ' ' + detail; }
 };
 
+// The FFT path's overlap-save grid (algorithm == fft). The planner fixes it for the whole image, so that a
+// band of the image (apron/stream.hpp) runs the whole image's tiles on the same samples and every float
+// rounding is the one-pass run's (SPEC.md: identical bits whatever the tiling):
+//   - image_height: the image's rows;
+//   - tile_rows: the transform's rows on the backend that runs it, which bounds the rows a band's outputs
+//     read through their tiles (the band's halo);
+//   - band, first_row: set by the band engine for each band: the input is a band of the image whose row 0
+//     is image row first_row (under `wrap`, rows continue modulo image_height). Otherwise the input is the
+//     whole image, whatever its height.
+struct FftGrid {
+    int image_height = 0, tile_rows = 0;
+    bool band = false;
+    int first_row = 0;
+};
+
 struct LinearPlan {
     LinearStep step;            // mask already in correlation form (anchor set)
     PixelType in = PixelType::u8, out = PixelType::u8;
@@ -42,6 +57,7 @@ struct LinearPlan {
     std::optional<IntegerSeparableMask> integer_separable;  // exact + separable
     std::optional<SeparableMask> separable;       // float + separable
     LinearFinish finish;
+    FftGrid fft;  // algorithm == fft
     KernelChoice kernel;
 };
 

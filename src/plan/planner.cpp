@@ -363,7 +363,10 @@ struct KernelChooser {
     const BackendCaps& caps;
     const ImageShape& shape;
     StepPlan& sp;
-    KernelChoice& operator()(LinearPlan& l) const { return l.kernel = caps.linear_kernel(l, shape); }
+    KernelChoice& operator()(LinearPlan& l) const {
+        if (l.algorithm == LinearAlgorithm::fft) l.fft = FftGrid{shape.height, caps.fft_tile_rows(l, shape)};
+        return l.kernel = caps.linear_kernel(l, shape);
+    }
     KernelChoice& operator()(MorphPlan& m) const {
         if (m.algorithm == MorphAlgorithm::separable_rect && !caps.morph_rect_supported(m, shape)) {
             m.algorithm = MorphAlgorithm::direct;

@@ -9,6 +9,8 @@
 // far side: the buffer then holds its rows modulo the height (rows H-top..H-1 before row 0 for the first
 // band), a window of the periodic image with one seam; wrapping steps run across the seam, every other step
 // on either side of it, where the seam is that step's true edge. Columns are whole, so their edges are true.
+// An FFT step's float rounding depends on every sample of its tile, so it runs the whole image's tiles
+// (told where its buffer lies in the image), and its reach is its tile's height.
 //
 // Overlap: a reader thread fills the next band's buffer while the current one is filtered, and a writer
 // thread writes the previous result; one band waits in each queue, all counted in the budget.
@@ -35,6 +37,7 @@
 #include "apron/devices.hpp"
 #include "apron/errors.hpp"
 #include "apron/memory.hpp"
+#include "core/border_index.hpp"
 #include "core/usable_cores.hpp"
 #include "io/row_stream.hpp"
 #include "plan/memory_estimate.hpp"
@@ -51,6 +54,16 @@ struct Reach {
 
 Reach reach_of(const Mask& m) { return {m.anchor_y, m.height - 1 - m.anchor_y}; }
 
+// An FFT step's outputs read their whole tile of the whole image's grid (plan/plan.hpp's FftGrid), not only
+// their window: a tile's rows lie within tile_rows - 1 of each of its outputs, and where a tile crosses the
+// image's edge its border rule reads rows within tile_rows of that edge, which a band keeping an output that
+// close holds when its halo is tile_rows.
+Reach reach_of(const LinearPlan& l) {
+    const Reach mask = reach_of(l.step.mask);
+    if (l.algorithm != LinearAlgorithm::fft) return mask;
+    return {std::max(mask.top, l.fft.tile_rows), std::max(mask.bottom, l.fft.tile_rows)};
+}
+
 bool wraps(const StepPlan& s) {
     if (auto* l = std::get_if<LinearPlan>(&s.what)) return l->step.border == BorderMode::wrap;
     if (auto* m = std::get_if<MorphPlan>(&s.what)) return m->step.border == BorderMode::wrap;
@@ -63,7 +76,7 @@ Reach reach_of(const ExecutionPlan& plan) {
     for (const auto& op : plan.operations)
         for (const auto& s : op.steps) {
             Reach k;
-            if (auto* l = std::get_if<LinearPlan>(&s.what)) k = reach_of(l->step.mask);
+            if (auto* l = std::get_if<LinearPlan>(&s.what)) k = reach_of(*l);
             else if (auto* m = std::get_if<MorphPlan>(&s.what)) k = reach_of(m->step.element);
             // Either side, whichever way the executor orients the mask or element.
             const int both = std::max(k.top, k.bottom);
@@ -250,14 +263,27 @@ void fill(io::RowSource& source, BandBuffer& buf, ImagePool& pool) {
     }
 }
 
-// Runs each step as run_step does, except that a step that does not wrap runs on either side of the seam.
-StepRunner seam_runner(int seam) {
-    return [seam](Executor& ex, const StepPlan& step, ConstImageView in, ConstImageView second, ImageView out) {
-        if (seam <= 0 || seam >= in.height() || wraps(step) || std::holds_alternative<CombinePlan>(step.what))
+// Runs each step as run_step does, except that a step that does not wrap runs on either side of the seam,
+// and an FFT step learns where its input lies in the image (its grid is the whole image's).
+StepRunner band_runner(const BandBuffer& buf, int image_height) {
+    const int first = buf.first, seam = buf.seam;
+    auto run = [first, image_height](Executor& ex, const StepPlan& step, int y, ConstImageView in, ConstImageView second,
+                                     ImageView out) {
+        const auto* l = std::get_if<LinearPlan>(&step.what);
+        if (!l || l->algorithm != LinearAlgorithm::fft || l->fft.image_height != image_height)
             return run_step(ex, step, in, second, out);
+        StepPlan placed = step;
+        FftGrid& grid = std::get<LinearPlan>(placed.what).fft;
+        grid.band = true;
+        grid.first_row = l->step.border == BorderMode::wrap ? first + y : positive_mod(first + y, image_height);
+        run_step(ex, placed, in, second, out);
+    };
+    return [seam, run](Executor& ex, const StepPlan& step, ConstImageView in, ConstImageView second, ImageView out) {
+        if (seam <= 0 || seam >= in.height() || wraps(step) || std::holds_alternative<CombinePlan>(step.what))
+            return run(ex, step, 0, in, second, out);
         const int w = in.width(), h = in.height();
         for (const auto& [y, n] : {std::pair{0, seam}, std::pair{seam, h - seam}})
-            run_step(ex, step, in.roi(0, y, w, n), second.data ? second.roi(0, y, w, n) : second, out.roi(0, y, w, n));
+            run(ex, step, y, in.roi(0, y, w, n), second.data ? second.roi(0, y, w, n) : second, out.roi(0, y, w, n));
     };
 }
 
@@ -629,7 +655,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
                 ImageShape result_shape = out;
                 result_shape.height = buf->rows;
                 Image result = results.take(result_shape);
-                run_plan(plan, *executor, buf->pixels.view(), result.view(), options.run, seam_runner(buf->seam));
+                run_plan(plan, *executor, buf->pixels.view(), result.view(), options.run, band_runner(*buf, in.height));
                 inputs.give(std::move(buf->pixels));
                 buf->pixels = std::move(result);  // the band's rows start at buf->core
                 {

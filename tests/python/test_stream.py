@@ -144,6 +144,40 @@ def test_an_image_shorter_than_the_halo(apron, tmp_path, needs_tiff):
         assert_same(apron, tmp_path, img, [f"gaussian:sigma=4,border={border}"], 2)
 
 
+def random_mask_file(path, width, height, seed):
+    m = np.random.default_rng(seed).uniform(-1, 1, (height, width))
+    path.write_text(f"{width} {height}\n" + "\n".join(" ".join(repr(float(v)) for v in row) for row in m) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("border", ["constant", "nearest", "reflect", "mirror", "wrap"])
+def test_float_fft_steps_give_the_whole_images_bits(apron, tmp_path, border, needs_tiff, monkeypatch):
+    """A float FFT step's rounding depends on every sample of its overlap-save tile: bands run the whole image's
+    tiles (32 x 32 forced, so a small image has many rows of them and a band's halo crosses several). u8 samples
+    (each tile centred on its own range), three channels, two FFT steps around a morphology step, bands of 17
+    rows that do not divide the image."""
+    monkeypatch.setenv("APRON_FFT_SIDE", "32")
+    img = random_image((331, 45, 3), np.uint8, seed=23)
+    mask = random_mask_file(tmp_path / "m.txt", 9, 11, 24)
+    step = f"correlate:mask={mask},border={border}" + (",value=3" if border == "constant" else "")
+    assert_same(apron, tmp_path, img, [step, "dilate:se=disk:2", step], 17, extra=["--algo", "fft", "--out-type", "f32"])
+
+
+@pytest.mark.parametrize("type_name,channels", [("u16", 1), ("f32", 4)])
+def test_float_fft_steps_on_sixteen_bits_and_floats_with_a_nan(apron, tmp_path, type_name, channels, needs_tiff, monkeypatch):
+    """u16 samples, and an f32 image holding a NaN and an infinity, whose tiles are summed directly in every
+    band that runs them (the decision is the tile's, not the band's)."""
+    monkeypatch.setenv("APRON_FFT_SIDE", "32")
+    shape = (257, 38) if channels == 1 else (257, 38, channels)
+    img = random_image(shape, DTYPES[type_name], seed=25)
+    if type_name == "f32":
+        img[120, 7, 1] = np.nan
+        img[30, 30, 3] = np.inf
+    mask = random_mask_file(tmp_path / "m.txt", 12, 10, 26)
+    assert_same(apron, tmp_path, img, [f"correlate:mask={mask},border=reflect", f"convolve:mask={mask},border=wrap"], 23,
+                extra=["--algo", "fft"])
+
+
 def test_tiff_input_and_tiled_bigtiff_output(apron, tmp_path, needs_tiff):
     """A streamed tiled BigTIFF (tiles of 16) read back by the whole-image reader, and a tiled input."""
     img = random_image((45, 70, 3), np.uint16, seed=21)
