@@ -113,7 +113,7 @@ TEST(CudaStream, FloatFftStepsGiveTheWholeRunsBits) {
     expect_streamed_equals_whole(test::random_image(150, 900, 3, PixelType::u8, 7),
                                  {"gaussian:sigma=5,border=wrap", "dilate:se=disk:2", "gaussian:sigma=4,border=mirror"}, 61, false,
                                  Algorithm::fft);
-    Image f = test::random_image(133, 800, 2, PixelType::f32, 8);
+    Image f = test::random_image(133, 800, 3, PixelType::f32, 8);
     f.view().row<float>(400)[100] = std::numeric_limits<float>::quiet_NaN();
     expect_streamed_equals_whole(f, {"gaussian:sigma=6,border=reflect", "gaussian:sigma=3,border=constant,value=0.5"}, 97, false,
                                  Algorithm::fft);
