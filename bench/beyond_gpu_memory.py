@@ -27,9 +27,18 @@ MARGIN = 64  # zero rows around a stripe in its check: beyond the pipeline's rea
 MEASURE = (
     "import json, resource, subprocess, sys, time\n"
     "t = time.perf_counter()\n"
-    "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+    "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)\n"
+    "parts = {}\n"
+    "while p.poll() is None:\n"
+    "    try:\n"
+    "        for line in open(f'/proc/{p.pid}/status'):\n"
+    "            k = line.split(':')[0]\n"
+    "            if k in ('RssAnon', 'RssFile', 'RssShmem'): parts[k] = max(parts.get(k, 0), int(line.split()[1]) * 1024)\n"
+    "    except OSError: pass\n"
+    "    time.sleep(0.02)\n"
+    "out, err = p.communicate()\n"
     "print(json.dumps({'s': time.perf_counter() - t, 'rss': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,"
-    " 'rc': r.returncode, 'err': r.stderr[-600:]}))\n"
+    " 'rc': p.returncode, 'err': err[-600:], 'parts': parts}))\n"
 )
 
 
@@ -81,6 +90,9 @@ def main() -> int:
             f.write(rows.tobytes())
             stripes.append((y0, rows))
     try:
+        plan = subprocess.run([a.apron, "filter", src, dst, "--raw", f"{W}x{H}x1:f32", "--backend", a.backend, "--out-type", "u8",
+                               "--memory", a.memory, "--plan", *OPS], capture_output=True, text=True).stdout
+        print("\n".join(line for line in plan.splitlines() if line.startswith("streamed")))
         r = measured([a.apron, "filter", src, dst, "--raw", f"{W}x{H}x1:f32", "--backend", a.backend, "--out-type", "u8",
                       "--memory", a.memory, "--timing", *OPS])
         if r["rc"] != 0:
@@ -115,6 +127,7 @@ def main() -> int:
         print(f"| {gpu / 2**30:.1f} GiB | {W} x {H} = {gib:.1f} GiB | {size / 2**30:.1f} GiB | {a.memory} | {r['s']:.1f} | "
               f"{4 * W * H / r['s'] / 1e9:.2f} | {r['rss'] / 2**20:.0f} MiB | {differ} of {checked} | {worst} |")
         print("\n".join(timing))
+        print("largest resident parts seen: " + ", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in r["parts"].items()))
         return 1 if mismatched else 0
     finally:
         for p in (src, dst, os.path.join(a.dir, "crop.raw"), os.path.join(a.dir, "crop.pgm")):

@@ -223,15 +223,18 @@ public:
     // At most `keep` images wait here: the budget counts the images in flight, and one waiting for the next
     // band is all that saves its page faults.
     ImagePool(HostMemory memory, std::size_t keep) : memory_(memory), keep_(keep) {}
+    // Images of another shape (the first and last bands' are shorter) are released first: kept, they would
+    // wait for a band that never comes, outside the budget's count (measured: one input and one result band
+    // over the budget for the whole run).
     Image take(const ImageShape& shape) {
         {
             std::lock_guard lock(m_);
-            for (auto it = free_.begin(); it != free_.end(); ++it)
-                if (it->shape() == shape) {
-                    Image img = std::move(*it);
-                    free_.erase(it);
-                    return img;
-                }
+            std::erase_if(free_, [&](const Image& img) { return img.shape() != shape; });
+            if (!free_.empty()) {
+                Image img = std::move(free_.back());
+                free_.pop_back();
+                return img;
+            }
         }
         return Image(shape, memory_);
     }
