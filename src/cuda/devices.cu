@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "apron/devices.hpp"
 #include "apron/errors.hpp"
@@ -92,6 +93,15 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         sizes_[p] = bytes;
     }
+    // Hands every kept block to the caller (to free), emptying the cache.
+    std::vector<void*> take_all() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        std::vector<void*> all;
+        for (auto& [bytes, p] : free_) all.push_back(p);
+        free_.clear();
+        kept_ = 0;
+        return all;
+    }
     std::size_t size_of(void* p) {
         std::lock_guard<std::mutex> lock(mutex_);
         auto it = sizes_.find(p);
@@ -134,6 +144,10 @@ void free_pinned(void* p) {
     const std::size_t bytes = pinned_cache().size_of(p);
     if (bytes && pinned_cache().keep(p, bytes)) return;
     cudaFreeHost(p);
+}
+
+void release_kept_pinned() {
+    for (void* p : pinned_cache().take_all()) cudaFreeHost(p);
 }
 
 bool is_pinned(const void* p) {

@@ -19,6 +19,7 @@ int cuda_device_arch() { return 0; }
 bool cuda_fft_supports(const LinearPlan&, const ImageShape&) { return false; }
 void* allocate_pinned(std::size_t) { return nullptr; }
 void free_pinned(void*) {}
+void release_kept_pinned() {}
 bool is_pinned(const void*) { return false; }
 
 namespace {

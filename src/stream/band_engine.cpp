@@ -38,6 +38,7 @@
 #include "apron/errors.hpp"
 #include "apron/memory.hpp"
 #include "core/border_index.hpp"
+#include "core/host_memory.hpp"
 #include "core/usable_cores.hpp"
 #include "io/row_stream.hpp"
 #include "plan/memory_estimate.hpp"
@@ -224,27 +225,47 @@ public:
     // band is all that saves its page faults.
     ImagePool(HostMemory memory, std::size_t keep) : memory_(memory), keep_(keep) {}
     // Images of another shape (the first and last bands' are shorter) are released first: kept, they would
-    // wait for a band that never comes, outside the budget's count (measured: one input and one result band
-    // over the budget for the whole run).
+    // wait for a band that never comes, outside the budget's count.
     Image take(const ImageShape& shape) {
+        std::vector<Image> dropped;
         {
             std::lock_guard lock(m_);
-            std::erase_if(free_, [&](const Image& img) { return img.shape() != shape; });
+            for (auto it = free_.begin(); it != free_.end();)
+                if (it->shape() != shape) dropped.push_back(std::move(*it)), it = free_.erase(it);
+                else ++it;
             if (!free_.empty()) {
                 Image img = std::move(free_.back());
                 free_.pop_back();
                 return img;
             }
         }
+        release(std::move(dropped));
         return Image(shape, memory_);
     }
     void give(Image img) {
         if (img.empty()) return;
-        std::lock_guard lock(m_);
-        if (free_.size() < keep_) free_.push_back(std::move(img));
+        {
+            std::lock_guard lock(m_);
+            if (free_.size() < keep_) {
+                free_.push_back(std::move(img));
+                return;
+            }
+        }
+        std::vector<Image> dropped;
+        dropped.push_back(std::move(img));
+        release(std::move(dropped));
     }
 
 private:
+    // Freed pinned blocks would go to the process's cache of them (kept for a batch's next image of the
+    // same size), outside the budget: measured on the H100, one input and one result band over it for the
+    // whole run. They are given back to the system instead.
+    void release(std::vector<Image> dropped) {
+        if (dropped.empty()) return;
+        dropped.clear();
+        if (memory_ == HostMemory::pinned) release_kept_pinned();
+    }
+
     HostMemory memory_;
     std::size_t keep_;
     std::mutex m_;
@@ -559,6 +580,8 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     const bool in_order = !sink->random_access();
     Queue<BandBuffer> to_compute{std::size_t(workers)}, to_write{std::size_t(workers)};
     const HostMemory host = plan.backend == Backend::cuda ? HostMemory::pinned : HostMemory::pageable;
+    // Blocks an earlier run (a batch in this process) left in the pinned cache lie outside this budget.
+    if (host == HostMemory::pinned) release_kept_pinned();
     ImagePool inputs(host, std::size_t(workers)), results(host, std::size_t(workers));
     std::exception_ptr failure;
     std::mutex failure_mutex, order_mutex;
