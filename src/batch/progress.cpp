@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/concat.hpp"
+
 namespace apron::batch {
 
 namespace {
@@ -26,7 +28,7 @@ std::string format_duration(double seconds) {
 // "[=====>    ]": the tip marks a bar that is not full yet.
 std::string bar(std::size_t done, std::size_t total) {
     const std::size_t filled = total == 0 ? 0 : std::min(done, total) * kBarWidth / total;
-    std::string b = "[" + std::string(filled, '=');
+    std::string b = concat({"[", std::string(filled, '=')});
     if (filled < std::size_t(kBarWidth)) b += '>';
     b.resize(kBarWidth + 1, ' ');
     return b + "]";
@@ -94,7 +96,7 @@ void Progress::draw(bool final) {
 
     char counts[96];
     std::snprintf(counts, sizeof counts, "  %*zu/%zu images", digits, done_, total_);
-    std::string line = "\r" + bar(done_, total_) + counts;
+    std::string line = concat({"\r", bar(done_, total_), counts});
     if (failed_ > 0) line += "  " + std::to_string(failed_) + " failed";
 
     const bool measured = done_ > 0 && elapsed > 0 && (final || elapsed >= kMinSecondsForRate);

@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "apron/errors.hpp"
+#include "core/concat.hpp"
 
 namespace apron::cuda::rtc {
 namespace {
@@ -127,7 +128,7 @@ public:
                     ops += row_terms(pat, targets);
                 } else {
                     // One dot product per distinct mask row, added to every output row that uses it.
-                    for (int q = 0; q < outputs_x; ++q) targets[q] = "h" + std::to_string(g) + "_" + std::to_string(q);
+                    for (int q = 0; q < outputs_x; ++q) targets[q] = concat({"h", std::to_string(g), "_", std::to_string(q)});
                     if (out_) *out_ << "        Acc " << targets[0] << " = 0, " << targets[1] << " = 0, " << targets[2]
                                     << " = 0, " << targets[3] << " = 0;\n";
                     ops += row_terms(pat, targets);
@@ -144,7 +145,7 @@ public:
         return ops;
     }
 
-    static std::string acc_name(int r, int q) { return "a" + std::to_string(r) + "_" + std::to_string(q); }
+    static std::string acc_name(int r, int q) { return concat({"a", std::to_string(r), "_", std::to_string(q)}); }
 
 private:
     // A window value; its 16-byte chunk is loaded from shared memory just before the first statement that
@@ -157,7 +158,7 @@ private:
             pending_ += "        const Tile4 c" + std::to_string(chunk) + " = *reinterpret_cast<const Tile4*>(p + " +
                         std::to_string(4 * chunk) + ");\n";
         }
-        return "c" + std::to_string(chunk) + "." + lane[k % 4];
+        return concat({"c", std::to_string(chunk), ".", std::string_view(&lane[k % 4], 1)});
     }
 
     void line(const std::string& statement) {
