@@ -26,6 +26,7 @@
 #include "apron/ops.hpp"
 #include "apron/pipeline.hpp"
 #include "apron/stream.hpp"
+#include "cli_docs.hpp"
 #include "batch_command.hpp"
 #include "cli_options.hpp"
 #include "core/usable_cores.hpp"
@@ -408,13 +409,16 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", APRON_VERSION);
 
+    // Value names: "a|b|c" lists an option's values in --help, and the man page and completions read them.
+    const std::string types = "u8|u16|f32", backends = "auto|cpu|reference|cuda", byte_orders = "big|little",
+                      algos = "auto|direct|separable|low-rank|fft|tensor";
     FilterArgs fa;
     auto* filter = app.add_subcommand("filter", "run operations on an image: apron filter IN OUT --op OP [--op OP ...]");
-    filter->add_option("input", fa.input, "input image (PGM/PPM, PFM, PNG, JPEG, TIFF)")->required();
-    filter->add_option("output", fa.output, "output image; the format follows the extension")->required();
+    filter->add_option("input", fa.input, "input image (PGM/PPM, PFM, PNG, JPEG, TIFF)")->required()->type_name("FILE");
+    filter->add_option("output", fa.output, "output image; the format follows the extension")->required()->type_name("FILE");
     filter->add_option("--op", fa.ops, "NAME[:key=value,...], applied in order (see `apron ops`)")->required();
-    filter->add_option("--out-type", fa.out_type, "u8, u16 or f32 (default: the input's type)");
-    filter->add_option("--backend", fa.backend, "auto, cpu, reference or cuda")->capture_default_str();
+    filter->add_option("--out-type", fa.out_type, "u8, u16 or f32 (default: the input's type)")->type_name(types);
+    filter->add_option("--backend", fa.backend, "auto, cpu, reference or cuda")->capture_default_str()->type_name(backends);
     filter->add_option("--threads", fa.threads, "CPU threads, 0 = all cores")->capture_default_str();
     auto* max_pixels = filter->add_option("--max-pixels", fa.max_pixels,
                                           "refuse input images larger than this (unset: larger ones are streamed)")
@@ -422,17 +426,20 @@ int main(int argc, char** argv) {
     filter->add_option("--quality", fa.quality, "JPEG quality 1..100")->capture_default_str();
     filter->add_flag("--timing", fa.timing, "print the time of each stage (read, each operation, write) to stderr");
     filter->add_option("--algo", fa.algo, "force a path on every linear step: auto, direct, separable, low-rank, fft or tensor")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->type_name(algos);
     filter->add_flag("--plan", fa.plan_only, "print the plan (algorithm and kernel of each step) and exit");
     filter->add_option("--memory", fa.memory,
                        "host memory the run may take, e.g. 8G, 512M, 75% (default: 3/4 of physical memory); a run "
                        "that cannot fit fails before reading its pixels");
     filter->add_option("--byte-order", fa.byte_order,
                        "byte order of 16-bit binary PGM/PPM/PAM input: big (Netpbm) or little (GenConv's files)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->type_name(byte_orders);
     filter->add_option("--stream", fa.stream,
                        "auto: filter in bands with halos when the image does not fit in --memory; on: always; off: never")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->type_name("auto|on|off");
     filter->add_option("--raw", fa.raw, "the input is raw samples: WIDTHxHEIGHTxCHANNELS:TYPE[:little|big], e.g. 65536x65536x1:u16");
     filter->add_flag("--resume", fa.resume, "continue an interrupted streamed run from its journal (.OUT.apron-journal)");
     filter->add_option("--band-rows", fa.band_rows, "rows per band when streaming (0: the largest --memory allows)")
@@ -442,23 +449,24 @@ int main(int argc, char** argv) {
     filter->add_option("--tile", fa.tile, "tile side of streamed TIFF output (tiled BigTIFF)")->capture_default_str();
     filter->add_option("--compression", fa.compression,
                        "streamed TIFF output: none (resumable), deflate, zstd or lzw (written in order; not resumable)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->type_name("none|deflate|zstd|lzw");
 
     PlanArgs pa;
     auto* plan = app.add_subcommand("plan", "print the plan: each step's path and kernel, and every candidate's predicted time");
     plan->add_option("--op", pa.ops, "NAME[:key=value,...], applied in order (see `apron ops`)")->required();
-    plan->add_option("--input", pa.input, "plan for this image file (else --size, --channels, --type)");
+    plan->add_option("--input", pa.input, "plan for this image file (else --size, --channels, --type)")->type_name("FILE");
     plan->add_option("--size", pa.size, "image size WIDTHxHEIGHT")->capture_default_str();
     plan->add_option("--channels", pa.channels, "channels per pixel, 1-4")->capture_default_str();
-    plan->add_option("--type", pa.type, "input type: u8, u16 or f32")->capture_default_str();
-    plan->add_option("--out-type", pa.out_type, "u8, u16 or f32 (default: the input's type)");
-    plan->add_option("--backend", pa.backend, "auto, cpu, reference or cuda")->capture_default_str();
-    plan->add_option("--algo", pa.algo, "force a path: auto, direct, separable, low-rank, fft or tensor")->capture_default_str();
+    plan->add_option("--type", pa.type, "input type: u8, u16 or f32")->capture_default_str()->type_name(types);
+    plan->add_option("--out-type", pa.out_type, "u8, u16 or f32 (default: the input's type)")->type_name(types);
+    plan->add_option("--backend", pa.backend, "auto, cpu, reference or cuda")->capture_default_str()->type_name(backends);
+    plan->add_option("--algo", pa.algo, "force a path: auto, direct, separable, low-rank, fft or tensor")->capture_default_str()->type_name(algos);
 
     CalibrateArgs ca;
     auto* calibrate = app.add_subcommand("calibrate", "time every linear path and write the planner's cost table");
-    calibrate->add_option("--backend", ca.backend, "auto, cpu or cuda")->capture_default_str();
-    calibrate->add_option("-o,--output", ca.output, "write the table here (default: standard output)");
+    calibrate->add_option("--backend", ca.backend, "auto, cpu or cuda")->capture_default_str()->type_name("auto|cpu|cuda");
+    calibrate->add_option("-o,--output", ca.output, "write the table here (default: standard output)")->type_name("FILE");
     calibrate->add_option("--size", ca.size, "image size WIDTHxHEIGHT (default 8192x8192 on CUDA, 1024x1024 on the CPU)");
     calibrate->add_option("--sides", ca.sides, "mask sides to measure (default: 3 to 127)");
     calibrate->add_flag("--check", ca.check,
@@ -474,6 +482,11 @@ int main(int argc, char** argv) {
     bool ops_markdown = false;
     ops->add_flag("--markdown", ops_markdown, "print the list as Markdown (docs/operations.md)");
     auto* info = app.add_subcommand("info", "list backends, devices and image formats");
+    std::string shell;
+    auto* completion = app.add_subcommand("completion", "print a shell completion script: source <(apron completion bash)");
+    completion->add_option("shell", shell, "bash or zsh")->required()->type_name("bash|zsh");
+    // Hidden (no group): the build writes apron.1 with it.
+    auto* man = app.add_subcommand("man-page", "print the man page (roff)")->group("");
 
     try {
         app.parse(argc, argv);
@@ -496,6 +509,12 @@ int main(int argc, char** argv) {
         if (*ba.command) return run_batch_command(ba, argc, argv);
         if (*ops) return run_ops(op_name, ops_markdown);
         if (*info) return run_info();
+        if (*man) return std::cout << man_page(app, APRON_VERSION), 0;
+        if (*completion) {
+            if (shell != "bash" && shell != "zsh") throw apron::Error("completion: unknown shell '" + shell + "' (use bash or zsh)");
+            std::cout << (shell == "bash" ? bash_completion(app) : zsh_completion(app));
+            return 0;
+        }
     } catch (const apron::Error& e) {
         std::fprintf(stderr, "apron: %s\n", e.what());
         return 1;
