@@ -156,9 +156,10 @@ void add_linear_operations(std::vector<OpInfo>& ops) {
                    {"unsharp:sigma=1.5,amount=0.7", "unsharp:sigma=1,amount=2,border=wrap"}});
     }
     ops.push_back({"emboss", "linear", "emboss (relief) 3x3",
-                   "Weights [-2 -1 0; -1 1 1; 0 1 2]; add delta=128 for the usual mid-grey relief on u8.",
+                   "Weights [-2 -1 0; -1 1 1; 0 1 2], which sum to 1: flat areas keep their value and edges rise or fall "
+                   "in relief (scale and delta shift it, e.g. scale=0.5,delta=64 on u8 keeps both sides of an edge).",
                    linear_params(false), [](const OpArgs& a) { return linear_program(mask3x3({-2, -1, 0, -1, 1, 1, 0, 1, 2}), a); },
-                   {"emboss:delta=128"}});
+                   {"emboss", "emboss:scale=0.5,delta=64,border=nearest"}});
     ops.push_back({"laplacian", "linear", "Laplacian, 4- or 8-neighbour",
                    "neighbours=4: [0 1 0; 1 -4 1; 0 1 0] (scipy.ndimage.laplace, OpenCV ksize=1); "
                    "neighbours=8: [1 1 1; 1 -8 1; 1 1 1].",
