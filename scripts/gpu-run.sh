@@ -281,5 +281,10 @@ case " $steps " in *" report "*)
   [ -s "$OUT/cpu.csv" ] && cpu_csv=("$OUT/cpu.csv")
   python3 bench/report.py "$OUT/bench_gpu.csv" "$OUT/peers.csv" "${cpu_csv[@]}" --gpu "$gpu" \
     --commit "${APRON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" > "$OUT/report.md" 2>&1
+  # The plots of the same CSVs (docs/plots/ once checked in), where the machine has matplotlib.
+  if python3 -c "import matplotlib" 2>/dev/null; then
+    python3 bench/plots.py "$OUT/bench_gpu.csv" "$OUT/peers.csv" "${cpu_csv[@]}" --gpu "$gpu" --date "$(date -u +%F)" \
+      --commit "${APRON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" -o "$OUT/plots" >> "$OUT/report.md" 2>&1
+  fi
 ;; esac
 log "done"
