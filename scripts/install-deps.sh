@@ -28,7 +28,7 @@ fi
 
 # Python packages for the CLI test suite (SciPy and OpenCV are the independent references).
 py=$(command -v python3)
-if ! "$py" -c "import numpy, scipy, cv2, pytest, nanobind, scikit_build_core" >/dev/null 2>&1; then
+if ! "$py" -c "import numpy, scipy, cv2, pytest, matplotlib, nanobind, scikit_build_core" >/dev/null 2>&1; then
   echo "apron: installing Python test packages"
   "$py" -m pip install -q -r tests/python/requirements.txt 2>/dev/null ||
     "$py" -m pip install -q --break-system-packages -r tests/python/requirements.txt
