@@ -9,6 +9,7 @@ Tests import the helpers with `from conftest import ...` (pytest puts this direc
 """
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -272,6 +273,15 @@ def read_image(path) -> np.ndarray:
     if data in (b"Pf", b"PF"):
         return read_pfm(path)
     return read_png(path)
+
+
+def write_csv(path: Path, header, rows) -> Path:
+    """A benchmark CSV (bench/report.py's and bench/plots.py's input)."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
 
 
 def write_mask(path, m) -> Path:

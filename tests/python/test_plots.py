@@ -5,13 +5,14 @@ Needs matplotlib for the plots (skipped without it), neither the apron binary no
 """
 from __future__ import annotations
 
-import csv
 import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import write_csv
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PLOTS = REPO_ROOT / "bench" / "plots.py"
@@ -64,14 +65,6 @@ def test_every_plot_from_the_docs_data(docs_plots):
 def test_docs_data_is_what_the_docs_say():
     r = subprocess.run([sys.executable, str(TRANSCRIBE), "--check"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-
-
-def write_csv(path: Path, header, rows) -> Path:
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
-    return path
 
 
 def test_missing_column_fails_with_one_line_naming_the_file(tmp_path):

@@ -8,12 +8,13 @@ These tests run report.py on small synthetic CSVs and need neither the apron bin
 """
 from __future__ import annotations
 
-import csv
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import write_csv
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REPORT = REPO_ROOT / "bench" / "report.py"
@@ -25,14 +26,6 @@ pytestmark = pytest.mark.no_apron_binary
 
 APRON_HEADER = ["impl", "op", "type", "param", "size", "ms", "mpix_s", "algorithm", "roofline_pct"]
 BOOK_HEADER = ["table", "variant", "image_size", "mask", "time_ms", "mpix_per_s", "includes_transfers", "note"]
-
-
-def write_csv(path: Path, header, rows) -> Path:
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
-    return path
 
 
 def apron_row(op, typ, k, size, ms, mpix_s=None):
