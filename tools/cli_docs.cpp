@@ -248,6 +248,7 @@ std::string bash_completion(const CLI::App& app) {
 _apron_complete_op() {
     local cur=$1
     if [[ $cur != *:* ]]; then
+        local o
         _apron_reply_full "$cur" $(for o in $_apron_ops; do echo "$o:"; echo "$o"; done)
         compopt -o nospace 2>/dev/null
         return
@@ -267,8 +268,8 @@ _apron_complete_op() {
             _apron_reply_full "$cur" "${candidates[@]}"
             compopt -o nospace 2>/dev/null
         else
+            local v
             _apron_reply_full "$cur" $(for v in $values; do echo "$done_part$key=$v"; done)
-            [[ $values == *: ]] && compopt -o nospace 2>/dev/null
         fi
     else
         local p
