@@ -24,6 +24,9 @@ works; the run prints the plots it wrote and those it skipped.
                                     ceilings measured in the same run, and batches from files (op batch_files).
   cpu_vs_opencv.png                 apron's CPU backend (impl apron-cpu) against OpenCV (impl opencv), per mask
                                     side, one row of panels per machine.
+  streaming.png                     an image larger than memory streamed file to file (op stream_gaussian_dilate):
+                                    GB/s of input per sample type for apron-cuda, apron-cpu and libvips, with dd's
+                                    copy of the same bytes (impl dd) as the storage ceiling of each type.
 
 Ceilings: bandwidth from a `copy_gbs` column, else the largest roofline_gpix_s x bytes per pixel of the rows (the
 smallest mask is memory-bound), else --copy-gbs (the H100's device copy, 2992 GB/s read + write); fma_peak from
@@ -68,6 +71,9 @@ SHAPE_MARKERS = {"rect": "s", "ellipse": "o", "disk": "D", "cross": "P", "random
 BYTES = {"u8": 1, "u16": 2, "f32": 4}
 CPU_IMPLS = ("apron-cpu", "apron-cli", "opencv")
 BATCH_OPS = ("batch_h2h", "batch_files")
+STREAM_OPS = ("stream_gaussian_dilate",)  # whole images streamed file to file (docs/streaming.md), not kernels
+STREAM_TOOLS = [("apron-cuda", "apron, CUDA backend", APRON), ("apron-cpu", "apron, CPU backend", "#56B4E9"),
+                ("libvips", "libvips", "#999933")]
 DEFAULT_COPY_GBS = 2992.0
 DEFAULT_FMA_PEAK = report.DEFAULT_FMA_PEAK
 
@@ -261,7 +267,8 @@ def grid(ax):
 
 def plain_rows(rows):
     """Single-channel GPU rows (no `shape` column), as report.py's comparison tables use them."""
-    return [r for r in rows if not report_user.is_user_row(r) and r.impl not in CPU_IMPLS and r.op not in BATCH_OPS]
+    return [r for r in rows if not report_user.is_user_row(r) and r.impl not in CPU_IMPLS and r.op not in BATCH_OPS
+            and r.op not in STREAM_OPS]
 
 
 def busiest_size(keys):
@@ -787,7 +794,7 @@ def cpu_series(r):
 
 
 def cpu_plot(rows, ctx, outdir, plt):
-    cpu = [r for r in rows if r.impl in ("apron-cpu", "opencv")]
+    cpu = [r for r in rows if r.impl in ("apron-cpu", "opencv") and r.op not in STREAM_OPS]
     if not any(r.impl == "apron-cpu" for r in cpu):
         return []
     by_machine = defaultdict(list)
@@ -838,13 +845,82 @@ def cpu_panel(ax, rows, family):
 
 
 # ---------------------------------------------------------------------------------------------------------
+# f. images larger than memory, streamed file to file, against the storage ceiling
+# ---------------------------------------------------------------------------------------------------------
+
+
+def gbs_input(r):
+    """GB/s of input bytes: the row's gbs_input, else pixels/s x bytes per pixel (one channel)."""
+    given = report.num(r.extra.get("gbs_input"))
+    if given:
+        return given
+    bpp = report.num(r.extra.get("bytes_per_pixel")) or BYTES.get(r.type, 1)
+    return r.mpix_s * bpp / 1e3
+
+
+def streaming_plot(rows, ctx, outdir, plt):
+    stream = [r for r in rows if r.op in STREAM_OPS]
+    if not any(r.impl.startswith("apron") for r in stream):
+        return []
+    best = {}  # (type, impl) -> the fastest row
+    for r in stream:
+        k = (r.type, r.impl)
+        if k not in best or r.mpix_s > best[k].mpix_s:
+            best[k] = r
+    types = sorted({t for t, _ in best}, key=lambda t: (BYTES.get(t, 9), t))
+    tools = [t for t in STREAM_TOOLS if any((typ, t[0]) in best for typ in types)]
+    r0 = next(iter(best.values()))
+    pipeline = r0.extra.get("pipeline") or report.fmt_param(r0.param)
+    memory = r0.extra.get("memory")
+    fig, axes = new_figure(plt, list(best.values()), ctx, "a %d×%d image streamed file to file (%s%s), against "
+                           "dd's copy of the same bytes" % (r0.size, r0.size, pipeline,
+                                                            ", --memory " + memory if memory else ""), 4.6)
+    ax = axes[0][0]
+    width = 0.8 / max(len(tools), 1)
+    top = 0.0
+    for i, typ in enumerate(types):
+        for j, (impl, label, colour) in enumerate(tools):
+            r = best.get((typ, impl))
+            if not r:
+                continue
+            x, v = i + (j - (len(tools) - 1) / 2) * width, gbs_input(r)
+            ax.bar(x, v, width * 0.92, color=colour, zorder=3, label=label if i == 0 else None)
+            pct = report.num(r.extra.get("pct_of_dd"))
+            ax.text(x, v + 0.03, "%.2f" % v + ("\n%.0f%%" % pct if pct else ""), ha="center", va="bottom",
+                    fontsize=6.5, zorder=5)
+            top = max(top, v)
+        dd = best.get((typ, "dd"))
+        if dd:
+            ax.hlines(gbs_input(dd), i - 0.46, i + 0.46, color=ROOF, lw=1.6, ls="--", zorder=4,
+                      label="dd's copy of the same bytes (the storage ceiling)\n(% above a bar: of dd's rate)"
+                      if i == 0 else None)
+            ax.text(i + 0.46, gbs_input(dd) - 0.03, "dd %.2f" % gbs_input(dd), ha="right", va="top", fontsize=6.5,
+                    color=ROOF, zorder=5)
+            top = max(top, gbs_input(dd))
+    ax.set_xticks(range(len(types)))
+    labels = []
+    for typ in types:
+        r = next(r for (t, _), r in best.items() if t == typ)
+        gib = r.extra.get("input_gib")
+        labels.append("%s%s" % (typ, " (%s GiB)" % gib if gib else ""))
+    ax.set_xticklabels(labels)
+    ax.set_xlabel("sample type (input size)")
+    ax.set_ylabel("GB/s of input (10⁹ bytes of the input file per second, whole run)")
+    ax.set_ylim(0, top * 1.3)
+    ax.legend(loc="upper left", framealpha=0.9)
+    ax.grid(True, axis="y", alpha=0.3, lw=0.6)
+    return [save(fig, outdir, "streaming.png")]
+
+
+# ---------------------------------------------------------------------------------------------------------
 
 
 PLOTS = [("masks_*.png", mask_plots, "no single-channel correlate / correlate_int / correlate_rank2 rows of apron"),
          ("user_cases_*.png", user_case_plots, "no rows with a shape column (GPU)"),
          ("morphology.png", morphology_plot, "no dilate rows of apron"),
          ("host_to_host.png", host_to_host_plot, "no h2h_correlate, batch_h2h or batch_files rows of apron"),
-         ("cpu_vs_opencv.png", cpu_plot, "no apron-cpu rows")]
+         ("cpu_vs_opencv.png", cpu_plot, "no apron-cpu rows"),
+         ("streaming.png", streaming_plot, "no stream_gaussian_dilate rows of apron")]
 
 
 def main(argv=None):

@@ -7,7 +7,8 @@ comes from. Nothing is measured or estimated here: a value is a table's cell, co
 
   - Gpix/s -> mpix_s = Gpix/s x 1000 (Mpix/s cells are kept as printed);
   - ms = side^2 / (mpix_s x 1e3), the time of one image at that rate (report.py's kernel_ms), except where a
-    table prints ms (the CPU tables), which are kept;
+    table prints ms (the CPU tables), which are kept; streamed images (docs/streaming.md): ms = the table's
+    seconds x 1000, gbs_input = side^2 x bytes_per_pixel / (seconds x 1e9);
   - a table's '[n%]' -> roofline_pct n; the chosen path of "Masks of any size" -> algorithm "linear KxK PATH"
     (the words report.py's chosen_path reads);
   - every row carries machine, date, commit (as the doc states them; "not stated" where it does not) and source
@@ -383,6 +384,44 @@ def batch():
     return rows
 
 
+# ---------------------------------------------------------------------------------------------------------
+# docs/streaming.md, "On the GPU machine": a 65536^2 image streamed from and to files, against dd's copy
+# ---------------------------------------------------------------------------------------------------------
+
+STREAM_TOOLS = {"dd": "dd", "apron, CUDA": "apron-cuda", "apron, CPU": "apron-cpu", "libvips": "libvips"}
+
+
+def streaming():
+    heading = "## On the GPU machine (H200 node, 16 cores, files in tmpfs, 2026-11-24, commit cc51f72)"
+    lines = between(doc_lines("streaming.md"), heading, "## Larger than the GPU's memory (H100, 79.6 GiB, files in "
+                                                        "tmpfs, 2026-11-25)")
+    where = "streaming.md 'On the GPU machine'"
+    expect(lines, "a generated 65536 x 65536 image through gaussian", where)
+    expect(lines, "sigma 4 then dilate disk:5 with `--memory 1G`", where)
+    prov = dict(machine="H200 node, 16 cores, files in tmpfs", date="2026-11-24", commit="cc51f72",
+                source="docs/streaming.md, 'On the GPU machine'")
+    head, body = tables(lines)[0][1:]
+    if head[:3] != ["type (size)", "tool", "seconds"]:
+        raise Stale("%s: the first table's header is %s" % (where, " | ".join(head)))
+    rows, size, typ = [], 65536, None
+    for cs in body:
+        c = dict(zip(head, cs))
+        if c["type (size)"]:
+            typ = c["type (size)"].split()[0]
+        tool = c["tool"]
+        if tool not in STREAM_TOOLS or typ not in ("u8", "u16", "f32"):
+            raise Stale("%s: unknown row %s / %s" % (where, typ, tool))
+        seconds = float(c["seconds"])
+        bpp = {"u8": 1, "u16": 2, "f32": 4}[typ]
+        rows.append(row(STREAM_TOOLS[tool], "stream_gaussian_dilate", typ, 4, size, size * size / (seconds * 1e6),
+                        prov, ms=seconds * 1000, pipeline="gaussian sigma 4, dilate disk:5", memory="1G",
+                        bytes_per_pixel=bpp, input_gib=size * size * bpp // 2 ** 30, seconds=c["seconds"],
+                        gbs_input=g(round(size * size * bpp / seconds / 1e9, 3)),
+                        pct_of_dd=g(lead(c["% of the dd bound"])),
+                        peak_rss_mib=g(lead(c["peak RSS"]))))
+    return rows
+
+
 FILES = {
     "masks.csv": masks,
     "gpu_h100_8192.csv": gpu_8192,
@@ -390,6 +429,7 @@ FILES = {
     "cpu_single_channel.csv": cpu_single_channel,
     "cpu_colour.csv": cpu_colour,
     "batch.csv": batch,
+    "streaming.csv": streaming,
 }
 
 

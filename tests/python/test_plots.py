@@ -23,7 +23,7 @@ TRANSCRIBE = DATA / "transcribe.py"
 pytestmark = pytest.mark.no_apron_binary
 
 EXPECTED = ["masks_f32.png", "masks_u8.png", "masks_f32_rank2.png", "user_cases_u8.png", "user_cases_u16.png",
-            "user_cases_f32.png", "morphology.png", "host_to_host.png", "cpu_vs_opencv.png"]
+            "user_cases_f32.png", "morphology.png", "host_to_host.png", "cpu_vs_opencv.png", "streaming.png"]
 
 
 def run_plots(*args):
