@@ -28,7 +28,8 @@ std::string format_duration(double seconds) {
 // "[=====>    ]": the tip marks a bar that is not full yet.
 std::string bar(std::size_t done, std::size_t total) {
     const std::size_t filled = total == 0 ? 0 : std::min(done, total) * kBarWidth / total;
-    std::string b = concat({"[", std::string(filled, '=')});
+    std::string b = "[";
+    b.append(filled, '=');
     if (filled < std::size_t(kBarWidth)) b += '>';
     b.resize(kBarWidth + 1, ' ');
     return b + "]";

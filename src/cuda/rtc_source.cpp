@@ -151,14 +151,14 @@ private:
     // A window value; its 16-byte chunk is loaded from shared memory just before the first statement that
     // reads it (loading a whole wide window up front keeps it all live: spills at 4 channels x 63 taps).
     std::string value(int k) {
-        static const char lane[] = {'x', 'y', 'z', 'w'};
+        static constexpr std::string_view lanes = "xyzw";
         const std::size_t chunk = std::size_t(k) / 4;
         if (!loaded_[chunk]) {
             loaded_[chunk] = true;
             pending_ += "        const Tile4 c" + std::to_string(chunk) + " = *reinterpret_cast<const Tile4*>(p + " +
                         std::to_string(4 * chunk) + ");\n";
         }
-        return concat({"c", std::to_string(chunk), ".", std::string_view(&lane[k % 4], 1)});
+        return concat({"c", std::to_string(chunk), ".", lanes.substr(std::size_t(k) % 4, 1)});
     }
 
     void line(const std::string& statement) {

@@ -239,7 +239,10 @@ public:
                 return img;
             }
         }
-        release(std::move(dropped));
+        if (!dropped.empty()) {
+            dropped.clear();
+            release_freed();
+        }
         return Image(shape, memory_);
     }
     void give(Image img) {
@@ -251,18 +254,15 @@ public:
                 return;
             }
         }
-        std::vector<Image> dropped;
-        dropped.push_back(std::move(img));
-        release(std::move(dropped));
+        img = Image();
+        release_freed();
     }
 
 private:
-    // Freed pinned blocks would go to the process's cache of them (kept for a batch's next image of the
-    // same size), outside the budget: measured on the H100, one input and one result band over it for the
-    // whole run. They are given back to the system instead.
-    void release(std::vector<Image> dropped) {
-        if (dropped.empty()) return;
-        dropped.clear();
+    // Freed pinned blocks go to the process's cache of them (kept for a batch's next image of the same
+    // size), outside the budget: measured on the H100, one input and one result band over it for the whole
+    // run. They are given back to the system instead.
+    void release_freed() const {
         if (memory_ == HostMemory::pinned) release_kept_pinned();
     }
 
@@ -578,10 +578,16 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     // any other is written in order, and the reader keeps at most 2 x workers bands ahead of the writer so
     // those waiting for an earlier one stay within the budget's count of results in flight.
     const bool in_order = !sink->random_access();
-    Queue<BandBuffer> to_compute{std::size_t(workers)}, to_write{std::size_t(workers)};
     const HostMemory host = plan.backend == Backend::cuda ? HostMemory::pinned : HostMemory::pageable;
-    // Blocks an earlier run (a batch in this process) left in the pinned cache lie outside this budget.
-    if (host == HostMemory::pinned) release_kept_pinned();
+    // The process's cache of freed pinned blocks is empty while the run lasts (blocks an earlier batch left
+    // there lie outside this budget) and when it ends, error or not: destroyed last, after every band's
+    // image, this gives back the blocks they went to.
+    struct PinnedCacheEmptied {
+        bool pinned;
+        explicit PinnedCacheEmptied(bool p) : pinned(p) { if (pinned) release_kept_pinned(); }
+        ~PinnedCacheEmptied() { if (pinned) release_kept_pinned(); }
+    } pinned_cache_emptied(host == HostMemory::pinned);
+    Queue<BandBuffer> to_compute{std::size_t(workers)}, to_write{std::size_t(workers)};
     ImagePool inputs(host, std::size_t(workers)), results(host, std::size_t(workers));
     std::exception_ptr failure;
     std::mutex failure_mutex, order_mutex;
