@@ -409,16 +409,13 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", APRON_VERSION);
 
-    // Value names: "a|b|c" lists an option's values in --help, and the man page and completions read them.
-    const std::string types = "u8|u16|f32", backends = "auto|cpu|reference|cuda", byte_orders = "big|little",
-                      algos = "auto|direct|separable|low-rank|fft|tensor";
     FilterArgs fa;
     auto* filter = app.add_subcommand("filter", "run operations on an image: apron filter IN OUT --op OP [--op OP ...]");
     filter->add_option("input", fa.input, "input image (PGM/PPM, PFM, PNG, JPEG, TIFF)")->required()->type_name("FILE");
     filter->add_option("output", fa.output, "output image; the format follows the extension")->required()->type_name("FILE");
     filter->add_option("--op", fa.ops, "NAME[:key=value,...], applied in order (see `apron ops`)")->required();
-    filter->add_option("--out-type", fa.out_type, "u8, u16 or f32 (default: the input's type)")->type_name(types);
-    filter->add_option("--backend", fa.backend, "auto, cpu, reference or cuda")->capture_default_str()->type_name(backends);
+    filter->add_option("--out-type", fa.out_type, "u8, u16 or f32 (default: the input's type)")->type_name(type_values);
+    filter->add_option("--backend", fa.backend, "auto, cpu, reference or cuda")->capture_default_str()->type_name(backend_values);
     filter->add_option("--threads", fa.threads, "CPU threads, 0 = all cores")->capture_default_str();
     auto* max_pixels = filter->add_option("--max-pixels", fa.max_pixels,
                                           "refuse input images larger than this (unset: larger ones are streamed)")
@@ -427,7 +424,7 @@ int main(int argc, char** argv) {
     filter->add_flag("--timing", fa.timing, "print the time of each stage (read, each operation, write) to stderr");
     filter->add_option("--algo", fa.algo, "force a path on every linear step: auto, direct, separable, low-rank, fft or tensor")
         ->capture_default_str()
-        ->type_name(algos);
+        ->type_name(algo_values);
     filter->add_flag("--plan", fa.plan_only, "print the plan (algorithm and kernel of each step) and exit");
     filter->add_option("--memory", fa.memory,
                        "host memory the run may take, e.g. 8G, 512M, 75% (default: 3/4 of physical memory); a run "
@@ -435,7 +432,7 @@ int main(int argc, char** argv) {
     filter->add_option("--byte-order", fa.byte_order,
                        "byte order of 16-bit binary PGM/PPM/PAM input: big (Netpbm) or little (GenConv's files)")
         ->capture_default_str()
-        ->type_name(byte_orders);
+        ->type_name(byte_order_values);
     filter->add_option("--stream", fa.stream,
                        "auto: filter in bands with halos when the image does not fit in --memory; on: always; off: never")
         ->capture_default_str()
@@ -458,10 +455,10 @@ int main(int argc, char** argv) {
     plan->add_option("--input", pa.input, "plan for this image file (else --size, --channels, --type)")->type_name("FILE");
     plan->add_option("--size", pa.size, "image size WIDTHxHEIGHT")->capture_default_str();
     plan->add_option("--channels", pa.channels, "channels per pixel, 1-4")->capture_default_str();
-    plan->add_option("--type", pa.type, "input type: u8, u16 or f32")->capture_default_str()->type_name(types);
-    plan->add_option("--out-type", pa.out_type, "u8, u16 or f32 (default: the input's type)")->type_name(types);
-    plan->add_option("--backend", pa.backend, "auto, cpu, reference or cuda")->capture_default_str()->type_name(backends);
-    plan->add_option("--algo", pa.algo, "force a path: auto, direct, separable, low-rank, fft or tensor")->capture_default_str()->type_name(algos);
+    plan->add_option("--type", pa.type, "input type: u8, u16 or f32")->capture_default_str()->type_name(type_values);
+    plan->add_option("--out-type", pa.out_type, "u8, u16 or f32 (default: the input's type)")->type_name(type_values);
+    plan->add_option("--backend", pa.backend, "auto, cpu, reference or cuda")->capture_default_str()->type_name(backend_values);
+    plan->add_option("--algo", pa.algo, "force a path: auto, direct, separable, low-rank, fft or tensor")->capture_default_str()->type_name(algo_values);
 
     CalibrateArgs ca;
     auto* calibrate = app.add_subcommand("calibrate", "time every linear path and write the planner's cost table");

@@ -118,11 +118,11 @@ void add_batch_command(CLI::App& app, BatchArgs& a) {
     c->add_option("--inputs-as", a.inputs_as, "how to read INPUTS: auto, job, list, dir or glob")->capture_default_str()->type_name("auto|job|list|dir|glob");
     c->add_option("--name", a.pattern, "output name pattern: {name} {stem} {ext} {index} {index:N}")->capture_default_str();
     c->add_option("--format", a.format, "output format: png, pgm, ppm, pfm, jpg, tif (default: the input's)")->type_name("png|pgm|ppm|pfm|jpg|tif");
-    c->add_option("--out-type", a.out_type, "u8, u16 or f32 (default: the input's type)")->type_name("u8|u16|f32");
-    c->add_option("--backend", a.backend, "auto, cpu, reference or cuda")->capture_default_str()->type_name("auto|cpu|reference|cuda");
+    c->add_option("--out-type", a.out_type, "u8, u16 or f32 (default: the input's type)")->type_name(type_values);
+    c->add_option("--backend", a.backend, "auto, cpu, reference or cuda")->capture_default_str()->type_name(backend_values);
     c->add_option("--algo", a.algo, "force a path on every linear step: auto, direct, separable, low-rank, fft or tensor")
         ->capture_default_str()
-        ->type_name("auto|direct|separable|low-rank|fft|tensor");
+        ->type_name(algo_values);
     c->add_option("--devices", a.devices, "GPUs to use, e.g. 0,1 (default: all; under MPI the node-local rank's)");
     c->add_option("--streams", a.streams, "compute slots (CUDA streams) per GPU, 1-16")->capture_default_str();
     c->add_option("--io-threads", a.io_threads, "threads decoding and encoding images, 0 = one per core")->capture_default_str();
@@ -132,7 +132,7 @@ void add_batch_command(CLI::App& app, BatchArgs& a) {
     c->add_option("--memory", a.memory, "host memory for the images in flight, e.g. 8G, 512M, 50% (default: 3/4 of RAM)");
     c->add_option("--byte-order", a.byte_order, "16-bit binary PNM inputs: big (Netpbm) or little (GenConv's files)")
         ->capture_default_str()
-        ->type_name("big|little");
+        ->type_name(byte_order_values);
     c->add_option("--job-bits32", a.job_bits32,
                   "a job file's 'bits 32': int (GenConv's int32 samples: refused) or float (f32 images)")
         ->capture_default_str()

@@ -10,6 +10,13 @@
 #include "apron/memory.hpp"
 #include "apron/pipeline.hpp"
 
+// The values of the shared options, as CLI11 value names ("a|b|c"): --help shows them, and the man page and
+// the shell completions (cli_docs.cpp) read them back. The parsers below accept exactly these.
+inline constexpr const char* backend_values = "auto|cpu|reference|cuda";
+inline constexpr const char* algo_values = "auto|direct|separable|low-rank|fft|tensor";
+inline constexpr const char* type_values = "u8|u16|f32";
+inline constexpr const char* byte_order_values = "big|little";
+
 inline apron::Backend backend_option(const std::string& name) {
     auto backend = apron::parse_backend(name);
     if (!backend) throw apron::Error("--backend: '" + name + "' is not auto, cpu, reference or cuda");
