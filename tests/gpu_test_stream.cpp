@@ -14,6 +14,7 @@
 
 #include "apron/io.hpp"
 #include "apron/stream.hpp"
+#include "core/host_memory.hpp"
 #include "plan/plan.hpp"
 #include "test_support.hpp"
 
@@ -118,4 +119,15 @@ TEST(CudaStream, FloatFftStepsGiveTheWholeRunsBits) {
     expect_streamed_equals_whole(f, {"gaussian:sigma=6,border=reflect", "gaussian:sigma=3,border=constant,value=0.5"}, 97, false,
                                  Algorithm::fft);
     ::unsetenv("APRON_FFT_SIDE");
+}
+
+TEST(CudaStream, LeavesNoPinnedBandInTheProcessCache) {
+    REQUIRE_GPU();
+    // A freed pinned image stays in the process's cache (for a batch's next image of its size)...
+    { Image kept(ImageShape{640, 480, 3, PixelType::u8}, HostMemory::pinned); }
+    ASSERT_GT(kept_pinned_bytes(), 0u);
+    // ...which a streamed run empties before it starts and when it ends: its band images, of two shapes
+    // (1001 rows in bands of 64), are given back to the system, not kept outside its memory budget.
+    expect_streamed_equals_whole(test::random_image(517, 1001, 1, PixelType::u16, 9), {"gaussian:sigma=2"}, 64, false);
+    EXPECT_EQ(kept_pinned_bytes(), 0u);
 }

@@ -11,6 +11,8 @@ void free_pinned(void* p);
 // Freed blocks are kept for the next request of their size (a batch's images are mostly of one size):
 // a caller that counts its memory against a budget (the band engine) releases them for real.
 void release_kept_pinned();
+// Bytes of freed pinned blocks the cache keeps now.
+std::size_t kept_pinned_bytes();
 // Whether p points into page-locked host memory the CUDA backend can copy from asynchronously.
 bool is_pinned(const void* p);
 

@@ -102,6 +102,10 @@ public:
         kept_ = 0;
         return all;
     }
+    std::size_t kept() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return kept_;
+    }
     std::size_t size_of(void* p) {
         std::lock_guard<std::mutex> lock(mutex_);
         auto it = sizes_.find(p);
@@ -149,6 +153,8 @@ void free_pinned(void* p) {
 void release_kept_pinned() {
     for (void* p : pinned_cache().take_all()) cudaFreeHost(p);
 }
+
+std::size_t kept_pinned_bytes() { return pinned_cache().kept(); }
 
 bool is_pinned(const void* p) {
     cudaPointerAttributes a{};

@@ -20,6 +20,7 @@ bool cuda_fft_supports(const LinearPlan&, const ImageShape&) { return false; }
 void* allocate_pinned(std::size_t) { return nullptr; }
 void free_pinned(void*) {}
 void release_kept_pinned() {}
+std::size_t kept_pinned_bytes() { return 0; }
 bool is_pinned(const void*) { return false; }
 
 namespace {
