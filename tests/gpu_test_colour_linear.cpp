@@ -18,6 +18,7 @@
 #include <iomanip>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apron/pipeline.hpp"
@@ -221,6 +222,56 @@ TEST(CudaColourLinear, DirectExactColourOnALargeImage) {
                 const Case c{spec, 613, 311, channels, t};
                 EXPECT_TRUE(expect_matches_reference(Family::direct, c, 77u + std::uint32_t(channels)).exact);
             }
+}
+
+namespace {
+
+// A mask file of the given integer weights (K x K), for the exact finishes' denominators.
+std::string given_mask(const std::string& name, int k, const std::vector<int>& weights) {
+    const std::filesystem::path path = std::filesystem::temp_directory_path() / ("apron_colour_linear_" + name + ".kernel");
+    std::ofstream f(path);
+    f << k << ' ' << k << '\n';
+    for (int j = 0; j < k; ++j) {
+        for (int i = 0; i < k; ++i) f << weights[std::size_t(j * k + i)] << ' ';
+        f << '\n';
+    }
+    return path.string();
+}
+
+} // namespace
+
+// The exact finishes of the GPU kernels' f32 sums (the register kernel's float form finish_exact_f32 at
+// 3x3, finish_exact32 in the tiles and the fused separable kernel) on every kind of denominator the planner
+// makes: 1, powers of two (a scale folded in), odd (boxes: no ties) and even non-powers (weights summing to
+// 12 and 24: exact halves that go to the even neighbour), with offsets (book normalisation of a zero-sum
+// mask), odd and negative deltas and saturation, u8 and u16, 1-4 channels, against the reference
+// executor's 64-bit finish.
+TEST(CudaColourLinear, ExactFinishesOfEveryDenominator) {
+    REQUIRE_GPU();
+    const std::string sum12 = given_mask("sum12_3", 3, {1, 2, 1, 2, 0, 2, 1, 2, 1});
+    const std::string sum24 = given_mask("sum24_5", 5, {0, 1, 1, 1, 0, 1, 1, 2, 1, 1, 1, 2, 0, 2, 1, 1, 1, 2, 1, 1, 0, 1, 1, 1, 0});
+    const std::string zero = given_mask("zero_3", 3, {-1, -2, -1, 0, 0, 0, 1, 2, 1});
+    const std::vector<std::pair<Family, std::string>> cases = {
+        {Family::direct, "correlate:mask=" + sum12 + ",normalize=sum"},
+        {Family::direct, "correlate:mask=" + sum12 + ",normalize=sum,delta=3,border=wrap"},
+        {Family::direct, "correlate:mask=" + sum24 + ",normalize=sum,delta=-7"},
+        {Family::direct, "correlate:mask=" + sum12 + ",scale=0.25,delta=1"},
+        {Family::direct, "correlate:mask=" + zero + ",normalize=book"},
+        {Family::direct, "correlate:mask=" + zero + ",delta=-5,border=constant,value=9"},
+        {Family::direct, "box:width=3"},
+        {Family::direct, "box:width=5,delta=2"},
+        {Family::separable, "separable:row=1:2:3,column=1:1:2,normalize=sum"},
+        {Family::separable, "separable:row=1:2:3,column=1:1:2,normalize=sum,delta=1,border=mirror"},
+        {Family::separable, "box:width=7,height=5"},
+    };
+    std::uint32_t seed = 15000;
+    for (const auto& [family, spec] : cases)
+        for (PixelType t : {PixelType::u8, PixelType::u16})
+            for (int channels = 1; channels <= 4; ++channels)
+                for (const Size& s : {Size{5, 7}, Size{613, 311}}) {
+                    const LinearPlan lp = expect_matches_reference(family, Case{spec, s.w, s.h, channels, t}, seed++);
+                    EXPECT_TRUE(lp.exact && lp.finish.f32_exact) << spec << ": the float finish does not take it";
+                }
 }
 
 // Fused separable: gaussians (float plans) and boxes (exact on integer images) at several radius
