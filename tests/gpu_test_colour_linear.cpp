@@ -42,23 +42,26 @@ std::string with_border(const std::string& spec, const std::string& mode) {
     return spec + ",border=" + mode + (mode == "constant" ? ",value=7" : "");
 }
 
+// A K x K mask file of the given weights (row by row, exact to the last digit) in the temp directory.
+std::string write_mask_file(const std::string& name, int k, const std::vector<double>& weights) {
+    const std::filesystem::path path = std::filesystem::temp_directory_path() / ("apron_colour_linear_" + name + ".kernel");
+    std::ofstream f(path);
+    f << k << ' ' << k << '\n' << std::setprecision(17);
+    for (int j = 0; j < k; ++j) {
+        for (int i = 0; i < k; ++i) f << weights[std::size_t(j * k + i)] << ' ';
+        f << '\n';
+    }
+    return path.string();
+}
+
 // A K x K mask file of random weights (fixed seed): small integers (an exact plan on integer images,
 // sums far below 2^24 even for u16) or binary fractions over 2^32, beyond the divisors an exact plan takes
 // (apron::max_mask_divisor), so a float plan on every type.
 std::string mask_file(int k, bool integer) {
-    const std::filesystem::path path = std::filesystem::temp_directory_path() /
-                                       ("apron_colour_linear_" + std::to_string(k) + (integer ? "_int" : "_float") + ".kernel");
     std::mt19937 rng(std::uint32_t(1000 + k * 2 + integer));
-    std::ofstream f(path);
-    f << k << ' ' << k << '\n';
-    for (int j = 0; j < k; ++j) {
-        for (int i = 0; i < k; ++i) {
-            if (integer) f << int(rng() % 6) - 2 << ' ';
-            else f << std::setprecision(17) << std::ldexp(double(rng() | 1u), -31) - 1.0 << ' ';
-        }
-        f << '\n';
-    }
-    return path.string();
+    std::vector<double> weights(std::size_t(k * k));
+    for (double& w : weights) w = integer ? double(int(rng() % 6) - 2) : std::ldexp(double(rng() | 1u), -31) - 1.0;
+    return write_mask_file(std::to_string(k) + (integer ? "_int" : "_float"), k, weights);
 }
 
 // A device copy of an image: its data start `offset` samples into the buffer, and its rows are `pitch`
@@ -224,33 +227,16 @@ TEST(CudaColourLinear, DirectExactColourOnALargeImage) {
             }
 }
 
-namespace {
-
-// A mask file of the given integer weights (K x K), for the exact finishes' denominators.
-std::string given_mask(const std::string& name, int k, const std::vector<int>& weights) {
-    const std::filesystem::path path = std::filesystem::temp_directory_path() / ("apron_colour_linear_" + name + ".kernel");
-    std::ofstream f(path);
-    f << k << ' ' << k << '\n';
-    for (int j = 0; j < k; ++j) {
-        for (int i = 0; i < k; ++i) f << weights[std::size_t(j * k + i)] << ' ';
-        f << '\n';
-    }
-    return path.string();
-}
-
-} // namespace
-
-// The exact finishes of the GPU kernels' f32 sums (the register kernel's float form finish_exact_f32 at
-// 3x3, finish_exact32 in the tiles and the fused separable kernel) on every kind of denominator the planner
+// The exact finish of the GPU kernels' f32 sums (finish_exact32) on every kind of denominator the planner
 // makes: 1, powers of two (a scale folded in), odd (boxes: no ties) and even non-powers (weights summing to
 // 12 and 24: exact halves that go to the even neighbour), with offsets (book normalisation of a zero-sum
 // mask), odd and negative deltas and saturation, u8 and u16, 1-4 channels, against the reference
 // executor's 64-bit finish.
 TEST(CudaColourLinear, ExactFinishesOfEveryDenominator) {
     REQUIRE_GPU();
-    const std::string sum12 = given_mask("sum12_3", 3, {1, 2, 1, 2, 0, 2, 1, 2, 1});
-    const std::string sum24 = given_mask("sum24_5", 5, {0, 1, 1, 1, 0, 1, 1, 2, 1, 1, 1, 2, 0, 2, 1, 1, 1, 2, 1, 1, 0, 1, 1, 1, 0});
-    const std::string zero = given_mask("zero_3", 3, {-1, -2, -1, 0, 0, 0, 1, 2, 1});
+    const std::string sum12 = write_mask_file("sum12_3", 3, {1, 2, 1, 2, 0, 2, 1, 2, 1});
+    const std::string sum24 = write_mask_file("sum24_5", 5, {0, 1, 1, 1, 0, 1, 1, 2, 1, 1, 1, 2, 0, 2, 1, 1, 1, 2, 1, 1, 0, 1, 1, 1, 0});
+    const std::string zero = write_mask_file("zero_3", 3, {-1, -2, -1, 0, 0, 0, 1, 2, 1});
     const std::vector<std::pair<Family, std::string>> cases = {
         {Family::direct, "correlate:mask=" + sum12 + ",normalize=sum"},
         {Family::direct, "correlate:mask=" + sum12 + ",normalize=sum,delta=3,border=wrap"},
@@ -270,7 +256,7 @@ TEST(CudaColourLinear, ExactFinishesOfEveryDenominator) {
             for (int channels = 1; channels <= 4; ++channels)
                 for (const Size& s : {Size{5, 7}, Size{613, 311}}) {
                     const LinearPlan lp = expect_matches_reference(family, Case{spec, s.w, s.h, channels, t}, seed++);
-                    EXPECT_TRUE(lp.exact && lp.finish.f32_exact) << spec << ": the float finish does not take it";
+                    EXPECT_TRUE(lp.exact && lp.finish.fits_int32) << spec << ": the 32-bit finish does not take it";
                 }
 }
 

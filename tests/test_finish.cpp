@@ -3,9 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
-#include <string>
 
-#include "apron/ops.hpp"
 #include "core/linear_finish.hpp"
 #include "core/pixel.hpp"
 #include "plan/plan.hpp"
@@ -49,56 +47,6 @@ TEST(Finish, Exact32EqualsExact64) {
             const LinearFinish f = integer_finish(d, 0, 100);
             EXPECT_EQ(finish_exact32<std::uint8_t>(isum, f), finish_exact<std::uint8_t>(isum, f)) << isum << "/" << d;
         }
-}
-
-// The float-only finish of the GPU kernels (finish_exact_f32) against the 64-bit one: power-of-two and other
-// denominators, offsets, even and odd deltas, sums up to the 2^22 its flag allows, exact ties on both sides of
-// zero, and both saturations.
-TEST(Finish, FloatFormEqualsExact64) {
-    std::mt19937 rng(7);
-    auto check = [](int isum, const LinearFinish& f) {
-        ASSERT_EQ(finish_exact_f32<std::uint8_t>(float(isum), f), finish_exact<std::uint8_t>(isum, f))
-            << isum << " + " << f.offset << " / " << f.denominator << " + " << f.delta_int;
-        ASSERT_EQ(finish_exact_f32<std::uint16_t>(float(isum), f), finish_exact<std::uint16_t>(isum, f))
-            << isum << " + " << f.offset << " / " << f.denominator << " + " << f.delta_int;
-    };
-    for (int trial = 0; trial < 400000; ++trial) {
-        const int shape = trial % 4;
-        const std::int64_t d = shape == 0 ? 1 + rng() % 32 : shape == 1 ? std::int64_t(1) << (rng() % 22)
-                                                                         : 1 + rng() % ((1 << 22) - 1);
-        const std::int64_t offset = trial % 5 == 0 ? std::int64_t(rng() % (1 << 20)) - (1 << 19) : 0;
-        const std::int64_t delta = trial % 7 == 0 ? std::int64_t(rng() % (1 << 22)) - (1 << 21) : int(rng() % 512) - 256;
-        const int span = (1 << 22) - 1 - int(std::llabs(offset));
-        int isum = int(rng() % (2u * unsigned(span) + 1)) - span;
-        if (shape == 0) isum %= 4096;  // small quotients: the clamps and the ties matter
-        LinearFinish f = integer_finish(d, offset, delta);
-        f.f32_exact = true;
-        check(isum, f);
-    }
-    // Exact halves: n / d = k + 1/2 for even d, positive and negative, with and without a delta.
-    for (std::int64_t d : {2, 4, 6, 10, 12, 50, 1022, 4194302})
-        for (int k = -40; k <= 40; ++k)
-            for (std::int64_t delta : {0, 1, 100, -3}) {
-                LinearFinish f = integer_finish(d, 0, delta);
-                f.f32_exact = true;
-                const std::int64_t n2 = (2 * std::int64_t(k) + 1) * d;  // 2n
-                if (std::llabs(n2 / 2) < (1 << 22)) check(int(n2 / 2), f);
-            }
-    // Outside the flag it is finish_exact32.
-    LinearFinish f = integer_finish(3, 0, 0);
-    for (int isum : {-(1 << 24) + 1, -7, 0, 7, (1 << 24) - 1}) check(isum, f);
-}
-
-TEST(Finish, PlannerMarksTheFloatFormWhereItIsExact) {
-    auto finish_of = [](const std::string& spec, PixelType t) {
-        const ExecutionPlan plan = make_plan({parse_operation(spec)}, ImageShape{8, 8, 3, t}, t, Backend::cpu);
-        return std::get<LinearPlan>(plan.operations[0].steps[0].what).finish;
-    };
-    EXPECT_TRUE(finish_of("box:width=5", PixelType::u8).f32_exact);
-    EXPECT_TRUE(finish_of("sharpen", PixelType::u8).f32_exact);
-    EXPECT_TRUE(finish_of("box:width=5", PixelType::u16).f32_exact);
-    // u16 through a 127 x 127 box: sums up to 2^30, beyond the float form (and the f32 accumulator).
-    EXPECT_FALSE(finish_of("box:width=127", PixelType::u16).f32_exact);
 }
 
 TEST(Finish, PowerOfTwoScalesBecomeIntegerDivisions) {

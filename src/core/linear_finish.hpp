@@ -4,7 +4,6 @@
 // so integer paths store identical bits everywhere.
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "core/hd.hpp"
 #include "core/pixel.hpp"
@@ -26,9 +25,6 @@ struct LinearFinish {
     // fits_int32, a power-of-two denominator, and |isum + offset| < 2^24: the quotient is an exact float,
     // and rounding it half to even is one conversion.
     bool power_of_two = false;
-    // fits_int32, and |isum + offset|, the denominator and |delta| all below 2^22: finish_exact_f32 applies
-    // (every step of it an exact float operation).
-    bool f32_exact = false;
     // Float path: value = sum * mul + add (normalisation folded in by the planner).
     double mul = 1, add = 0;
     double scale = 1, delta = 0;
@@ -58,17 +54,6 @@ APRON_HD T finish_exact(std::int64_t isum, const LinearFinish& f) {
     return store_pixel<T>(add_rn(mul_rn(double(n) / double(f.denominator), f.scale), f.delta));
 }
 
-// The bits of a float (__float_as_uint on the device).
-APRON_HD std::uint32_t float_bits(float x) {
-#if defined(__CUDA_ARCH__)
-    return __float_as_uint(x);
-#else
-    std::uint32_t u;
-    std::memcpy(&u, &x, sizeof u);
-    return u;
-#endif
-}
-
 // finish_exact for sums below 2^24 in magnitude (the f32 accumulator), in 32-bit integers: the same
 // quotient and rounding (a GPU has no 64-bit integer unit, and the 64-bit form was half the time of the
 // u8 3x3 kernel). Falls back to finish_exact where the plan does not fit.
@@ -94,40 +79,6 @@ APRON_HD T finish_exact32(int isum, const LinearFinish& f) {
     q += int(f.delta_int);
     const int hi = int(PixelTraits<T>::max);
     return T(q < 0 ? 0 : q > hi ? hi : q);
-}
-
-// finish_exact32 for a sum held exactly in a float accumulator, in float operations alone. The GPU
-// kernels' f32 sums otherwise cross the conversion unit three times per sample (F2I of the sum, I2F of the
-// dividend, F2I of the quotient), a quarter-rate pipe (the register kernel's exact u8 3x3 plans on colour
-// gain 8 % with this form; docs/perf-notes.md). Where f.f32_exact holds, every value below is an integer
-// (or a quotient of one by a power of two) under 2^23 in magnitude, so each addition, product and fma is
-// exact, and adding 1.5 * 2^23 rounds half to even in the FADD itself:
-// - the quotient estimate rint(n * (1/d)) is within one of the answer (the reciprocal's and product's
-//   errors stay below |n| * 2^-23 < 1/2), and a power-of-two d divides exactly, so needs no correction;
-// - the remainder r = n - q d is exact in one fma; one step brings 2r into [-d, d], and |2r| = d is a tie,
-//   which goes to the even neighbour.
-// Elsewhere it is finish_exact32 of the sum.
-template <class T>
-APRON_HD T finish_exact_f32(float sum, const LinearFinish& f) {
-    if constexpr (PixelTraits<T>::integer) {
-        if (f.f32_exact) {
-            constexpr float round_magic = 12582912.0f;  // 1.5 * 2^23
-            const float n = sum + float(f.offset);
-            const float d = float(f.denominator);
-            float q = (n * float(f.inverse_denominator) + round_magic) - round_magic;
-            if (!f.power_of_two) {
-                float r2 = 2.0f * fmaf(-q, d, n);
-                if (r2 > d) q += 1.0f, r2 -= 2.0f * d;
-                else if (r2 < -d) q -= 1.0f, r2 += 2.0f * d;
-                const bool odd = (float_bits(q + round_magic) & 1u) != 0;  // 1.5 * 2^23 is even
-                if (odd && r2 == d) q += 1.0f;
-                else if (odd && r2 == -d) q -= 1.0f;
-            }
-            const float v = fminf(fmaxf(q + float(f.delta_int), 0.0f), float(PixelTraits<T>::max));
-            return T(float_bits(v + 8388608.0f) & 0xFFFFu);  // 2^23 + v holds v in its low mantissa bits
-        }
-    }
-    return finish_exact32<T>(static_cast<int>(sum), f);
 }
 
 template <class T, class Acc>

@@ -107,9 +107,6 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
                 for (int q = 0; q < RX; ++q) acc[r][q] = fmaf(w.w[j * K + i], v[HA + q + (i - R) * C], acc[r][q]);
         }
     }
-    // The float form of the exact finish on colour only: on one channel the exact u8 plans run in the dp4a
-    // kernel, and the float form cost the float plans 6 % here (u8 3x3, H100; docs/perf-notes.md).
-    constexpr bool float_exact = C > 1;
 #pragma unroll
     for (int r = 0; r < RY; ++r) {
         const int y = y0 + r;
@@ -120,9 +117,9 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
             const int xg = x + 4 * g;
             if (xg >= samples) break;
             switch (out_type) {
-            case PixelType::u8: tiled::store4<std::uint8_t, float_exact>(out, out_pitch, y, xg, samples, vec_out, a, exact, finish); break;
-            case PixelType::u16: tiled::store4<std::uint16_t, float_exact>(out, out_pitch, y, xg, samples, vec_out, a, exact, finish); break;
-            case PixelType::f32: tiled::store4<float, float_exact>(out, out_pitch, y, xg, samples, vec_out, a, exact, finish); break;
+            case PixelType::u8: tiled::store4<std::uint8_t>(out, out_pitch, y, xg, samples, vec_out, a, exact, finish); break;
+            case PixelType::u16: tiled::store4<std::uint16_t>(out, out_pitch, y, xg, samples, vec_out, a, exact, finish); break;
+            case PixelType::f32: tiled::store4<float>(out, out_pitch, y, xg, samples, vec_out, a, exact, finish); break;
             }
         }
     }

@@ -51,15 +51,9 @@ constexpr int rows_per_thread_rx() {
     return K <= 9 ? 8 : K <= 17 ? 4 : K <= 23 ? 2 : 1;
 }
 
-// FloatExact: the exact finish in float operations (finish_exact_f32) instead of 32-bit integers. The
-// register kernel takes it on 2-4 channels (u8 3x3 exact on 3-4 channels: +8 % on the H100, its float
-// plans unchanged); in the tiles and the fused separable kernel the same change left the exact plans no
-// faster and slowed the float plans of three channels by 4-11 % (same registers, no spill: the schedule),
-// so they keep finish_exact32 (docs/perf-notes.md, 2026-11-25).
-template <class Out, bool FloatExact = false>
+template <class Out>
 __device__ __forceinline__ Out finish_one(float acc, bool exact, const LinearFinish& f) {
-    if constexpr (FloatExact) return exact ? finish_exact_f32<Out>(acc, f) : finish_float<Out, float>(acc, f);
-    else return exact ? finish_exact32<Out>(static_cast<int>(acc), f) : finish_float<Out, float>(acc, f);
+    return exact ? finish_exact32<Out>(static_cast<int>(acc), f) : finish_float<Out, float>(acc, f);
 }
 
 // Whether an output view takes 4-sample vector stores at every sample index that is a multiple of 4:
@@ -71,13 +65,13 @@ inline bool vector_stores(ImageView out) {
 
 // Four consecutive output samples of one row (xs a multiple of 4): one vector store when all four exist
 // and the view is aligned (vec), scalar stores otherwise.
-template <class Out, bool FloatExact = false>
+template <class Out>
 __device__ __forceinline__ void store4(std::byte* out, std::size_t pitch, int y, int xs, int samples, bool vec,
                                        const float (&acc)[rx], bool exact, const LinearFinish& f) {
     Out* row = reinterpret_cast<Out*>(out + std::size_t(y) * pitch) + xs;
     Out v[rx];
 #pragma unroll
-    for (int q = 0; q < rx; ++q) v[q] = finish_one<Out, FloatExact>(acc[q], exact, f);
+    for (int q = 0; q < rx; ++q) v[q] = finish_one<Out>(acc[q], exact, f);
     if (vec && xs + rx <= samples) {
         if constexpr (sizeof(Out) == 1) *reinterpret_cast<uchar4*>(row) = make_uchar4(v[0], v[1], v[2], v[3]);
         else if constexpr (sizeof(Out) == 2) *reinterpret_cast<ushort4*>(row) = make_ushort4(v[0], v[1], v[2], v[3]);

@@ -78,8 +78,6 @@ void plan_exact(LinearPlan& p, IntegerMask im) {
                    f.denominator < (1ll << 30) && std::llabs(f.delta_int) < (1ll << 30);
     f.power_of_two = f.fits_int32 && (f.denominator & (f.denominator - 1)) == 0 &&
                      bound + double(std::llabs(f.offset)) < two_pow_24;
-    f.f32_exact = f.fits_int32 && bound + double(std::llabs(f.offset)) < 0x1p22 && f.denominator < (1ll << 22) &&
-                  std::llabs(f.delta_int) < (1ll << 22);
     if (worth_separating(s.mask)) {
         p.integer_separable = integer_separable_form(im, s.mask.width, s.mask.height);
         if (p.integer_separable) p.algorithm = LinearAlgorithm::separable;
