@@ -45,8 +45,11 @@ grep -q "^apron_DIR:PATH=$prefix/" "$work/build/CMakeCache.txt" ||
 "$work/build/app"
 "$work/build/app_static"
 # The shared program runs on the installed library, found through the RUNPATH CMake gave it.
-ldd "$work/build/app" | grep -q "$prefix/$libdir/libapron.so" ||
-  { echo "consumer: app does not load $prefix/$libdir/libapron.so"; ldd "$work/build/app"; exit 1; }
+# ldd's output is captured before grep reads it: under pipefail, `ldd | grep -q` fails whenever grep
+# stops at its first match and ldd then dies of SIGPIPE on the rest of its list.
+app_libs=$(ldd "$work/build/app")
+grep -q "$prefix/$libdir/libapron.so" <<<"$app_libs" ||
+  { echo "consumer: app does not load $prefix/$libdir/libapron.so"; echo "$app_libs"; exit 1; }
 
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}  # and where its dependencies are
 step "each installed header compiles alone (it includes only the standard library and apron/)"
@@ -68,7 +71,8 @@ ln -s "$prefix/$libdir/libapron.a" "$work/static/libapron.a"
 # shellcheck disable=SC2046
 "$cxx" -std=c++20 -O1 "$consumer/main.cpp" -o "$work/app_pc_static" $(pkg-config --cflags apron) \
        -L"$work/static" $(pkg-config --static --libs apron)
-if ldd "$work/app_pc_static" | grep -q libapron; then
+static_libs=$(ldd "$work/app_pc_static")
+if grep -q libapron <<<"$static_libs"; then
   echo "consumer: app_pc_static links libapron.so, not the archive"; exit 1
 fi
 "$work/app_pc_static"
