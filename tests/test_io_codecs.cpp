@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "io/row_stream.hpp"
 #include "test_io_hostile_support.hpp"
 
 #if APRON_HAVE_TIFF
@@ -208,6 +209,267 @@ TEST(Tiff, OurWriterUsesStripsAndAReadableLayout) {
     EXPECT_TRUE(same_pixels(src, read_image(dir.file("w.tif"))));
 }
 
+// A TIFF of samples apron does not hold as they are (palette, 1/2/4-bit, min-is-white, signed, YCbCr),
+// written by libtiff from `sample(x, y, s)`, the raw value of sample s of pixel (x, y) in the file's own bits.
+struct ConvertedTiff {
+    int width = 0, height = 0, spp = 1, bits = 8;
+    std::uint16_t format = SAMPLEFORMAT_UINT, photometric = PHOTOMETRIC_MINISBLACK;
+    TiffLayout layout;
+    std::vector<std::uint16_t> colour_map;  // palette: the red, then green, then blue entries
+    std::function<std::uint32_t(int, int, int)> sample;
+};
+
+void write_converted_tiff(const std::string& path, const ConvertedTiff& t) {
+    TIFF* tif = TIFFOpen(path.c_str(), t.layout.mode);
+    ASSERT_NE(tif, nullptr);
+    const TiffLayout& l = t.layout;
+    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, std::uint32_t(t.width));
+    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, std::uint32_t(t.height));
+    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, t.spp);
+    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, t.bits);
+    TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, t.format);
+    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, t.photometric);
+    TIFFSetField(tif, TIFFTAG_PLANARCONFIG, l.separate ? PLANARCONFIG_SEPARATE : PLANARCONFIG_CONTIG);
+    TIFFSetField(tif, TIFFTAG_COMPRESSION, l.compression);
+    if (t.spp == 2) {
+        const std::uint16_t extra[] = {EXTRASAMPLE_UNASSALPHA};
+        TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, 1, extra);
+    }
+    if (!t.colour_map.empty()) {
+        const std::size_t n = t.colour_map.size() / 3;
+        TIFFSetField(tif, TIFFTAG_COLORMAP, t.colour_map.data(), t.colour_map.data() + n, t.colour_map.data() + 2 * n);
+    }
+    if (l.tiled) {
+        TIFFSetField(tif, TIFFTAG_TILEWIDTH, l.block_w);
+        TIFFSetField(tif, TIFFTAG_TILELENGTH, l.block_h);
+    } else {
+        TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, l.block_h);
+    }
+    const std::uint32_t bw = l.tiled ? l.block_w : std::uint32_t(t.width);
+    const int planes = l.separate ? t.spp : 1, cs = l.separate ? 1 : t.spp;
+    const std::size_t row_bytes = (std::size_t(bw) * std::size_t(cs) * std::size_t(t.bits) + 7) / 8;
+    for (int p = 0; p < planes; ++p)
+        for (std::uint32_t y0 = 0; y0 < std::uint32_t(t.height); y0 += l.block_h)
+            for (std::uint32_t x0 = 0; x0 < std::uint32_t(t.width); x0 += bw) {
+                const std::uint32_t rows = l.tiled ? l.block_h : std::min<std::uint32_t>(l.block_h, t.height - y0);
+                std::vector<std::uint8_t> block(row_bytes * rows, 0);
+                for (std::uint32_t r = 0; r < rows && y0 + r < std::uint32_t(t.height); ++r)
+                    for (std::uint32_t x = 0; x < bw && x0 + x < std::uint32_t(t.width); ++x)
+                        for (int k = 0; k < cs; ++k) {
+                            const std::uint32_t v = t.sample(int(x0 + x), int(y0 + r), l.separate ? p : k);
+                            const std::size_t i = std::size_t(x) * std::size_t(cs) + std::size_t(k);
+                            std::uint8_t* row = &block[r * row_bytes];
+                            if (t.bits < 8) {  // packed from the most significant bit, as TIFF's default fill order
+                                const std::size_t bit = i * std::size_t(t.bits);
+                                row[bit >> 3] |= std::uint8_t(v << (8 - t.bits - int(bit & 7)));
+                            } else if (t.bits == 8) {
+                                row[i] = std::uint8_t(v);
+                            } else {
+                                const std::uint16_t v16 = std::uint16_t(v);
+                                std::memcpy(row + 2 * i, &v16, 2);
+                            }
+                        }
+                const tmsize_t n = tmsize_t(block.size());
+                if (l.tiled)
+                    ASSERT_EQ(TIFFWriteEncodedTile(tif, TIFFComputeTile(tif, x0, y0, 0, std::uint16_t(p)), block.data(), n), n);
+                else
+                    ASSERT_EQ(TIFFWriteEncodedStrip(tif, TIFFComputeStrip(tif, y0, std::uint16_t(p)), block.data(), n), n);
+            }
+    ASSERT_TRUE(TIFFWriteDirectory(tif));
+    TIFFClose(tif);
+}
+
+// The file reads as `expected`, whole and in bands of 5 rows with 2 rows read again (the streaming reader).
+void expect_converted(const ConvertedTiff& t, const Image& expected) {
+    ScratchDir dir;
+    const std::string path = dir.file("c.tif");
+    write_converted_tiff(path, t);
+    EXPECT_TRUE(same_pixels(expected, read_image(path)));
+    auto source = io::open_row_source(path);
+    ASSERT_TRUE(source->shape() == expected.shape());
+    for (int y = 0; y < expected.height(); y += 3) {
+        Image band(expected.width(), std::min(5, expected.height() - y), expected.channels(), expected.type());
+        source->read_rows(y, band.view());
+        EXPECT_TRUE(same_pixels(expected.view().roi(0, y, expected.width(), band.height()), band)) << "rows from " << y;
+    }
+}
+
+template <class T, class Img>
+auto& sample_at(Img& img, int x, int y, int k) {
+    return img.template row<T>(y)[std::size_t(x) * std::size_t(img.channels()) + std::size_t(k)];
+}
+
+// A pseudo-random b-bit value of pixel (x, y), sample s.
+std::uint32_t field(int x, int y, int s, int bits) {
+    return std::uint32_t((x * 7919 + y * 104729 + s * 31 + (x * y) % 13) % (1 << bits));
+}
+
+TEST(Tiff, PaletteImagesBecomeRgb) {
+    for (int bits : {1, 2, 4, 8})
+        for (const TiffLayout& l : {TiffLayout{.block_h = 4}, TiffLayout{.tiled = true, .compression = COMPRESSION_LZW}}) {
+            ConvertedTiff t{.width = 37, .height = 19, .bits = bits, .photometric = PHOTOMETRIC_PALETTE, .layout = l};
+            const int n = 1 << bits;
+            t.colour_map.resize(3 * std::size_t(n));
+            for (int i = 0; i < n; ++i)
+                for (int k = 0; k < 3; ++k) t.colour_map[std::size_t(k * n + i)] = std::uint16_t(((i * 37 + k * 91) % 256) * 257);
+            t.sample = [bits](int x, int y, int s) { return field(x, y, s, bits); };
+            Image expected(t.width, t.height, 3, PixelType::u8);
+            for (int y = 0; y < t.height; ++y)
+                for (int x = 0; x < t.width; ++x)
+                    for (int k = 0; k < 3; ++k)
+                        sample_at<std::uint8_t>(expected, x, y, k) = std::uint8_t((int(field(x, y, 0, bits)) * 37 + k * 91) % 256);
+            SCOPED_TRACE(::testing::Message() << bits << "-bit palette, tiled " << l.tiled);
+            expect_converted(t, expected);
+        }
+    // Old writers stored 8-bit colours in the 16-bit map: taken as they are.
+    ConvertedTiff old{.width = 5, .height = 3, .bits = 8, .photometric = PHOTOMETRIC_PALETTE, .layout = {}};
+    old.colour_map.resize(3 * 256);
+    for (int i = 0; i < 256; ++i)
+        for (int k = 0; k < 3; ++k) old.colour_map[std::size_t(k * 256 + i)] = std::uint16_t(255 - i);
+    old.sample = [](int x, int y, int) { return std::uint32_t(40 * y + x); };
+    Image expected(5, 3, 3, PixelType::u8);
+    for (int y = 0; y < 3; ++y)
+        for (int x = 0; x < 5; ++x)
+            for (int k = 0; k < 3; ++k) sample_at<std::uint8_t>(expected, x, y, k) = std::uint8_t(255 - (40 * y + x));
+    expect_converted(old, expected);
+}
+
+TEST(Tiff, LowBitDepthAndMinIsWhiteGray) {
+    for (int bits : {1, 2, 4})
+        for (bool white : {false, true})
+            for (const TiffLayout& l : {TiffLayout{.block_h = 3, .compression = COMPRESSION_ADOBE_DEFLATE},
+                                        TiffLayout{.tiled = true, .block_w = 16, .block_h = 16}}) {
+                const ConvertedTiff t{.width = 29,
+                                      .height = 21,
+                                      .bits = bits,
+                                      .photometric = std::uint16_t(white ? PHOTOMETRIC_MINISWHITE : PHOTOMETRIC_MINISBLACK),
+                                      .layout = l,
+                                      .sample = [bits](int x, int y, int s) { return field(x, y, s, bits); }};
+                Image expected(t.width, t.height, 1, PixelType::u8);
+                for (int y = 0; y < t.height; ++y)
+                    for (int x = 0; x < t.width; ++x) {
+                        const int v = int(field(x, y, 0, bits)) * 255 / ((1 << bits) - 1);
+                        sample_at<std::uint8_t>(expected, x, y, 0) = std::uint8_t(white ? 255 - v : v);
+                    }
+                SCOPED_TRACE(::testing::Message() << bits << "-bit, min-is-white " << white << ", tiled " << l.tiled);
+                expect_converted(t, expected);
+            }
+    // 8 and 16-bit min-is-white: the gray is inverted, its alpha is not (separate planes too).
+    for (int bits : {8, 16})
+        for (bool separate : {false, true}) {
+            const ConvertedTiff t{.width = 13,
+                                  .height = 9,
+                                  .spp = 2,
+                                  .bits = bits,
+                                  .photometric = PHOTOMETRIC_MINISWHITE,
+                                  .layout = {.block_h = 2, .separate = separate},
+                                  .sample = [bits](int x, int y, int s) { return field(x, y, s, bits); }};
+            const PixelType type = bits == 8 ? PixelType::u8 : PixelType::u16;
+            Image expected(t.width, t.height, 2, type);
+            const std::uint32_t top = (1u << bits) - 1;
+            for (int y = 0; y < t.height; ++y)
+                for (int x = 0; x < t.width; ++x)
+                    for (int s = 0; s < 2; ++s) {
+                        const std::uint32_t v = s == 0 ? top - field(x, y, s, bits) : field(x, y, s, bits);
+                        if (bits == 8)
+                            sample_at<std::uint8_t>(expected, x, y, s) = std::uint8_t(v);
+                        else
+                            sample_at<std::uint16_t>(expected, x, y, s) = std::uint16_t(v);
+                    }
+            SCOPED_TRACE(::testing::Message() << bits << "-bit min-is-white, separate " << separate);
+            expect_converted(t, expected);
+        }
+}
+
+TEST(Tiff, SignedSamplesBecomeExactFloats) {
+    for (int bits : {8, 16})
+        for (const TiffLayout& l : {TiffLayout{.block_h = 4, .separate = true, .mode = "wb"},
+                                    TiffLayout{.tiled = true, .compression = COMPRESSION_ADOBE_DEFLATE}}) {
+            const ConvertedTiff t{.width = 23,
+                                  .height = 17,
+                                  .spp = 3,
+                                  .bits = bits,
+                                  .format = SAMPLEFORMAT_INT,
+                                  .photometric = PHOTOMETRIC_RGB,
+                                  .layout = l,
+                                  .sample = [bits](int x, int y, int s) { return field(x, y, s, bits); }};
+            Image expected(t.width, t.height, 3, PixelType::f32);
+            for (int y = 0; y < t.height; ++y)
+                for (int x = 0; x < t.width; ++x)
+                    for (int s = 0; s < 3; ++s) {
+                        const std::uint32_t v = field(x, y, s, bits);
+                        // The raw field, read as a two's complement number of `bits` bits.
+                        const int signed_v = v >= (1u << (bits - 1)) ? int(v) - (1 << bits) : int(v);
+                        sample_at<float>(expected, x, y, s) = float(signed_v);
+                    }
+            SCOPED_TRACE(::testing::Message() << bits << "-bit signed, tiled " << l.tiled);
+            expect_converted(t, expected);
+        }
+}
+
+TEST(Tiff, JpegCompressedYCbCrBecomesRgb) {
+    if (!TIFFIsCODECConfigured(COMPRESSION_JPEG)) GTEST_SKIP() << "libtiff without JPEG";
+    // Smooth colours, so that 4:2:0 chroma and the DCT keep them within a few levels.
+    const int w = 48, h = 40;
+    auto colour = [](int x, int y, int k) { return std::uint8_t(60 + x + y / 2 + k * 40); };
+    for (bool tiled : {false, true}) {
+        ScratchDir dir;
+        const std::string path = dir.file("ycbcr.tif");
+        TIFF* tif = TIFFOpen(path.c_str(), "w");
+        ASSERT_NE(tif, nullptr);
+        TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, w);
+        TIFFSetField(tif, TIFFTAG_IMAGELENGTH, h);
+        TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, 3);
+        TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8);
+        TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+        TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_JPEG);
+        TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_YCBCR);
+        TIFFSetField(tif, TIFFTAG_YCBCRSUBSAMPLING, 2, 2);
+        TIFFSetField(tif, TIFFTAG_JPEGQUALITY, 95);
+        TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB);  // libtiff converts our RGB as it writes
+        if (tiled) {
+            TIFFSetField(tif, TIFFTAG_TILEWIDTH, 16);
+            TIFFSetField(tif, TIFFTAG_TILELENGTH, 16);
+        } else {
+            TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, 16);
+        }
+        const int bw = tiled ? 16 : w;
+        for (int y0 = 0; y0 < h; y0 += 16)
+            for (int x0 = 0; x0 < w; x0 += bw) {
+                const int rows = tiled ? 16 : std::min(16, h - y0);
+                std::vector<std::uint8_t> block(std::size_t(bw) * rows * 3, 0);
+                // A tile's rows past the image repeat its last row: zeros there would bleed into the
+                // chroma that the last real rows share with them.
+                for (int r = 0; r < rows; ++r)
+                    for (int x = 0; x < bw; ++x)
+                        for (int k = 0; k < 3; ++k)
+                            block[(std::size_t(r) * bw + x) * 3 + k] = colour(x0 + x, std::min(y0 + r, h - 1), k);
+                const tmsize_t n = tmsize_t(block.size());
+                if (tiled)
+                    ASSERT_EQ(TIFFWriteEncodedTile(tif, TIFFComputeTile(tif, x0, y0, 0, 0), block.data(), n), n);
+                else
+                    ASSERT_EQ(TIFFWriteEncodedStrip(tif, TIFFComputeStrip(tif, y0, 0), block.data(), n), n);
+            }
+        ASSERT_TRUE(TIFFWriteDirectory(tif));
+        TIFFClose(tif);
+
+        const Image got = read_image(path);
+        ASSERT_EQ(got.channels(), 3);
+        ASSERT_EQ(got.type(), PixelType::u8);
+        int worst = 0;
+        for (int y = 0; y < h; ++y)
+            for (int x = 0; x < w; ++x)
+                for (int k = 0; k < 3; ++k)
+                    worst = std::max(worst, std::abs(int(sample_at<std::uint8_t>(got, x, y, k)) - colour(x, y, k)));
+        EXPECT_LE(worst, 4) << "tiled " << tiled;
+        // The streaming reader decodes the same bits.
+        auto source = io::open_row_source(path);
+        Image band(w, 7, 3, PixelType::u8);
+        source->read_rows(20, band.view());
+        EXPECT_TRUE(same_pixels(got.view().roi(0, 20, w, 7), band)) << "tiled " << tiled;
+    }
+}
+
 #endif  // APRON_HAVE_TIFF
 
 // Regenerates the fuzzers' seed corpora (fuzz/corpus/<target>/): tiny valid files of each flavour. Run by
@@ -261,6 +523,19 @@ TEST(ImageIoCorpus, DISABLED_WriteFuzzSeeds) {
     reference("planes-be.tif", random_image(2, 3, 2, PixelType::u16, 14),
               {.block_h = 2, .separate = true, .mode = "wb"});
     reference("lzw.tif", random_image(4, 2, 1, PixelType::u8, 15), {.block_h = 1, .compression = COMPRESSION_LZW});
+    // The kinds converted as they are read.
+    auto converted = [&](const std::string& name, ConvertedTiff t) {
+        t.sample = [bits = t.bits](int x, int y, int s) { return field(x, y, s, bits); };
+        write_converted_tiff(dir.file(name), t);
+        std::ifstream in(dir.file(name), std::ios::binary);
+        put("fuzz_tiff", name, ByteVec(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+    };
+    ConvertedTiff palette{.width = 5, .height = 3, .bits = 4, .photometric = PHOTOMETRIC_PALETTE, .layout = {}};
+    for (int i = 0; i < 3 * 16; ++i) palette.colour_map.push_back(std::uint16_t(i * 1361));
+    converted("palette4.tif", palette);
+    converted("bilevel-white.tif", {.width = 11, .height = 2, .bits = 1, .photometric = PHOTOMETRIC_MINISWHITE, .layout = {}});
+    converted("signed16-tiled.tif", {.width = 3, .height = 2, .spp = 2, .bits = 16, .format = SAMPLEFORMAT_INT,
+                                     .layout = {.tiled = true}});
 #endif
 }
 

@@ -3,6 +3,12 @@
 // compression libtiff was built with. Only the first image of a multi-page file is read. Written as
 // contiguous strips, deflate-compressed with a predictor when libtiff has deflate.
 //
+// Files whose samples are not apron's types are converted as they are read, exactly (SampleMap): palette
+// images to RGB u8, 1/2/4-bit gray (bilevel scans, fax) to u8 0..255, min-is-white gray inverted, 8/16-bit
+// signed samples (elevation models, signed sensor data) to f32, and JPEG-compressed YCbCr (whole-slide
+// microscopy, orthophotos) to RGB by libjpeg. Wider integers and 64-bit floats would lose precision in f32
+// and are refused by name.
+//
 // libtiff works on a file it reads and writes through callbacks, so a small in-memory "file" stands in for
 // one. Its messages go to per-handle handlers (libtiff >= 4.5) that keep the first error for our
 // apron::Error instead of printing to stderr.
@@ -97,22 +103,103 @@ TIFF* open_memory_file(MemoryFile& f, const std::string& name, const char* mode,
                              file_unmap, opts.get());
 }
 
-// How the samples of one strip or tile are laid out, and where they go in the image.
-struct Layout {
-    int spp = 1;        // samples per pixel in the image
-    int chunk_spp = 1;  // samples per pixel in a strip/tile: spp (contiguous) or 1 (separate planes)
-    std::size_t sample_bytes = 1;
+// How a file's samples become the image's.
+enum class SampleMap : unsigned char {
+    copy,          // u8, u16 or f32 samples, as stored
+    invert,        // min-is-white u8/u16 gray: the type's maximum minus the first sample of a pixel
+    expand_bits,   // 1/2/4-bit gray to u8, v * 255 / (2^bits - 1) (inverted when min-is-white), as PNG's are
+    palette,       // 1/2/4/8-bit indices to RGB u8 through the colour map
+    signed_float,  // 8/16-bit signed to f32 (every value is exact in f32)
 };
 
-// Copies a w x h block of a decoded strip/tile (rows `chunk_pitch` bytes apart) to (x0, y0) of the image;
-// `plane` is the sample it holds when planes are separate.
-void copy_block(ImageView img, const Layout& l, const std::uint8_t* chunk, std::size_t chunk_pitch, int x0, int y0, int w,
+// How the samples of one strip or tile are laid out, how they are converted, and where they go.
+struct Layout {
+    int spp = 1;        // channels of the image
+    int file_spp = 1;   // samples per pixel in the file (1 for a palette image)
+    int chunk_spp = 1;  // samples per pixel in a strip/tile: file_spp (contiguous) or 1 (separate planes)
+    int file_bits = 8;  // bits of a sample in the file
+    std::size_t sample_bytes = 1;  // bytes of a sample in the image
+    SampleMap map = SampleMap::copy;
+    bool min_is_white = false;          // expand_bits: 0 is white
+    std::vector<std::uint8_t> colours;  // palette: RGB of each index
+    std::vector<std::uint8_t> converted;  // one converted row of a strip/tile (scratch)
+
+    int planes() const { return file_spp / chunk_spp; }
+    // Bytes of a row of `width` pixels in a decoded strip or tile (rows start on a byte, as TIFF says).
+    std::size_t chunk_row_bytes(std::uint64_t width) const {
+        return std::size_t((width * std::uint64_t(chunk_spp) * std::uint64_t(file_bits) + 7) / 8);
+    }
+    // Decoded strip rows are image rows: libtiff may decode straight into the image.
+    bool rows_as_stored() const { return map == SampleMap::copy && chunk_spp == spp; }
+};
+
+// The n-bit field (n = 1, 2, 4 or 8) of index i in a row packed from the most significant bit (libtiff
+// hands decoded rows over in that order whatever the file's fill order).
+inline unsigned packed_field(const std::uint8_t* row, std::size_t i, int bits) {
+    const std::size_t bit = i * std::size_t(bits);
+    return unsigned(row[bit >> 3] >> (8 - bits - int(bit & 7))) & ((1u << bits) - 1);
+}
+
+// Converts w pixels of one decoded strip/tile row (plane `plane` when planes are separate) into image
+// samples: w * chunk_spp of them (w * 3 for a palette), in l.converted.
+const std::uint8_t* convert_row(Layout& l, const std::uint8_t* src, int w, int plane) {
+    if (l.map == SampleMap::copy) return src;
+    const std::size_t n = std::size_t(w) * std::size_t(l.map == SampleMap::palette ? 3 : l.chunk_spp);
+    l.converted.resize(n * l.sample_bytes);
+    std::uint8_t* out = l.converted.data();
+    switch (l.map) {
+    case SampleMap::copy: break;
+    case SampleMap::invert: {
+        // Only gray is inverted, not the extra samples (alpha) beside it.
+        const auto is_gray = [&](std::size_t i) { return l.chunk_spp == 1 ? plane == 0 : i % std::size_t(l.chunk_spp) == 0; };
+        if (l.sample_bytes == 1) {
+            for (std::size_t i = 0; i < n; ++i) out[i] = is_gray(i) ? std::uint8_t(255 - src[i]) : src[i];
+        } else {
+            for (std::size_t i = 0; i < n; ++i) {
+                std::uint16_t v;
+                std::memcpy(&v, src + 2 * i, 2);
+                if (is_gray(i)) v = std::uint16_t(65535 - v);
+                std::memcpy(out + 2 * i, &v, 2);
+            }
+        }
+        return out;
+    }
+    case SampleMap::expand_bits: {
+        const unsigned top = (1u << l.file_bits) - 1, invert = l.min_is_white ? 255 : 0;
+        for (std::size_t i = 0; i < n; ++i)
+            out[i] = std::uint8_t(invert ^ (packed_field(src, i, l.file_bits) * 255 / top));
+        return out;
+    }
+    case SampleMap::palette:
+        for (int x = 0; x < w; ++x)
+            std::memcpy(out + 3 * std::size_t(x), &l.colours[3 * std::size_t(packed_field(src, std::size_t(x), l.file_bits))], 3);
+        return out;
+    case SampleMap::signed_float:
+        for (std::size_t i = 0; i < n; ++i) {
+            float v;
+            if (l.file_bits == 8) {
+                v = float(std::int8_t(src[i]));
+            } else {
+                std::int16_t s;
+                std::memcpy(&s, src + 2 * i, 2);
+                v = float(s);
+            }
+            std::memcpy(out + 4 * i, &v, 4);
+        }
+        return out;
+    }
+    return src;
+}
+
+// Copies a w x h block of a decoded strip/tile (rows `chunk_pitch` bytes apart) to (x0, y0) of the image,
+// converted; `plane` is the sample it holds when planes are separate.
+void copy_block(ImageView img, Layout& l, const std::uint8_t* chunk, std::size_t chunk_pitch, int x0, int y0, int w,
                 int h, int plane) {
     const std::size_t pixel_bytes = l.sample_bytes * std::size_t(l.spp);
     for (int r = 0; r < h; ++r) {
-        const std::uint8_t* src = chunk + std::size_t(r) * chunk_pitch;
+        const std::uint8_t* src = convert_row(l, chunk + std::size_t(r) * chunk_pitch, w, plane);
         auto* dst = reinterpret_cast<std::uint8_t*>(img.row_bytes(y0 + r)) + std::size_t(x0) * pixel_bytes;
-        if (l.chunk_spp == l.spp) {
+        if (l.chunk_spp == l.file_spp) {
             std::memcpy(dst, src, std::size_t(w) * pixel_bytes);
         } else {
             dst += std::size_t(plane) * l.sample_bytes;
@@ -139,14 +226,14 @@ Tiles tile_size(TIFF* tif, const Layout& l, std::uint64_t width, std::uint64_t h
     if (tile_pixels > std::max<std::uint64_t>(2 * width * height, 1 << 20))
         fail(name, "bad TIFF file: tiles of " + std::to_string(t.width) + "x" + std::to_string(t.height) +
                        " are far larger than the image");
-    t.pitch = std::size_t(t.width) * l.chunk_spp * l.sample_bytes;
+    t.pitch = l.chunk_row_bytes(t.width);
     if (std::uint64_t(TIFFTileRowSize64(tif)) != t.pitch) fail(name, "unsupported TIFF tile layout");
     return t;
 }
 
-void read_tiles(TIFF* tif, MemoryFile& f, Image& img, const Layout& l, const Tiles& t, const std::string& name) {
+void read_tiles(TIFF* tif, MemoryFile& f, Image& img, Layout& l, const Tiles& t, const std::string& name) {
     std::vector<std::uint8_t> buffer(t.buffer_bytes());
-    const int planes = l.spp / l.chunk_spp;
+    const int planes = l.planes();
     // 64-bit positions: a tile side can be close to 2^32, and y + th must not wrap around.
     for (int p = 0; p < planes; ++p)
         for (std::uint64_t y = 0; y < std::uint64_t(img.height()); y += t.height)
@@ -162,37 +249,99 @@ void read_tiles(TIFF* tif, MemoryFile& f, Image& img, const Layout& l, const Til
 }
 
 // Strips are decoded a row at a time, straight into the image (through one row buffer when planes are
-// separate): a whole-image strip, which a deflate bomb of a few hundred KiB declares, never needs a second
-// image-sized buffer.
-void read_strips(TIFF* tif, MemoryFile& f, Image& img, const Layout& l, const std::string& name) {
-    const std::size_t row_pitch = std::size_t(img.width()) * l.chunk_spp * l.sample_bytes;
+// separate or samples are converted): a whole-image strip, which a deflate bomb of a few hundred KiB
+// declares, never needs a second image-sized buffer.
+void read_strips(TIFF* tif, MemoryFile& f, Image& img, Layout& l, const std::string& name) {
+    const std::size_t row_pitch = l.chunk_row_bytes(std::uint64_t(img.width()));
     if (std::uint64_t(TIFFScanlineSize64(tif)) != row_pitch) fail(name, "unsupported TIFF strip layout");
-    const bool contiguous = l.chunk_spp == l.spp;
-    std::vector<std::uint8_t> row(contiguous ? 0 : row_pitch);
-    const int planes = l.spp / l.chunk_spp;
-    for (int p = 0; p < planes; ++p)
+    const bool direct = l.rows_as_stored();
+    std::vector<std::uint8_t> row(direct ? 0 : row_pitch);
+    for (int p = 0; p < l.planes(); ++p)
         for (int y = 0; y < img.height(); ++y) {
-            void* dst = contiguous ? static_cast<void*>(img.view().row_bytes(y)) : row.data();
+            void* dst = direct ? static_cast<void*>(img.view().row_bytes(y)) : row.data();
             if (TIFFReadScanline(tif, dst, std::uint32_t(y), std::uint16_t(p)) < 0)
                 tiff_failed(name, f, "bad TIFF file");
-            if (!contiguous) copy_block(img.view(), l, row.data(), row_pitch, 0, y, img.width(), 1, p);
+            if (!direct) copy_block(img.view(), l, row.data(), row_pitch, 0, y, img.width(), 1, p);
         }
 }
 
-// The sample type, or an error saying what the file holds instead.
-PixelType sample_type(TIFF* tif, const std::string& name) {
-    std::uint16_t bits = 1, format = SAMPLEFORMAT_UINT;
+// A palette's colours as RGB u8. The map holds 16-bit values; files whose values all fit in 8 bits were
+// written by old tools that stored 8-bit colours there, and are taken as they are (libtiff's rule).
+std::vector<std::uint8_t> palette_colours(TIFF* tif, int bits, const std::string& name) {
+    std::uint16_t *red = nullptr, *green = nullptr, *blue = nullptr;
+    if (!TIFFGetField(tif, TIFFTAG_COLORMAP, &red, &green, &blue) || !red || !green || !blue)
+        fail(name, "bad TIFF file: a palette image without a colour map");
+    const std::size_t count = std::size_t(1) << bits;
+    const bool eight_bit = std::all_of(red, red + count, [](auto v) { return v < 256; }) &&
+                           std::all_of(green, green + count, [](auto v) { return v < 256; }) &&
+                           std::all_of(blue, blue + count, [](auto v) { return v < 256; });
+    std::vector<std::uint8_t> rgb(3 * count);
+    for (std::size_t i = 0; i < count; ++i) {
+        const std::uint16_t v[3] = {red[i], green[i], blue[i]};
+        for (int k = 0; k < 3; ++k) rgb[3 * i + std::size_t(k)] = std::uint8_t(eight_bit ? v[k] : v[k] >> 8);
+    }
+    return rgb;
+}
+
+// Reads the photometric interpretation and the samples into `l` (all but the tile and strip geometry) and
+// returns the image's sample type, or fails saying what the file holds instead.
+PixelType sample_layout(TIFF* tif, std::uint16_t spp, Layout& l, const std::string& name) {
+    std::uint16_t bits = 1, format = SAMPLEFORMAT_UINT, photometric = PHOTOMETRIC_MINISBLACK, compression = 0;
     TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &bits);
     TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &format);
-    if (format == SAMPLEFORMAT_UINT && bits == 8) return PixelType::u8;
-    if (format == SAMPLEFORMAT_UINT && bits == 16) return PixelType::u16;
-    if (format == SAMPLEFORMAT_IEEEFP && bits == 32) return PixelType::f32;
+    TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &photometric);
+    TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
     const char* kind = format == SAMPLEFORMAT_UINT     ? "unsigned"
                        : format == SAMPLEFORMAT_INT    ? "signed"
                        : format == SAMPLEFORMAT_IEEEFP ? "float"
                                                        : "other";
-    fail(name, "TIFF samples of " + std::to_string(bits) + "-bit " + kind +
-                   " type are not supported (apron reads 8/16-bit unsigned and 32-bit float)");
+    const std::string samples = std::to_string(bits) + "-bit " + kind + " samples";
+    l.file_spp = l.spp = spp;
+    l.file_bits = bits;
+    switch (photometric) {
+    case PHOTOMETRIC_MINISBLACK:
+    case PHOTOMETRIC_MINISWHITE:
+    case PHOTOMETRIC_RGB: break;
+    case PHOTOMETRIC_PALETTE: {
+        if (format != SAMPLEFORMAT_UINT || spp != 1 || (bits != 1 && bits != 2 && bits != 4 && bits != 8))
+            fail(name, "palette TIFF of " + std::to_string(spp) + " x " + samples +
+                           " is not supported (apron reads 1 index of 1, 2, 4 or 8 bits)");
+        l.map = SampleMap::palette;
+        l.spp = 3;
+        l.colours = palette_colours(tif, bits, name);
+        return PixelType::u8;
+    }
+    case PHOTOMETRIC_YCBCR:
+        // libjpeg converts JPEG-compressed YCbCr to RGB as it decodes (upsampling the chroma), so the
+        // strips and tiles libtiff hands over are plain RGB.
+        if (compression != COMPRESSION_JPEG || spp != 3 || bits != 8)
+            fail(name, "YCbCr TIFF files are read only JPEG-compressed, 3 x 8-bit (convert to RGB first)");
+        if (!TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB))
+            fail(name, "cannot decode this JPEG-compressed YCbCr TIFF to RGB");
+        return PixelType::u8;
+    case PHOTOMETRIC_SEPARATED: fail(name, "CMYK TIFF files are not supported (convert to RGB first)");
+    default: fail(name, "TIFF photometric interpretation " + std::to_string(photometric) + " is not supported");
+    }
+    const bool white = photometric == PHOTOMETRIC_MINISWHITE;
+    if (format == SAMPLEFORMAT_UINT && (bits == 8 || bits == 16)) {
+        l.map = white ? SampleMap::invert : SampleMap::copy;
+        return bits == 8 ? PixelType::u8 : PixelType::u16;
+    }
+    if (format == SAMPLEFORMAT_UINT && (bits == 1 || bits == 2 || bits == 4) && photometric != PHOTOMETRIC_RGB) {
+        if (spp != 1)
+            fail(name, "TIFF gray of " + samples + " with extra samples is not supported (apron reads it alone)");
+        l.map = SampleMap::expand_bits;
+        l.min_is_white = white;
+        return PixelType::u8;
+    }
+    if (format == SAMPLEFORMAT_IEEEFP && bits == 32 && !white) return PixelType::f32;
+    if (format == SAMPLEFORMAT_INT && (bits == 8 || bits == 16) && !white) {
+        l.map = SampleMap::signed_float;
+        return PixelType::f32;
+    }
+    fail(name, "TIFF " + std::string(white ? "min-is-white " : "") + samples +
+                   " are not supported (apron reads 8/16-bit unsigned, 32-bit float, 8/16-bit signed as float, "
+                   "1/2/4-bit gray and palettes)");
 }
 
 // The first directory (size, samples, layout), then on request the pixels.
@@ -210,26 +359,17 @@ public:
 
     ImageShape read_header(const ReadOptions& options, std::uint64_t file_bytes) {
         std::uint32_t width = 0, height = 0;
-        std::uint16_t spp = 1, planar = PLANARCONFIG_CONTIG, photometric = PHOTOMETRIC_MINISBLACK;
+        std::uint16_t spp = 1, planar = PLANARCONFIG_CONTIG;
         TIFFGetField(h_.tif, TIFFTAG_IMAGEWIDTH, &width);
         TIFFGetField(h_.tif, TIFFTAG_IMAGELENGTH, &height);
         TIFFGetFieldDefaulted(h_.tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
         TIFFGetFieldDefaulted(h_.tif, TIFFTAG_PLANARCONFIG, &planar);
-        TIFFGetField(h_.tif, TIFFTAG_PHOTOMETRIC, &photometric);
         if (spp < 1 || spp > 4)
             fail(name_, "TIFF file with " + std::to_string(spp) + " samples per pixel (apron reads 1 to 4)");
-        switch (photometric) {
-        case PHOTOMETRIC_MINISBLACK:
-        case PHOTOMETRIC_RGB: break;
-        case PHOTOMETRIC_MINISWHITE: fail(name_, "min-is-white TIFF files are not supported");
-        case PHOTOMETRIC_PALETTE: fail(name_, "palette TIFF files are not supported (convert to RGB first)");
-        case PHOTOMETRIC_SEPARATED: fail(name_, "CMYK TIFF files are not supported (convert to RGB first)");
-        case PHOTOMETRIC_YCBCR: fail(name_, "YCbCr TIFF files are not supported (convert to RGB first)");
-        default: fail(name_, "TIFF photometric interpretation " + std::to_string(photometric) + " is not supported");
-        }
-        const PixelType type = sample_type(h_.tif, name_);
+        const PixelType type = sample_layout(h_.tif, spp, layout_, name_);
         check_size(name_, width, height, options);
-        layout_ = {spp, planar == PLANARCONFIG_SEPARATE ? 1 : int(spp), bytes_per_sample(type)};
+        layout_.chunk_spp = planar == PLANARCONFIG_SEPARATE ? 1 : int(spp);
+        layout_.sample_bytes = bytes_per_sample(type);
         held_ = {file_bytes, 0};
         if (TIFFIsTiled(h_.tif)) {
             tiles_ = tile_size(h_.tif, layout_, width, height, name_);
@@ -238,7 +378,7 @@ public:
         TIFFGetFieldDefaulted(h_.tif, TIFFTAG_COMPRESSION, &compression_);
         TIFFGetFieldDefaulted(h_.tif, TIFFTAG_ROWSPERSTRIP, &rows_per_strip_);
         rows_per_strip_ = std::max<std::uint32_t>(rows_per_strip_, 1);
-        return check_image(name_, width, height, spp, type, options, held_);
+        return check_image(name_, width, height, layout_.spp, type, options, held_);
     }
     const Held& held() const { return held_; }
 
@@ -266,17 +406,17 @@ public:
             }
             return;
         }
-        const std::size_t row_pitch = std::size_t(band.width()) * layout_.chunk_spp * layout_.sample_bytes;
+        const std::size_t row_pitch = layout_.chunk_row_bytes(std::uint64_t(band.width()));
         if (std::uint64_t(TIFFScanlineSize64(h_.tif)) != row_pitch) fail(name_, "unsupported TIFF strip layout");
-        const bool contiguous = layout_.chunk_spp == layout_.spp;
-        if (!contiguous) row_.resize(row_pitch);
-        for (int p = 0; p < layout_.spp / layout_.chunk_spp; ++p)
+        const bool direct = layout_.rows_as_stored();
+        if (!direct) row_.resize(row_pitch);
+        for (int p = 0; p < layout_.planes(); ++p)
             for (int r = 0; r < band.height(); ++r) {
                 if (r == 0) skip_to_row(std::uint32_t(y0), std::uint16_t(p), row_pitch);
-                void* dst = contiguous ? static_cast<void*>(band.row_bytes(r)) : row_.data();
+                void* dst = direct ? static_cast<void*>(band.row_bytes(r)) : row_.data();
                 if (TIFFReadScanline(h_.tif, dst, std::uint32_t(y0 + r), std::uint16_t(p)) < 0)
                     tiff_failed(name_, f_, ("row " + std::to_string(y0 + r)).c_str());
-                if (!contiguous) copy_block(band, layout_, row_.data(), row_pitch, 0, r, band.width(), 1, p);
+                if (!direct) copy_block(band, layout_, row_.data(), row_pitch, 0, r, band.width(), 1, p);
             }
     }
     // Host bytes held besides the caller's bands: the cached row of tiles and one decoded tile, or a strip
@@ -328,7 +468,7 @@ private:
         } catch (const std::bad_alloc&) {
             fail(name_, "out of host memory for a tile of " + std::to_string(tiles_.buffer_bytes()) + " bytes");
         }
-        for (int p = 0; p < layout_.spp / layout_.chunk_spp; ++p)
+        for (int p = 0; p < layout_.planes(); ++p)
             for (std::uint64_t x = 0; x < std::uint64_t(shape.width); x += tiles_.width) {
                 const std::uint32_t tile = TIFFComputeTile(h_.tif, std::uint32_t(x), std::uint32_t(row0), 0, std::uint16_t(p));
                 if (TIFFReadEncodedTile(h_.tif, tile, tile_.data(), tmsize_t(tile_.size())) != tmsize_t(tile_.size()))
