@@ -7,11 +7,15 @@
 // bomb that gets through is reported as a finding rather than exhausting the machine.
 //
 // Each input is probed too (probe_image, the header alone): whatever decodes must probe, to the same shape.
+// Its metadata is read too (read_metadata never throws for a damaged file: it returns what it could read),
+// and written back with the image, so the Exif and profile paths of both directions see hostile bytes.
 // The targets differ by their seed corpus (fuzz/corpus/<target>), which steers each one into its own
 // format's reader.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "apron/errors.hpp"
 #include "apron/io.hpp"
@@ -32,9 +36,22 @@ inline int decode(const std::uint8_t* data, std::size_t size, const char* name) 
         probe_ok = true;
     } catch (const Error&) {
     }
+    const ImageMetadata metadata = read_metadata({data, size}, name, options);
+    if (metadata.orientation < 0 || metadata.orientation > 8) std::abort();
     try {
         const Image image = decode_image({data, size}, name, options);
         if (!probe_ok || !(probed == image.shape())) std::abort();  // probing is decoding's first step
+        if (!metadata.empty() && image.width() * image.height() <= 4096) {
+            WriteOptions write;
+            write.metadata = metadata;
+            for (ImageFormat f : {ImageFormat::jpeg, ImageFormat::png, ImageFormat::tiff})
+                if (can_store(f, image.shape()) && (f != ImageFormat::tiff || supported_formats().find("tiff") != std::string::npos)) {
+                    const std::vector<std::uint8_t> file = encode_image(f, image.view(), name, write);
+                    const ImageMetadata again = read_metadata(file, name, options);
+                    // A profile may be left out where the format refuses it (PNG checks it); never changed.
+                    if (!again.icc_profile.empty() && again.icc_profile != metadata.icc_profile) std::abort();
+                }
+        }
     } catch (const Error&) {
     }
     return 0;

@@ -45,6 +45,7 @@ struct FilterArgs {
     bool timing = false, plan_only = false;
     std::int64_t max_pixels = std::int64_t(1) << 30;
     int quality = 95;
+    std::string metadata = "keep";
     std::string memory, byte_order = "big";
     // Images larger than memory (apron/stream.hpp).
     std::string stream = "auto", raw;
@@ -167,6 +168,7 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
         throw apron::Error("--threads: " + std::to_string(a.threads) + " is out of range (0 = all cores, at most " +
                            std::to_string(apron::max_threads) + ")");
     if (a.quality < 1 || a.quality > 100) throw apron::Error("--quality: must be 1..100");
+    const bool keep_metadata = keep_metadata_option(a.metadata);
     if (a.max_pixels < 1) throw apron::Error("--max-pixels: must be positive");
     options.memory_budget = memory_option(a.memory);
     apron::ReadOptions read;
@@ -233,6 +235,7 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
     t = Clock::now();
     apron::WriteOptions wo;
     wo.jpeg_quality = a.quality;
+    if (keep_metadata) wo.metadata = apron::read_metadata(a.input, read);
     apron::write_image(a.output, result, wo);
     stages.push_back({"write " + a.output, ms_since(t)});
     if (a.timing) print_timing(stages);
@@ -421,6 +424,9 @@ int main(int argc, char** argv) {
                                           "refuse input images larger than this (unset: larger ones are streamed)")
                            ->capture_default_str();
     filter->add_option("--quality", fa.quality, "JPEG quality 1..100")->capture_default_str();
+    filter->add_option("--metadata", fa.metadata, std::string(metadata_help) + " (a streamed run writes none)")
+        ->capture_default_str()
+        ->type_name(metadata_values);
     filter->add_flag("--timing", fa.timing, "print the time of each stage (read, each operation, write) to stderr");
     filter->add_option("--algo", fa.algo, "force a path on every linear step: auto, direct, separable, low-rank, fft or tensor")
         ->capture_default_str()

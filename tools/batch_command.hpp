@@ -14,6 +14,7 @@ struct BatchArgs {
     std::string out_type, backend = "auto", algo = "auto", devices;
     std::string memory, byte_order = "big", job_bits32 = "int";
     int streams = 4, io_threads = 0, threads = 0, quality = 95;
+    std::string metadata = "keep";
     long long max_pixels = 1LL << 30;
     bool resume = false, quiet = false, dry_run = false;
 };

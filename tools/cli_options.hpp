@@ -16,6 +16,10 @@ inline constexpr const char* backend_values = "auto|cpu|reference|cuda";
 inline constexpr const char* algo_values = "auto|direct|separable|low-rank|fft|tensor";
 inline constexpr const char* type_values = "u8|u16|f32";
 inline constexpr const char* byte_order_values = "big|little";
+inline constexpr const char* metadata_values = "keep|strip";
+inline constexpr const char* metadata_help =
+    "keep: the input's colour profile and Exif block (orientation) go into the output where its format has a "
+    "place (JPEG, PNG, TIFF); strip: none";
 
 inline apron::Backend backend_option(const std::string& name) {
     auto backend = apron::parse_backend(name);
@@ -39,6 +43,13 @@ inline std::optional<apron::PixelType> type_option(const std::string& name, cons
 // --memory: a size ("8G", "75%"); empty: the default budget.
 inline std::uint64_t memory_option(const std::string& text) {
     return text.empty() ? apron::default_memory_budget() : apron::parse_memory_size(text, "--memory");
+}
+
+// --metadata: whether the input's colour profile and Exif block are carried to the output.
+inline bool keep_metadata_option(const std::string& name) {
+    if (name == "keep") return true;
+    if (name == "strip") return false;
+    throw apron::Error("--metadata: '" + name + "' is not keep or strip");
 }
 
 // --byte-order of 16-bit binary PNM samples: big (Netpbm) or little (GenConv's files).

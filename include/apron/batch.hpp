@@ -40,8 +40,11 @@ struct BatchOptions {
     std::vector<int> devices;   // CUDA devices to use; empty: all of them (backend auto or cuda)
     int streams_per_device = 4; // compute slots per GPU, each with its own stream (H100: 4 reach 81 % of PCIe)
     int io_threads = 0;         // threads decoding and encoding; 0: one per core
-    WriteOptions write;
+    WriteOptions write;         // its metadata is ignored: each output takes its input's (keep_metadata)
     ReadOptions read;
+    // Carry each input's colour profile and Exif block to its output (read_metadata), where the output
+    // format has a place for them.
+    bool keep_metadata = true;
     // Checks of the job file: the largest size, and the bits per sample (0: any).
     int max_width = 0, max_height = 0, bits = 0;
 

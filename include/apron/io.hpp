@@ -40,8 +40,15 @@
 //         -> u8/u16, 1-4 channels.
 //   JPEG  gray, YCbCr/RGB (CMYK refused); corrupt or truncated data is refused, not patched -> u8, 1 or 3.
 //   TIFF  8/16-bit unsigned and 32-bit float, 1-4 samples, gray/RGB, strips or tiles, contiguous or separate
-//         planes, first page only -> u8/u16/f32, 1-4 channels, deflate-compressed strips.
+//         planes, first page only; converted exactly as read: palette -> RGB u8, 1/2/4-bit gray -> u8
+//         (0..255), min-is-white gray inverted, 8/16-bit signed -> f32, JPEG-compressed YCbCr -> RGB
+//         -> u8/u16/f32, 1-4 channels, deflate-compressed strips.
 // Multi-byte samples are native-endian in memory.
+//
+// Metadata (read_metadata, WriteOptions::metadata): the colour profile and the Exif block of JPEG, PNG and
+// TIFF files, carried from an input to the output written from it, as libvips does, so that a filtered photo
+// shows in a viewer with the colours and the turn of the original. apron filters the pixels as stored and
+// never turns them.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -64,10 +71,26 @@ struct ReadOptions {
     ByteOrder pnm_byte_order = ByteOrder::big;  // 16-bit binary PNM samples (P5/P6/P7)
 };
 
+// What a file says of its pixels besides their values.
+struct ImageMetadata {
+    // The ICC colour profile (JPEG APP2 "ICC_PROFILE" segments, PNG iCCP, TIFF tag 34675).
+    std::vector<std::uint8_t> icc_profile;
+    // The Exif block (JPEG APP1 "Exif", PNG eXIf): TIFF-structured, from its byte-order mark on.
+    std::vector<std::uint8_t> exif;
+    // How a viewer turns the picture: Exif/TIFF Orientation 1..8 (1: as stored), 0: not said. Read from
+    // the Exif block, or from a TIFF's own tag.
+    int orientation = 0;
+
+    bool empty() const { return icc_profile.empty() && exif.empty() && orientation == 0; }
+};
+
 struct WriteOptions {
     int jpeg_quality = 95;   // 1..100
     int png_compression = 6; // 0..9 (zlib level)
     bool pnm_ascii = false;  // P2/P3 instead of P5/P6
+    // Written where the format has a place: JPEG (an Exif block over 64 KiB, JPEG's segment limit, is
+    // reduced to its orientation), PNG, TIFF (the profile and the orientation). PNM and PFM have none.
+    ImageMetadata metadata;
 };
 
 enum class ImageFormat { pnm, pfm, png, jpeg, tiff };
@@ -84,6 +107,12 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name,
 // format cannot store, takes milliseconds instead of a whole decode.
 ImageShape probe_image(const std::string& path, const ReadOptions& options = {});
 ImageShape probe_image(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options = {});
+
+// The colour profile, Exif block and orientation of a JPEG, PNG or TIFF file, from the segments before its
+// pixels; other formats have none. Metadata is a courtesy: a damaged profile or Exif block is left out, not
+// an error (the image's own reader judges the file). Bounded by options.memory_budget like a read.
+ImageMetadata read_metadata(const std::string& path, const ReadOptions& options = {});
+ImageMetadata read_metadata(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options = {});
 
 void write_image(const std::string& path, ConstImageView image, const WriteOptions& options = {});
 std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image, const std::string& name,

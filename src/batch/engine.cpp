@@ -45,6 +45,7 @@ struct Work {
     // Bytes of the memory budget this image holds: its decoded pixels (until filtered), its result and
     // the result's encoding (until written).
     std::uint64_t held_decoded = 0, held_result = 0;
+    ImageMetadata metadata;  // the input's, for its output (BatchOptions::keep_metadata)
 };
 
 // Bytes of an image as Image allocates it (rows padded to 64 bytes).
@@ -360,8 +361,10 @@ private:
                 const std::string bytes = file.read_all();
                 // The bytes decoded are the bytes the manifest describes: no second read of the file.
                 w.input = {bytes.size(), file.mtime_ns(), crc32_of(std::string_view(bytes))};
-                w.image = decode_image({reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()},
-                                       item.input, ro);
+                const std::span<const std::uint8_t> file_bytes(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                                               bytes.size());
+                w.image = decode_image(file_bytes, item.input, ro);
+                if (o_.keep_metadata) w.metadata = read_metadata(file_bytes, item.input, ro);
             }  // the file's bytes are freed
             w.view = w.image.view();
             const Charge real = charge_of(0, w.view.shape, o_, run_);
@@ -398,7 +401,7 @@ private:
             }
             if (!w) return;
             give_read_room();
-            Work out{w->index, {}, {}, w->input, 0, w->held_result};
+            Work out{w->index, {}, {}, w->input, 0, w->held_result, std::move(w->metadata)};
             try {
                 const ImageShape shape = o_.pipeline.output_shape(w->view.shape, ro);
                 out.image = Image(shape, cpu_ ? HostMemory::pageable : HostMemory::pinned);
@@ -438,7 +441,9 @@ private:
             if (o_.sink) {
                 o_.sink(w.index, kept);
             } else {
-                const std::vector<std::uint8_t> file = encode_image(format_for_path(item.output), kept, item.output, o_.write);
+                WriteOptions write = o_.write;
+                write.metadata = std::move(w.metadata);
+                const std::vector<std::uint8_t> file = encode_image(format_for_path(item.output), kept, item.output, write);
                 write_file_atomically(item.output, file);
                 if (manifest_)
                     manifest_->record({relative_output(item.output, o_.output_dir), file.size(), crc32_of(file),

@@ -44,6 +44,7 @@ std::string fingerprint(const BatchOptions& o, const InputSet& inputs, const Out
     f += std::string("; pnm byte order ") + (o.read.pnm_byte_order == ByteOrder::little ? "little" : "big");
     f += "; name " + naming.pattern + "; format " + (naming.format ? extension_of(*naming.format) : "auto");
     f += "; quality " + std::to_string(o.write.jpeg_quality);
+    if (!o.keep_metadata) f += "; metadata stripped";
     return f;
 }
 

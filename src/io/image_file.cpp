@@ -271,6 +271,28 @@ ImageShape probe_source(const io::ByteSource& source, const std::string& name, c
     unknown_format(first, name);
 }
 
+ImageMetadata metadata_of_source(const io::ByteSource& source, const std::string& name, const ReadOptions& options) {
+    const io::Buffer first = io::read_prefix(source, 8);
+    // A damaged profile or Exif block is left out; the image's own reader judges the file.
+    try {
+        switch (magic_of(first)) {
+        case Magic::png: return io::metadata_png(source, name);
+        case Magic::jpeg: return io::metadata_jpeg(source, name);
+        case Magic::tiff:
+#if APRON_HAVE_TIFF
+            return io::metadata_tiff(source, name, options);
+#else
+            break;
+#endif
+        case Magic::pnm:
+        case Magic::pfm:
+        case Magic::unknown: break;
+        }
+    } catch (const Error&) {
+    }
+    return {};
+}
+
 // The file itself is held while it is decoded: refuse one larger than the budget before reading it.
 void check_file_budget(const std::string& path, std::uint64_t size, const ReadOptions& options) {
     if (options.memory_budget != 0 && size > options.memory_budget) {
@@ -316,6 +338,16 @@ ImageShape probe_image(const std::string& path, const ReadOptions& options) {
     const io::InputFile file(path);
     check_file_budget(path, file.size(), options);
     return probe_source(FileSource(file), path, options);
+}
+
+ImageMetadata read_metadata(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options) {
+    return metadata_of_source(io::MemorySource(bytes), name, options);
+}
+
+ImageMetadata read_metadata(const std::string& path, const ReadOptions& options) {
+    const io::InputFile file(path);
+    check_file_budget(path, file.size(), options);
+    return metadata_of_source(FileSource(file), path, options);
 }
 
 std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image, const std::string& name,

@@ -10,6 +10,7 @@
 // or damaged file must be refused, so those warnings are made fatal too.
 #include <algorithm>
 #include <csetjmp>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -19,6 +20,7 @@
 #include <jerror.h>
 
 #include "io/codecs.hpp"
+#include "io/exif.hpp"
 
 namespace apron::io {
 
@@ -140,9 +142,15 @@ void src_skip(j_decompress_ptr cinfo, long count) {
     }
 }
 
-bool step_read_header(j_decompress_ptr cinfo, ErrorManager& err, const ByteSource& source, SourceReader& reader) {
+// keep_metadata: libjpeg keeps the APP1 (Exif) and APP2 (ICC profile) segments it passes, for metadata().
+bool step_read_header(j_decompress_ptr cinfo, ErrorManager& err, const ByteSource& source, SourceReader& reader,
+                      bool keep_metadata) {
     if (setjmp(err.jump)) return false;
     jpeg_create_decompress(cinfo);
+    if (keep_metadata) {
+        jpeg_save_markers(cinfo, JPEG_APP0 + 1, 0xFFFF);
+        jpeg_save_markers(cinfo, JPEG_APP0 + 2, 0xFFFF);
+    }
     if (const Bytes bytes = source.memory(); !bytes.empty()) {
         jpeg_mem_src(cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
     } else {
@@ -159,6 +167,11 @@ bool step_read_header(j_decompress_ptr cinfo, ErrorManager& err, const ByteSourc
     }
     jpeg_read_header(cinfo, TRUE);
     return true;
+}
+
+bool step_read_icc(j_decompress_ptr cinfo, ErrorManager& err, JOCTET** icc, unsigned int* bytes) {
+    if (setjmp(err.jump)) return false;
+    return jpeg_read_icc_profile(cinfo, icc, bytes);
 }
 
 // A file in several scans (progressive, or one component per scan) is decoded through whole-image
@@ -203,8 +216,9 @@ bool step_decompress(j_decompress_ptr cinfo, ErrorManager& err, std::byte* image
     return true;
 }
 
+// exif: the APP1 segment's payload ("Exif\0\0" and the block), or empty; icc: the profile, or empty.
 bool step_compress(j_compress_ptr cinfo, ErrorManager& err, Destination& dest, ConstImageView image, JSAMPROW* rows,
-                   int quality) {
+                   int quality, Bytes exif, Bytes icc) {
     if (setjmp(err.jump)) return false;
     jpeg_create_compress(cinfo);
     dest.base.init_destination = dest_init;
@@ -218,6 +232,8 @@ bool step_compress(j_compress_ptr cinfo, ErrorManager& err, Destination& dest, C
     jpeg_set_defaults(cinfo);
     jpeg_set_quality(cinfo, quality, TRUE);
     jpeg_start_compress(cinfo, TRUE);
+    if (!exif.empty()) jpeg_write_marker(cinfo, JPEG_APP0 + 1, exif.data(), unsigned(exif.size()));
+    if (!icc.empty()) jpeg_write_icc_profile(cinfo, icc.data(), unsigned(icc.size()));
     while (cinfo->next_scanline < cinfo->image_height)
         jpeg_write_scanlines(cinfo, rows + cinfo->next_scanline, cinfo->image_height - cinfo->next_scanline);
     jpeg_finish_compress(cinfo);
@@ -239,10 +255,10 @@ struct Decompressor {
 // The header (markers up to the first scan), then on request the pixels.
 class JpegReader {
 public:
-    JpegReader(const ByteSource& source, const std::string& name)
+    JpegReader(const ByteSource& source, const std::string& name, bool keep_metadata = false)
         : name_(name), d_(std::make_unique<Decompressor>()) {  // the source's chunk is too big for the stack
         install_error_manager(reinterpret_cast<j_common_ptr>(&d_->cinfo), d_->err);
-        if (!step_read_header(&d_->cinfo, d_->err, source, d_->reader)) failed();
+        if (!step_read_header(&d_->cinfo, d_->err, source, d_->reader, keep_metadata)) failed();
         d_->progress.progress_monitor = on_progress;
         d_->cinfo.progress = &d_->progress;
     }
@@ -266,6 +282,24 @@ public:
 
     void read_pixels(Image& img) {
         if (!step_decompress(&d_->cinfo, d_->err, img.view().data, img.view().pitch, channels_)) failed();
+    }
+
+    // The Exif block and the colour profile among the segments kept (keep_metadata). The profile's
+    // segments are put together by libjpeg, which leaves out a set with one missing or out of order.
+    ImageMetadata metadata() {
+        ImageMetadata m;
+        static constexpr std::uint8_t exif_id[] = {'E', 'x', 'i', 'f', 0, 0};
+        for (jpeg_saved_marker_ptr s = d_->cinfo.marker_list; s; s = s->next)
+            if (s->marker == JPEG_APP0 + 1 && s->data_length > sizeof exif_id &&
+                std::equal(std::begin(exif_id), std::end(exif_id), s->data) && m.exif.empty())
+                m.exif.assign(s->data + sizeof exif_id, s->data + s->data_length);
+        JOCTET* icc = nullptr;
+        unsigned int icc_bytes = 0;
+        if (step_read_icc(&d_->cinfo, d_->err, &icc, &icc_bytes) && icc) {
+            m.icc_profile.assign(icc, icc + icc_bytes);
+            std::free(icc);
+        }
+        return m;
     }
 
 private:
@@ -294,6 +328,13 @@ ImageShape probe_jpeg(const ByteSource& source, const std::string& name, const R
     return reader.read_header(options, source.size());
 }
 
+ImageMetadata metadata_jpeg(const ByteSource& source, const std::string& name) {
+    JpegReader reader(source, name, true);
+    ImageMetadata m = reader.metadata();
+    m.orientation = exif_orientation(m.exif);
+    return m;
+}
+
 Buffer encode_jpeg(ConstImageView image, const std::string& name, const WriteOptions& options) {
     if (options.jpeg_quality < 1 || options.jpeg_quality > 100)
         fail(name, "JPEG quality " + std::to_string(options.jpeg_quality) + " is outside 1..100");
@@ -311,7 +352,17 @@ Buffer encode_jpeg(ConstImageView image, const std::string& name, const WriteOpt
     std::vector<JSAMPROW> rows(std::size_t(image.height()));
     for (int y = 0; y < image.height(); ++y)
         rows[y] = reinterpret_cast<JSAMPROW>(const_cast<std::byte*>(image.row_bytes(y)));
-    if (!step_compress(&c->cinfo, c->err, c->dest, image, rows.data(), options.jpeg_quality))
+    // An APP1 segment holds at most 65533 bytes: a larger Exif block (a big maker note or thumbnail) is
+    // reduced to its orientation, which is what a viewer needs of it.
+    const ImageMetadata& m = options.metadata;
+    std::vector<std::uint8_t> exif = {'E', 'x', 'i', 'f', 0, 0};
+    const std::vector<std::uint8_t> block =
+        !m.exif.empty() && m.exif.size() + exif.size() <= 65533 ? m.exif
+                                                                : exif_with_orientation(m.orientation ? m.orientation
+                                                                                                      : exif_orientation(m.exif));
+    if (block.empty()) exif.clear();
+    exif.insert(exif.end(), block.begin(), block.end());
+    if (!step_compress(&c->cinfo, c->err, c->dest, image, rows.data(), options.jpeg_quality, exif, m.icc_profile))
         fail(name, std::string("cannot encode JPEG: ") + c->err.message);
     return out;
 }

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "io/codecs.hpp"
+#include "io/exif.hpp"
 #include "io/png_support.hpp"
 
 namespace apron::io {
@@ -91,12 +92,19 @@ bool step_read_rows(png_structp png, png_infop info, std::byte* image, std::size
     return true;
 }
 
+// exif and icc: the Exif block and the colour profile, or empty. libpng checks a profile against the image
+// (gray or RGB, a sane header) and leaves out one that does not fit, with a warning rather than an error:
+// metadata never stops an image from being written.
 bool step_write(png_structp png, png_infop info, int width, int height, int depth, int color, int level,
-                png_bytepp rows) {
+                png_bytepp rows, Bytes exif, Bytes icc) {
     if (setjmp(png_jmpbuf(png))) return false;
     png_set_IHDR(png, info, png_uint_32(width), png_uint_32(height), depth, color, PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_set_compression_level(png, level);
+    png_set_benign_errors(png, 1);
+    if (!icc.empty())
+        png_set_iCCP(png, info, "ICC profile", PNG_COMPRESSION_TYPE_BASE, icc.data(), png_uint_32(icc.size()));
+    if (!exif.empty()) png_set_eXIf_1(png, info, png_uint_32(exif.size()), const_cast<png_bytep>(exif.data()));
     png_write_info(png, info);
     if (depth == 16 && little_endian_host) png_set_swap(png);
     png_write_image(png, rows);
@@ -143,6 +151,22 @@ public:
             failed();
     }
 
+    // The colour profile (iCCP, inflated and checked by libpng, which leaves out a damaged one) and the
+    // Exif block (eXIf) among the chunks before the pixels.
+    ImageMetadata metadata() {
+        ImageMetadata m;
+        if (!step_read_info(s_.png, s_.info)) failed();
+        png_charp profile_name = nullptr;
+        int compression = 0;
+        png_bytep profile = nullptr, exif = nullptr;
+        png_uint_32 profile_bytes = 0, exif_bytes = 0;
+        if (png_get_iCCP(s_.png, s_.info, &profile_name, &compression, &profile, &profile_bytes) && profile)
+            m.icc_profile.assign(profile, profile + profile_bytes);
+        if (png_get_eXIf_1(s_.png, s_.info, &exif_bytes, &exif) && exif) m.exif.assign(exif, exif + exif_bytes);
+        m.orientation = exif_orientation(m.exif);
+        return m;
+    }
+
 private:
     [[noreturn]] void failed() const { fail(name_, std::string("bad PNG file: ") + ctx_.message); }
 
@@ -169,6 +193,11 @@ ImageShape probe_png(const ByteSource& source, const std::string& name, const Re
     return reader.read_header(options, source.size());
 }
 
+ImageMetadata metadata_png(const ByteSource& source, const std::string& name) {
+    PngReader reader(source, name);
+    return reader.metadata();
+}
+
 Buffer encode_png(ConstImageView image, const std::string& name, const WriteOptions& options) {
     if (options.png_compression < 0 || options.png_compression > 9)
         fail(name, "PNG compression level " + std::to_string(options.png_compression) + " is outside 0..9");
@@ -188,8 +217,10 @@ Buffer encode_png(ConstImageView image, const std::string& name, const WriteOpti
     for (int y = 0; y < image.height(); ++y)
         rows[y] = reinterpret_cast<png_bytep>(const_cast<std::byte*>(image.row_bytes(y)));
     const int depth = image.type() == PixelType::u16 ? 16 : 8;
+    const ImageMetadata& m = options.metadata;
+    const std::vector<std::uint8_t> exif = m.exif.empty() ? exif_with_orientation(m.orientation) : m.exif;
     if (!step_write(s.png, s.info, image.width(), image.height(), depth, color_of_channels[image.channels()],
-                    options.png_compression, rows.data()))
+                    options.png_compression, rows.data(), exif, m.icc_profile))
         fail(name, std::string("cannot encode PNG: ") + ctx.message);
     return out;
 }

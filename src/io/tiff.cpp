@@ -14,6 +14,7 @@
 // apron::Error instead of printing to stderr.
 #include "apron/memory.hpp"
 #include "io/codecs.hpp"
+#include "io/exif.hpp"
 #include "io/row_stream.hpp"
 
 #if APRON_HAVE_TIFF
@@ -382,6 +383,18 @@ public:
     }
     const Held& held() const { return held_; }
 
+    ImageMetadata metadata() const {
+        ImageMetadata m;
+        std::uint32_t bytes = 0;
+        void* profile = nullptr;
+        if (TIFFGetField(h_.tif, TIFFTAG_ICCPROFILE, &bytes, &profile) && profile)
+            m.icc_profile.assign(static_cast<const std::uint8_t*>(profile), static_cast<const std::uint8_t*>(profile) + bytes);
+        std::uint16_t orientation = 0;
+        if (TIFFGetField(h_.tif, TIFFTAG_ORIENTATION, &orientation) && orientation >= 1 && orientation <= 8)
+            m.orientation = orientation;
+        return m;
+    }
+
     void read_pixels(Image& img) {
         if (TIFFIsTiled(h_.tif))
             read_tiles(h_.tif, f_, img, layout_, tiles_, name_);
@@ -511,6 +524,13 @@ ImageShape probe_tiff(const ByteSource& source, const std::string& name, const R
     return reader.read_header(options, source.size());
 }
 
+// The profile and the orientation tags of the first directory. A TIFF's Exif lives in a directory of its
+// own, of tags that describe the camera rather than the pixels; it is not carried.
+ImageMetadata metadata_tiff(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    TiffReader reader(source, name, options);
+    return reader.metadata();
+}
+
 namespace {
 
 class TiffRows final : public RowSource {
@@ -539,7 +559,7 @@ std::unique_ptr<RowSource> open_tiff_rows(std::unique_ptr<ByteSource> file, cons
     return std::make_unique<TiffRows>(std::move(file), name, options);
 }
 
-Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOptions&) {
+Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOptions& options) {
     Buffer out;
     MemoryFile f;
     f.out = &out;
@@ -567,6 +587,11 @@ Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOpt
         TIFFSetField(h.tif, TIFFTAG_EXTRASAMPLES, std::uint16_t(1), extra);
     }
     TIFFSetField(h.tif, TIFFTAG_ROWSPERSTRIP, rows_per_strip);
+    const ImageMetadata& m = options.metadata;
+    if (!m.icc_profile.empty())
+        TIFFSetField(h.tif, TIFFTAG_ICCPROFILE, std::uint32_t(m.icc_profile.size()), m.icc_profile.data());
+    if (const int turn = m.orientation ? m.orientation : exif_orientation(m.exif); turn >= 1 && turn <= 8)
+        TIFFSetField(h.tif, TIFFTAG_ORIENTATION, std::uint16_t(turn));
     TIFFSetField(h.tif, TIFFTAG_COMPRESSION, deflate ? COMPRESSION_ADOBE_DEFLATE : COMPRESSION_NONE);
     if (deflate)
         TIFFSetField(h.tif, TIFFTAG_PREDICTOR,
@@ -603,6 +628,9 @@ ImageShape probe_tiff(const ByteSource&, const std::string& name, const ReadOpti
     fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
 std::unique_ptr<RowSource> open_tiff_rows(std::unique_ptr<ByteSource>, const std::string& name, const ReadOptions&) {
+    fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
+}
+ImageMetadata metadata_tiff(const ByteSource&, const std::string& name, const ReadOptions&) {
     fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
 

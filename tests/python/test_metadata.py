@@ -1,0 +1,96 @@
+"""A photo's colour profile and Exif orientation survive `apron filter` and `apron batch` (--metadata keep, the
+default) and are left out with --metadata strip, checked with Pillow, a reader independent of apron's. The
+pixels are filtered as stored: never turned by the orientation (SciPy on the stored pixels is the reference)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import ndimage
+
+from conftest import read_png
+
+PIL = pytest.importorskip("PIL")
+from PIL import Image, ImageCms  # noqa: E402
+
+ORIENTATION = 0x0112
+MAKE = 0x010F
+
+
+def srgb_profile() -> bytes:
+    return ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+
+
+def write_photo(path, rgb: np.ndarray, orientation: int, icc: bytes, **save):
+    """A camera-like file: Exif with the orientation and a maker, and a colour profile."""
+    im = Image.fromarray(rgb)
+    exif = im.getexif()
+    exif[ORIENTATION] = orientation
+    exif[MAKE] = "apron test camera"
+    im.save(path, exif=exif, icc_profile=icc, **save)
+
+
+@pytest.fixture
+def photo(tmp_path):
+    rgb = np.random.default_rng(7).integers(0, 256, (31, 45, 3), dtype=np.uint8)
+    path = tmp_path / "photo.png"
+    write_photo(path, rgb, 6, srgb_profile())
+    return path, rgb
+
+
+@pytest.mark.parametrize("out", ["o.jpg", "o.png", "o.tif"])
+def test_filter_keeps_profile_and_orientation(apron, tmp_path, photo, out):
+    src, rgb = photo
+    dst = tmp_path / out
+    apron.filter_files(src, dst, "gaussian:sigma=1")
+    with Image.open(dst) as im:
+        assert im.info.get("icc_profile") == srgb_profile()
+        assert im.getexif().get(ORIENTATION) == 6
+        # The pixels keep the stored layout: 45 wide, 31 tall, not turned by the orientation. (Pillow turns
+        # a TIFF's size by its orientation tag; the tags themselves say what is stored.)
+        size = (im.tag_v2[256], im.tag_v2[257]) if out == "o.tif" else im.size
+        assert size == (45, 31)
+        if out != "o.tif":  # a TIFF carries the orientation as its own tag, not the camera's Exif
+            assert im.getexif().get(MAKE) == "apron test camera"
+
+
+def test_pixels_are_filtered_as_stored(apron, tmp_path, photo):
+    src, rgb = photo
+    apron.filter_files(src, tmp_path / "o.png", "box:width=3,height=3")
+    ref = np.stack([ndimage.uniform_filter(rgb[..., c].astype(np.float64), 3, mode="reflect") for c in range(3)], -1)
+    np.testing.assert_array_equal(read_png(tmp_path / "o.png"), np.round(ref).astype(np.uint8))
+
+
+def test_jpeg_photo_to_jpeg_and_strip(apron, tmp_path):
+    rgb = np.random.default_rng(8).integers(0, 256, (24, 40, 3), dtype=np.uint8)
+    src = tmp_path / "camera.jpg"
+    write_photo(src, rgb, 8, srgb_profile(), quality=90)
+    apron.filter_files(src, tmp_path / "kept.jpg", "sharpen:strength=0.5")
+    with Image.open(tmp_path / "kept.jpg") as im:
+        assert im.getexif().get(ORIENTATION) == 8
+        assert im.info.get("icc_profile") == srgb_profile()
+    apron.filter_files(src, tmp_path / "bare.jpg", "sharpen:strength=0.5", extra=["--metadata", "strip"])
+    with Image.open(tmp_path / "bare.jpg") as im:
+        assert ORIENTATION not in im.getexif()
+        assert not im.info.get("icc_profile")
+    r = apron.filter_files(src, tmp_path / "x.jpg", "sharpen", extra=["--metadata", "drop"], check=False)
+    assert r.returncode != 0 and "--metadata" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x.jpg").exists()
+
+
+def test_batch_keeps_each_inputs_metadata(apron, tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    rng = np.random.default_rng(9)
+    for i, orientation in enumerate([3, 6, 1]):
+        write_photo(inputs / f"p{i}.png", rng.integers(0, 256, (9, 13, 3), dtype=np.uint8), orientation, srgb_profile())
+    Image.fromarray(rng.integers(0, 256, (9, 13), dtype=np.uint8)).save(inputs / "plain.png")
+    apron.run("batch", inputs, "-o", tmp_path / "out", "--op", "box:width=3,height=3", "-q", "--format", "jpg")
+    for i, orientation in enumerate([3, 6, 1]):
+        with Image.open(tmp_path / "out" / f"p{i}.jpg") as im:
+            assert im.getexif().get(ORIENTATION) == orientation, f"p{i}"
+            assert im.info.get("icc_profile") == srgb_profile()
+    with Image.open(tmp_path / "out" / "plain.jpg") as im:
+        assert ORIENTATION not in im.getexif() and not im.info.get("icc_profile")
+    apron.run("batch", inputs, "-o", tmp_path / "bare", "--op", "box:width=3,height=3", "-q", "--metadata", "strip")
+    with Image.open(tmp_path / "bare" / "p1.png") as im:
+        assert ORIENTATION not in im.getexif() and not im.info.get("icc_profile")
