@@ -301,6 +301,15 @@ void check_file_budget(const std::string& path, std::uint64_t size, const ReadOp
     }
 }
 
+// `read(source, path, options)` on the file at `path`, read on demand (the header's bytes only), once the
+// file's size is within the budget.
+template <class Read>
+auto read_file_header(const std::string& path, const ReadOptions& options, Read read) {
+    const io::InputFile file(path);
+    check_file_budget(path, file.size(), options);
+    return read(FileSource(file), path, options);
+}
+
 }  // namespace
 
 std::unique_ptr<io::ByteSource> io::open_file_source(const std::string& path) {
@@ -335,9 +344,7 @@ ImageShape probe_image(std::span<const std::uint8_t> bytes, const std::string& n
 }
 
 ImageShape probe_image(const std::string& path, const ReadOptions& options) {
-    const io::InputFile file(path);
-    check_file_budget(path, file.size(), options);
-    return probe_source(FileSource(file), path, options);
+    return read_file_header(path, options, probe_source);
 }
 
 ImageMetadata read_metadata(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options) {
@@ -345,9 +352,7 @@ ImageMetadata read_metadata(std::span<const std::uint8_t> bytes, const std::stri
 }
 
 ImageMetadata read_metadata(const std::string& path, const ReadOptions& options) {
-    const io::InputFile file(path);
-    check_file_budget(path, file.size(), options);
-    return metadata_of_source(FileSource(file), path, options);
+    return read_file_header(path, options, metadata_of_source);
 }
 
 std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image, const std::string& name,
