@@ -47,8 +47,9 @@ void bind_batch(nb::module_& m) {
           [](const Pipeline& pipeline, const std::vector<std::string>& inputs, const std::string& inputs_as,
              const std::string& output_dir, const std::string& name, const std::string& format, int out_type,
              const std::string& backend, const std::string& algorithm, int threads,
-             int io_threads, std::uint64_t memory_budget, bool resume, bool progress) {
+             int io_threads, std::uint64_t memory_budget, bool resume, bool progress, bool keep_metadata) {
               BatchOptions o;
+              o.keep_metadata = keep_metadata;
               o.pipeline = pipeline;
               o.run = run_options(out_type, backend, algorithm, threads, memory_budget, 0);
               o.io_threads = io_threads;

@@ -69,6 +69,8 @@ def test_batch_reports_failures_and_refuses_bad_runs(tmp_path):
         apron.batch([], tmp_path / "o3", ["box"])
     with pytest.raises(ValueError, match="inputs_as"):
         apron.batch(tmp_path / "in", tmp_path / "o4", ["box"], inputs_as="zip")
+    with pytest.raises(ValueError, match="metadata"):
+        apron.batch(tmp_path / "in", tmp_path / "o5", ["box"], metadata="drop")
 
 
 def test_mask_files_are_read_at_each_call_not_cached(tmp_path):
@@ -128,3 +130,17 @@ def test_batch_resume_redoes_outputs_when_a_mask_array_changes(tmp_path):
         want = np.concatenate([img[:, 1:], img[:, -1:]], axis=1)
         assert_equal_images(read_image(tmp_path / "out" / f"im{k}.pgm"), want, f"im{k}")
     assert run(right, backend="cpu")["done"] == 2  # another backend: float results may differ in last bits
+
+
+def test_batch_carries_or_strips_each_inputs_metadata(tmp_path):
+    Image = pytest.importorskip("PIL.Image")
+    (tmp_path / "in").mkdir()
+    im = Image.fromarray(random_image((9, 12, 3), np.uint8, seed=70))
+    exif = im.getexif()
+    exif[0x0112] = 6  # Orientation: turned a quarter
+    im.save(tmp_path / "in" / "photo.png", exif=exif)
+    for metadata, expected in (("keep", 6), ("strip", None)):
+        r = apron.batch(tmp_path / "in", tmp_path / metadata, ["box"], format="jpg", metadata=metadata, progress=False)
+        assert r["done"] == 1
+        with Image.open(tmp_path / metadata / "photo.jpg") as out:
+            assert out.getexif().get(0x0112) == expected, metadata
