@@ -3,6 +3,7 @@
 // JPEG segment's size limit, a profile PNG refuses, damaged blocks) without an error. The Python suite
 // checks the CLI's files with Pillow, an independent reader.
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -185,6 +186,62 @@ TEST(ImageMetadata, DamagedOrForeignFilesGiveNone) {
     }
     ScratchDir dir;
     EXPECT_TRUE(fails_naming([&] { read_metadata(dir.file("none.jpg")); }, dir.file("none.jpg"), "cannot open"));
+}
+
+// Orientation o as the Exif table composes it: a transpose (5-8) and then mirrors, written independently of
+// apply_orientation's one mapping.
+Image turned_by_composition(const Image& in, int o) {
+    const bool transpose = o >= 5;
+    const bool flip_x = o == 2 || o == 3 || o == 6 || o == 7, flip_y = o == 3 || o == 4 || o == 7 || o == 8;
+    const int w = transpose ? in.height() : in.width(), h = transpose ? in.width() : in.height();
+    Image out(w, h, in.channels(), in.type());
+    const std::size_t pixel = in.shape().row_bytes() / std::size_t(in.width());
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+            const int tx = flip_x ? w - 1 - x : x, ty = flip_y ? h - 1 - y : y;  // in the transposed picture
+            const int sx = transpose ? ty : tx, sy = transpose ? tx : ty;
+            std::memcpy(reinterpret_cast<std::uint8_t*>(out.view().row_bytes(y)) + std::size_t(x) * pixel,
+                        reinterpret_cast<const std::uint8_t*>(in.view().row_bytes(sy)) + std::size_t(sx) * pixel, pixel);
+        }
+    return out;
+}
+
+TEST(Orientation, EveryExifOrientationOnEveryPixelKind) {
+    for (const Image& img : {random_image(7, 4, 3, PixelType::u8, 8), random_image(5, 9, 2, PixelType::u16, 9),
+                             random_image(1, 6, 1, PixelType::f32, 10), random_image(3, 3, 4, PixelType::u8, 11)})
+        for (int o = 0; o <= 8; ++o) {
+            const Image got = apply_orientation(img, o);
+            EXPECT_TRUE(same_pixels(turned_by_composition(img, o), got)) << "orientation " << o << ", " << img.width()
+                                                                         << "x" << img.height();
+        }
+    // A quarter turn four times, and a mirror twice, give the image back.
+    const Image img = random_image(6, 11, 3, PixelType::u16, 12);
+    Image turned = apply_orientation(img, 6);
+    for (int i = 0; i < 3; ++i) turned = apply_orientation(turned, 6);
+    EXPECT_TRUE(same_pixels(img, turned));
+    EXPECT_TRUE(same_pixels(img, apply_orientation(apply_orientation(img, 2), 2)));
+    EXPECT_THROW(apply_orientation(img, 9), Error);
+}
+
+TEST(Orientation, MarkUprightRewritesTheExifEntry) {
+    for (bool little : {false, true}) {
+        ImageMetadata m;
+        m.exif = exif_block(6, little, 2, 10);
+        m.orientation = 6;
+        const ByteVec before = m.exif;
+        mark_upright(m);
+        EXPECT_EQ(m.orientation, 1);
+        EXPECT_EQ(io::exif_orientation(m.exif), 1);
+        EXPECT_EQ(m.exif.size(), before.size());
+        std::size_t changed = 0;
+        for (std::size_t i = 0; i < before.size(); ++i) changed += before[i] != m.exif[i];
+        EXPECT_EQ(changed, 1u) << "only the orientation's byte changes";
+    }
+    ImageMetadata none;
+    none.exif = {'M', 'M', 0, 42, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0};  // no entries: already "as stored"
+    mark_upright(none);
+    EXPECT_EQ(none.orientation, 1);
+    EXPECT_EQ(none.exif.size(), 14u);
 }
 
 }  // namespace

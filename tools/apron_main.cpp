@@ -42,7 +42,7 @@ struct FilterArgs {
     std::vector<std::string> ops;
     std::string out_type, backend = "auto", algo = "auto";
     int threads = 0;
-    bool timing = false, plan_only = false;
+    bool timing = false, plan_only = false, auto_orient = false;
     std::int64_t max_pixels = std::int64_t(1) << 30;
     int quality = 95;
     std::string metadata = "keep";
@@ -184,12 +184,19 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
     check_compression(a);
     if (a.stream == "off" && (a.resume || !a.raw.empty()))
         throw apron::Error(std::string(a.resume ? "--resume" : "--raw") + ": needs the streaming path (not --stream off)");
+    // Turning the pixels needs the whole image; a streamed run filters them as stored.
+    const auto refuse_auto_orient = [&](const std::string& why) {
+        if (a.auto_orient) throw apron::Error("--auto-orient: needs a whole-image run, and this one is " + why);
+    };
     if (world && world->size > 1) {
         if (a.stream == "off") throw apron::Error("--stream off: several MPI ranks filter one image only by streaming it");
+        refuse_auto_orient("streamed (several MPI ranks)");
         return run_filter_streamed(a, pipeline, options, "streamed: several MPI ranks on one image", world);
     }
-    if (a.stream == "on" || a.resume || !a.raw.empty())
+    if (a.stream == "on" || a.resume || !a.raw.empty()) {
+        refuse_auto_orient("streamed (--stream on, --raw or --resume)");
         return run_filter_streamed(a, pipeline, options, "streamed: asked for (--stream on, --raw or --resume)", world);
+    }
     if (a.stream == "auto") {
         // Larger than the budget, or than --max-pixels' default for whole images: stream it.
         apron::ReadOptions header = read;
@@ -197,18 +204,24 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
         header.max_pixels = a.max_pixels_given ? std::uint64_t(a.max_pixels) : std::uint64_t(1) << 40;
         const apron::ImageShape shape = apron::probe_image(a.input, header);
         const bool too_many = !a.max_pixels_given && shape.pixels() > read.max_pixels;
-        if (too_many || apron::needs_streaming(shape, pipeline, options))
+        if (too_many || apron::needs_streaming(shape, pipeline, options)) {
+            refuse_auto_orient("streamed (the image is larger than --max-pixels or --memory allows whole)");
             return run_filter_streamed(a, pipeline, options,
                                        too_many ? "streamed: the image has more pixels than a whole-image run takes (--max-pixels)"
                                                 : "streamed: the whole-image run would not fit in the memory budget (--memory)",
                                        world);
+        }
     }
     const apron::ImageFormat out_format = apron::format_for_path(a.output);
 
     // Everything that can be refused from the input's header is refused before its pixels are decoded:
     // an output format that cannot hold the result, and a run that does not fit the memory budget (the
     // input, the pipeline's intermediates and tables, and the encoded output).
-    const apron::ImageShape in_shape = apron::probe_image(a.input, read);
+    apron::ImageShape in_shape = apron::probe_image(a.input, read);
+    apron::ImageMetadata metadata = keep_metadata || a.auto_orient ? apron::read_metadata(a.input, read) : apron::ImageMetadata{};
+    const int turn = a.auto_orient ? metadata.orientation : 0;  // 2-8: the pixels are turned upright first
+    const std::uint64_t turned_bytes = turn >= 2 ? image_bytes(in_shape) : 0;  // the turned copy
+    if (turn >= 5) std::swap(in_shape.width, in_shape.height);
     apron::ImageShape out_shape = in_shape;
     out_shape.type = options.out_type.value_or(in_shape.type);
     std::string why;
@@ -218,7 +231,7 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
         return 0;
     }
     const std::uint64_t input_bytes = image_bytes(in_shape), output_bytes = image_bytes(out_shape);
-    const std::uint64_t need = input_bytes + pipeline.memory_needed(in_shape, options) + output_bytes;
+    const std::uint64_t need = input_bytes + turned_bytes + pipeline.memory_needed(in_shape, options) + output_bytes;
     apron::require_memory(need, options.memory_budget, a.input,
                           "image " + apron::format_bytes(input_bytes) + ", filtering and writing " +
                               apron::format_bytes(need - input_bytes));
@@ -226,7 +239,11 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
 
     std::vector<apron::StageTiming> stages;
     auto t = Clock::now();
-    const apron::Image input = apron::read_image(a.input, read);
+    apron::Image input = apron::read_image(a.input, read);
+    if (turn >= 2) {
+        input = apron::apply_orientation(input, turn);
+        apron::mark_upright(metadata);
+    }
     stages.push_back({"read " + a.input, ms_since(t)});
 
     options.timings = &stages;
@@ -235,7 +252,7 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
     t = Clock::now();
     apron::WriteOptions wo;
     wo.jpeg_quality = a.quality;
-    if (keep_metadata) wo.metadata = apron::read_metadata(a.input, read);
+    if (keep_metadata) wo.metadata = std::move(metadata);
     apron::write_image(a.output, result, wo);
     stages.push_back({"write " + a.output, ms_since(t)});
     if (a.timing) print_timing(stages);
@@ -427,6 +444,9 @@ int main(int argc, char** argv) {
     filter->add_option("--metadata", fa.metadata, std::string(metadata_help) + " (a streamed run writes none)")
         ->capture_default_str()
         ->type_name(metadata_values);
+    filter->add_flag("--auto-orient", fa.auto_orient,
+                     "turn the pixels upright by the input's Exif orientation before filtering (as OpenCV's imread "
+                     "does); the output is then marked upright");
     filter->add_flag("--timing", fa.timing, "print the time of each stage (read, each operation, write) to stderr");
     filter->add_option("--algo", fa.algo, "force a path on every linear step: auto, direct, separable, low-rank, fft or tensor")
         ->capture_default_str()

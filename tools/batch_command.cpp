@@ -130,6 +130,7 @@ void add_batch_command(CLI::App& app, BatchArgs& a) {
     c->add_option("--max-pixels", a.max_pixels, "refuse input images larger than this")->capture_default_str();
     c->add_option("--quality", a.quality, "JPEG quality 1..100")->capture_default_str();
     c->add_option("--metadata", a.metadata, metadata_help)->capture_default_str()->type_name(metadata_values);
+    c->add_flag("--auto-orient", a.auto_orient, "turn each image upright by its Exif orientation before filtering");
     c->add_option("--memory", a.memory, "host memory for the images in flight, e.g. 8G, 512M, 50% (default: 3/4 of RAM)");
     c->add_option("--byte-order", a.byte_order, "16-bit binary PNM inputs: big (Netpbm) or little (GenConv's files)")
         ->capture_default_str()
@@ -175,6 +176,7 @@ int run_batch_command(const BatchArgs& a, int argc, char** argv) {
         o.read.pnm_byte_order = byte_order_option(a.byte_order);
         o.write.jpeg_quality = a.quality;
         o.keep_metadata = keep_metadata_option(a.metadata);
+        o.auto_orient = a.auto_orient;
         o.memory_budget = memory_option(a.memory);
         o.read.memory_budget = o.memory_budget;
         o.run.memory_budget = o.memory_budget;

@@ -15,6 +15,7 @@ struct BatchArgs {
     std::string memory, byte_order = "big", job_bits32 = "int";
     int streams = 4, io_threads = 0, threads = 0, quality = 95;
     std::string metadata = "keep";
+    bool auto_orient = false;
     long long max_pixels = 1LL << 30;
     bool resume = false, quiet = false, dry_run = false;
 };

@@ -45,6 +45,9 @@ struct BatchOptions {
     // Carry each input's colour profile and Exif block to its output (read_metadata), where the output
     // format has a place for them.
     bool keep_metadata = true;
+    // Turn each image upright by its Exif orientation before filtering (apply_orientation); its output is
+    // then marked upright.
+    bool auto_orient = false;
     // Checks of the job file: the largest size, and the bits per sample (0: any).
     int max_width = 0, max_height = 0, bits = 0;
 

@@ -47,8 +47,8 @@
 //
 // Metadata (read_metadata, WriteOptions::metadata): the colour profile and the Exif block of JPEG, PNG and
 // TIFF files, carried from an input to the output written from it, as libvips does, so that a filtered photo
-// shows in a viewer with the colours and the turn of the original. apron filters the pixels as stored and
-// never turns them.
+// shows in a viewer with the colours and the turn of the original. apron filters the pixels as stored
+// unless asked to turn them upright first (apply_orientation, `--auto-orient`).
 #include <cstdint>
 #include <span>
 #include <string>
@@ -113,6 +113,13 @@ ImageShape probe_image(std::span<const std::uint8_t> bytes, const std::string& n
 // an error (the image's own reader judges the file). Bounded by options.memory_budget like a read.
 ImageMetadata read_metadata(const std::string& path, const ReadOptions& options = {});
 ImageMetadata read_metadata(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options = {});
+
+// The pixels turned as a viewer shows them (`apron filter --auto-orient`): Exif orientation 2-8 flips
+// and/or turns a quarter (5-8 swap width and height), as Pillow's ImageOps.exif_transpose and OpenCV's
+// imread do; 0 and 1 give a copy. `memory` as Image's.
+Image apply_orientation(ConstImageView image, int orientation, HostMemory memory = HostMemory::pageable);
+// Metadata for pixels that apply_orientation turned upright: orientation 1, in the Exif block too.
+void mark_upright(ImageMetadata& metadata);
 
 void write_image(const std::string& path, ConstImageView image, const WriteOptions& options = {});
 std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image, const std::string& name,

@@ -81,7 +81,7 @@ def plan(ops, img, out_type=None, backend="auto", algorithm="auto", candidates=T
 
 def batch(inputs, out_dir, ops, *, name="{stem}.{ext}", format=None, inputs_as="auto", out_type=None,
           backend="auto", algorithm="auto", threads=0, io_threads=0, memory_budget=0, resume=False, progress=None,
-          metadata="keep"):
+          metadata="keep", auto_orient=False):
     """``apron batch``: many image files through one pipeline, decoding, computing and encoding overlapped.
 
     inputs: a job file, list file, directory or glob pattern, or a list of them (inputs_as forces one
@@ -89,7 +89,8 @@ def batch(inputs, out_dir, ops, *, name="{stem}.{ext}", format=None, inputs_as="
     (png, pgm, ppm, pfm, jpg, tif; default the input's). resume=True skips outputs a previous run of the same
     job finished. progress: the CLI's progress bar on stderr (default: when stderr is a terminal).
     metadata: "keep" carries each input's colour profile and Exif block (orientation) to its output where the
-    format has a place for them; "strip" leaves them out.
+    format has a place for them; "strip" leaves them out. auto_orient=True turns each image upright by its Exif
+    orientation before filtering (its output is then marked upright).
 
     Returns a dict: done, skipped, failed, total, failures [(input, message)], pixels, seconds, summary,
     workers. An unreadable or failing image is reported there and skipped; errors of the whole run
@@ -107,7 +108,7 @@ def batch(inputs, out_dir, ops, *, name="{stem}.{ext}", format=None, inputs_as="
     p = Pipeline(ops)
     return _apron.batch(p._pipeline, inputs, inputs_as, str(out_dir), name, format or "", _arrays.type_code(out_type),
                         backend, algorithm, int(threads), int(io_threads), _arrays.memory_size(memory_budget),
-                        bool(resume), bool(progress), metadata == "keep")
+                        bool(resume), bool(progress), metadata == "keep", bool(auto_orient))
 
 
 def info() -> dict:

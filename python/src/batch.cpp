@@ -47,9 +47,11 @@ void bind_batch(nb::module_& m) {
           [](const Pipeline& pipeline, const std::vector<std::string>& inputs, const std::string& inputs_as,
              const std::string& output_dir, const std::string& name, const std::string& format, int out_type,
              const std::string& backend, const std::string& algorithm, int threads,
-             int io_threads, std::uint64_t memory_budget, bool resume, bool progress, bool keep_metadata) {
+             int io_threads, std::uint64_t memory_budget, bool resume, bool progress, bool keep_metadata,
+             bool auto_orient) {
               BatchOptions o;
               o.keep_metadata = keep_metadata;
+              o.auto_orient = auto_orient;
               o.pipeline = pipeline;
               o.run = run_options(out_type, backend, algorithm, threads, memory_budget, 0);
               o.io_threads = io_threads;

@@ -45,6 +45,7 @@ std::string fingerprint(const BatchOptions& o, const InputSet& inputs, const Out
     f += "; name " + naming.pattern + "; format " + (naming.format ? extension_of(*naming.format) : "auto");
     f += "; quality " + std::to_string(o.write.jpeg_quality);
     if (!o.keep_metadata) f += "; metadata stripped";
+    if (o.auto_orient) f += "; auto-orient";
     return f;
 }
 

@@ -27,12 +27,11 @@ struct ExifReader {
     }
 };
 
-}  // namespace
-
-int exif_orientation(std::span<const std::uint8_t> exif) {
+// Where the Orientation entry's value lies in the block (a SHORT, count 1), or 0 when there is none.
+std::size_t orientation_value_at(std::span<const std::uint8_t> exif) {
     if (exif.size() < 8) return 0;
-    ExifReader r{exif, exif[0] == 'I'};
     if (!((exif[0] == 'I' && exif[1] == 'I') || (exif[0] == 'M' && exif[1] == 'M'))) return 0;
+    const ExifReader r{exif, exif[0] == 'I'};
     std::uint16_t magic = 0, entries = 0;
     std::uint32_t ifd = 0;
     if (!r.u16(2, magic) || magic != 42 || !r.u32(4, ifd) || !r.u16(ifd, entries)) return 0;
@@ -41,9 +40,27 @@ int exif_orientation(std::span<const std::uint8_t> exif) {
         std::uint16_t tag = 0, type = 0, value = 0;
         std::uint32_t count = 0;
         if (!r.u16(at, tag) || !r.u16(at + 2, type) || !r.u32(at + 4, count) || !r.u16(at + 8, value)) return 0;
-        if (tag == orientation_tag) return type == short_type && count == 1 && value >= 1 && value <= 8 ? int(value) : 0;
+        if (tag == orientation_tag) return type == short_type && count == 1 ? at + 8 : 0;
     }
     return 0;
+}
+
+}  // namespace
+
+int exif_orientation(std::span<const std::uint8_t> exif) {
+    const std::size_t at = orientation_value_at(exif);
+    std::uint16_t value = 0;
+    if (at == 0 || !ExifReader{exif, exif[0] == 'I'}.u16(at, value)) return 0;
+    return value >= 1 && value <= 8 ? int(value) : 0;
+}
+
+bool set_exif_orientation(std::vector<std::uint8_t>& exif, int orientation) {
+    const std::size_t at = orientation_value_at(exif);
+    if (at == 0 || orientation < 1 || orientation > 8) return false;
+    const bool little = exif[0] == 'I';
+    exif[at] = std::uint8_t(little ? orientation : 0);
+    exif[at + 1] = std::uint8_t(little ? 0 : orientation);
+    return true;
 }
 
 std::vector<std::uint8_t> exif_with_orientation(int orientation) {

@@ -3,6 +3,8 @@ default) and are left out with --metadata strip, checked with Pillow, a reader i
 pixels are filtered as stored: never turned by the orientation (SciPy on the stored pixels is the reference)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from scipy import ndimage
@@ -16,7 +18,9 @@ ORIENTATION = 0x0112
 MAKE = 0x010F
 
 
+@functools.cache
 def srgb_profile() -> bytes:
+    """One profile for the session: each new one holds its creation time."""
     return ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
 
 
@@ -94,3 +98,37 @@ def test_batch_keeps_each_inputs_metadata(apron, tmp_path):
     apron.run("batch", inputs, "-o", tmp_path / "bare", "--op", "box:width=3,height=3", "-q", "--metadata", "strip")
     with Image.open(tmp_path / "bare" / "p1.png") as im:
         assert ORIENTATION not in im.getexif() and not im.info.get("icc_profile")
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_auto_orient_turns_pixels_as_pillow_does(apron, tmp_path, orientation):
+    from PIL import ImageOps
+
+    rgb = np.random.default_rng(10 + orientation).integers(0, 256, (13, 22, 3), dtype=np.uint8)
+    src = tmp_path / "p.png"
+    write_photo(src, rgb, orientation, srgb_profile())
+    apron.filter_files(src, tmp_path / "o.png", "box:width=3,height=3", extra=["--auto-orient"])
+    with Image.open(src) as im:
+        upright = np.asarray(ImageOps.exif_transpose(im).convert("RGB"))
+    ref = np.stack([ndimage.uniform_filter(upright[..., c].astype(np.float64), 3, mode="reflect") for c in range(3)], -1)
+    np.testing.assert_array_equal(read_png(tmp_path / "o.png"), np.round(ref).astype(np.uint8))
+    with Image.open(tmp_path / "o.png") as out:
+        assert out.getexif().get(ORIENTATION) == 1  # marked upright, so a viewer does not turn it again
+        assert out.getexif().get(MAKE) == "apron test camera" and out.info.get("icc_profile") == srgb_profile()
+
+
+def test_auto_orient_needs_a_whole_image_run(apron, tmp_path, photo):
+    src, _ = photo
+    r = apron.filter_files(src, tmp_path / "o.png", "box", extra=["--auto-orient", "--stream", "on"], check=False)
+    assert r.returncode != 0 and "--auto-orient" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o.png").exists()
+
+
+def test_batch_auto_orient(apron, tmp_path, photo):
+    src, rgb = photo  # orientation 6: a quarter turn clockwise
+    (tmp_path / "in").mkdir()
+    src.rename(tmp_path / "in" / "p.png")
+    apron.run("batch", tmp_path / "in", "-o", tmp_path / "out", "--op", "dilate:se=rect:1x1", "-q", "--auto-orient")
+    np.testing.assert_array_equal(read_png(tmp_path / "out" / "p.png"), np.rot90(rgb, k=-1))
+    with Image.open(tmp_path / "out" / "p.png") as out:
+        assert out.getexif().get(ORIENTATION) == 1

@@ -144,3 +144,9 @@ def test_batch_carries_or_strips_each_inputs_metadata(tmp_path):
         assert r["done"] == 1
         with Image.open(tmp_path / metadata / "photo.jpg") as out:
             assert out.getexif().get(0x0112) == expected, metadata
+    r = apron.batch(tmp_path / "in", tmp_path / "upright", ["dilate:se=rect:1x1"], format="png", auto_orient=True,
+                    progress=False)
+    assert r["done"] == 1
+    with Image.open(tmp_path / "upright" / "photo.png") as out:
+        assert out.getexif().get(0x0112) == 1
+        np.testing.assert_array_equal(np.asarray(out), np.rot90(random_image((9, 12, 3), np.uint8, seed=70), k=-1))
