@@ -335,6 +335,24 @@ ImageMetadata metadata_jpeg(const ByteSource& source, const std::string& name) {
     return m;
 }
 
+namespace {
+
+// The APP1 segment's payload for `m`: "Exif\0\0" and the Exif block, or nothing. A segment holds at most
+// 65533 bytes: a larger block (a big maker note or thumbnail) is reduced to its orientation, which is what a
+// viewer needs of it; so is a TIFF's orientation, which comes without a block.
+std::vector<std::uint8_t> app1_exif(const ImageMetadata& m) {
+    static constexpr std::uint8_t exif_id[] = {'E', 'x', 'i', 'f', 0, 0};
+    const bool fits = !m.exif.empty() && m.exif.size() + sizeof exif_id <= 65533;
+    const std::vector<std::uint8_t> block =
+        fits ? m.exif : exif_with_orientation(m.orientation ? m.orientation : exif_orientation(m.exif));
+    if (block.empty()) return {};
+    std::vector<std::uint8_t> payload(std::begin(exif_id), std::end(exif_id));
+    payload.insert(payload.end(), block.begin(), block.end());
+    return payload;
+}
+
+}  // namespace
+
 Buffer encode_jpeg(ConstImageView image, const std::string& name, const WriteOptions& options) {
     if (options.jpeg_quality < 1 || options.jpeg_quality > 100)
         fail(name, "JPEG quality " + std::to_string(options.jpeg_quality) + " is outside 1..100");
@@ -352,17 +370,8 @@ Buffer encode_jpeg(ConstImageView image, const std::string& name, const WriteOpt
     std::vector<JSAMPROW> rows(std::size_t(image.height()));
     for (int y = 0; y < image.height(); ++y)
         rows[y] = reinterpret_cast<JSAMPROW>(const_cast<std::byte*>(image.row_bytes(y)));
-    // An APP1 segment holds at most 65533 bytes: a larger Exif block (a big maker note or thumbnail) is
-    // reduced to its orientation, which is what a viewer needs of it.
     const ImageMetadata& m = options.metadata;
-    std::vector<std::uint8_t> exif = {'E', 'x', 'i', 'f', 0, 0};
-    const std::vector<std::uint8_t> block =
-        !m.exif.empty() && m.exif.size() + exif.size() <= 65533 ? m.exif
-                                                                : exif_with_orientation(m.orientation ? m.orientation
-                                                                                                      : exif_orientation(m.exif));
-    if (block.empty()) exif.clear();
-    exif.insert(exif.end(), block.begin(), block.end());
-    if (!step_compress(&c->cinfo, c->err, c->dest, image, rows.data(), options.jpeg_quality, exif, m.icc_profile))
+    if (!step_compress(&c->cinfo, c->err, c->dest, image, rows.data(), options.jpeg_quality, app1_exif(m), m.icc_profile))
         fail(name, std::string("cannot encode JPEG: ") + c->err.message);
     return out;
 }
