@@ -141,6 +141,18 @@ TEST(ImageMetadata, LargeProfilesSpanJpegSegments) {
     }
 }
 
+TEST(ImageMetadata, ProfileLargerThanAJpegHoldsIsLeftOut) {
+    const Image img = random_image(4, 4, 3, PixelType::u8, 13);
+    ImageMetadata m;
+    m.icc_profile = icc_profile(255 * 65519 + 1);
+    m.orientation = 4;
+    const ImageMetadata jpeg = round_trip("huge.jpg", img, m);
+    EXPECT_TRUE(jpeg.icc_profile.empty());
+    EXPECT_EQ(jpeg.orientation, 4);
+    m.icc_profile.pop_back();  // the largest that fits: 255 full segments
+    EXPECT_EQ(round_trip("full.jpg", img, m).icc_profile, m.icc_profile);
+}
+
 TEST(ImageMetadata, JpegExifOverItsSegmentKeepsTheOrientation) {
     const Image img = random_image(8, 8, 1, PixelType::u8, 5);
     ImageMetadata m;

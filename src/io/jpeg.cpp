@@ -371,7 +371,10 @@ Buffer encode_jpeg(ConstImageView image, const std::string& name, const WriteOpt
     for (int y = 0; y < image.height(); ++y)
         rows[y] = reinterpret_cast<JSAMPROW>(const_cast<std::byte*>(image.row_bytes(y)));
     const ImageMetadata& m = options.metadata;
-    if (!step_compress(&c->cinfo, c->err, c->dest, image, rows.data(), options.jpeg_quality, app1_exif(m), m.icc_profile))
+    // A profile is split over at most 255 APP2 segments of 65519 bytes (its sequence numbers are bytes);
+    // one larger does not fit a JPEG and is left out.
+    const Bytes icc = m.icc_profile.size() <= 255 * std::size_t(65519) ? Bytes(m.icc_profile) : Bytes();
+    if (!step_compress(&c->cinfo, c->err, c->dest, image, rows.data(), options.jpeg_quality, app1_exif(m), icc))
         fail(name, std::string("cannot encode JPEG: ") + c->err.message);
     return out;
 }
