@@ -407,6 +407,24 @@ TEST(Tiff, SignedSamplesBecomeExactFloats) {
         }
 }
 
+TEST(Tiff, UncompressedYCbCrIsRefusedByName) {
+    ScratchDir dir;
+    const std::string path = dir.file("ycbcr-raw.tif");
+    TIFF* tif = TIFFOpen(path.c_str(), "w");
+    ASSERT_NE(tif, nullptr);
+    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, 4);
+    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, 2);
+    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, 3);
+    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8);
+    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_YCBCR);
+    TIFFSetField(tif, TIFFTAG_YCBCRSUBSAMPLING, 1, 1);
+    const std::vector<std::uint8_t> samples(4 * 2 * 3, 128);
+    ASSERT_EQ(TIFFWriteEncodedStrip(tif, 0, const_cast<std::uint8_t*>(samples.data()), tmsize_t(samples.size())),
+              tmsize_t(samples.size()));
+    TIFFClose(tif);
+    EXPECT_TRUE(fails_naming([&] { read_image(path); }, path, "YCbCr TIFF files are read only JPEG-compressed"));
+}
+
 TEST(Tiff, JpegCompressedYCbCrBecomesRgb) {
     if (!TIFFIsCODECConfigured(COMPRESSION_JPEG)) GTEST_SKIP() << "libtiff without JPEG";
     // Smooth colours, so that 4:2:0 chroma and the DCT keep them within a few levels.

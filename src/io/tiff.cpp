@@ -288,6 +288,8 @@ std::vector<std::uint8_t> palette_colours(TIFF* tif, int bits, const std::string
 // returns the image's sample type, or fails saying what the file holds instead.
 PixelType sample_layout(TIFF* tif, std::uint16_t spp, Layout& l, const std::string& name) {
     std::uint16_t bits = 1, format = SAMPLEFORMAT_UINT, photometric = PHOTOMETRIC_MINISBLACK, compression = 0;
+    std::uint16_t planar = PLANARCONFIG_CONTIG;
+    TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &planar);
     TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &bits);
     TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &format);
     TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &photometric);
@@ -314,9 +316,10 @@ PixelType sample_layout(TIFF* tif, std::uint16_t spp, Layout& l, const std::stri
     }
     case PHOTOMETRIC_YCBCR:
         // libjpeg converts JPEG-compressed YCbCr to RGB as it decodes (upsampling the chroma), so the
-        // strips and tiles libtiff hands over are plain RGB.
-        if (compression != COMPRESSION_JPEG || spp != 3 || bits != 8)
-            fail(name, "YCbCr TIFF files are read only JPEG-compressed, 3 x 8-bit (convert to RGB first)");
+        // strips and tiles libtiff hands over are plain RGB; it can do so only for interleaved samples
+        // (separate planes would come out as Y, Cb and Cr).
+        if (compression != COMPRESSION_JPEG || spp != 3 || bits != 8 || planar != PLANARCONFIG_CONTIG)
+            fail(name, "YCbCr TIFF files are read only JPEG-compressed, 3 x 8-bit, interleaved (convert to RGB first)");
         if (!TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB))
             fail(name, "cannot decode this JPEG-compressed YCbCr TIFF to RGB");
         return PixelType::u8;
