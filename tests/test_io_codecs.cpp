@@ -410,18 +410,8 @@ TEST(Tiff, SignedSamplesBecomeExactFloats) {
 TEST(Tiff, UncompressedYCbCrIsRefusedByName) {
     ScratchDir dir;
     const std::string path = dir.file("ycbcr-raw.tif");
-    TIFF* tif = TIFFOpen(path.c_str(), "w");
-    ASSERT_NE(tif, nullptr);
-    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, 4);
-    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, 2);
-    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, 3);
-    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8);
-    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_YCBCR);
-    TIFFSetField(tif, TIFFTAG_YCBCRSUBSAMPLING, 1, 1);
-    const std::vector<std::uint8_t> samples(4 * 2 * 3, 128);
-    ASSERT_EQ(TIFFWriteEncodedStrip(tif, 0, const_cast<std::uint8_t*>(samples.data()), tmsize_t(samples.size())),
-              tmsize_t(samples.size()));
-    TIFFClose(tif);
+    write_converted_tiff(path, {.width = 4, .height = 2, .spp = 3, .photometric = PHOTOMETRIC_YCBCR, .layout = {},
+                                .sample = [](int, int, int) { return 128u; }});
     EXPECT_TRUE(fails_naming([&] { read_image(path); }, path, "YCbCr TIFF files are read only JPEG-compressed"));
 }
 
