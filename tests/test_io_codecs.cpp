@@ -354,6 +354,14 @@ TEST(Tiff, LowBitDepthAndMinIsWhiteGray) {
                 SCOPED_TRACE(::testing::Message() << bits << "-bit, min-is-white " << white << ", tiled " << l.tiled);
                 expect_converted(t, expected);
             }
+    // One pixel: a single bit in a byte of padding, strips and a tile far larger than the image.
+    for (const TiffLayout& l : {TiffLayout{.block_h = 1}, TiffLayout{.tiled = true}}) {
+        const ConvertedTiff one{.width = 1, .height = 1, .bits = 1, .photometric = PHOTOMETRIC_MINISWHITE,
+                                .layout = l, .sample = [](int, int, int) { return 1u; }};
+        Image black(1, 1, 1, PixelType::u8);
+        sample_at<std::uint8_t>(black, 0, 0, 0) = 0;
+        expect_converted(one, black);
+    }
     // 8 and 16-bit min-is-white: the gray is inverted, its alpha is not (separate planes too).
     for (int bits : {8, 16})
         for (bool separate : {false, true}) {

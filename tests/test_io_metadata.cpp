@@ -233,6 +233,15 @@ TEST(Orientation, EveryExifOrientationOnEveryPixelKind) {
     EXPECT_TRUE(same_pixels(img, turned));
     EXPECT_TRUE(same_pixels(img, apply_orientation(apply_orientation(img, 2), 2)));
     EXPECT_THROW(apply_orientation(img, 9), Error);
+    // turn_upright: the image and its metadata together; an upright one is left as it is.
+    Image turned_up = apply_orientation(img, 1);  // a copy
+    ImageMetadata m;
+    m.orientation = 8;
+    turn_upright(turned_up, m);
+    EXPECT_TRUE(same_pixels(apply_orientation(img, 8), turned_up));
+    EXPECT_EQ(m.orientation, 1);
+    turn_upright(turned_up, m);
+    EXPECT_TRUE(same_pixels(apply_orientation(img, 8), turned_up));
 }
 
 TEST(Orientation, MarkUprightRewritesTheExifEntry) {

@@ -240,10 +240,7 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
     std::vector<apron::StageTiming> stages;
     auto t = Clock::now();
     apron::Image input = apron::read_image(a.input, read);
-    if (turn >= 2) {
-        input = apron::apply_orientation(input, turn);
-        apron::mark_upright(metadata);
-    }
+    if (a.auto_orient) apron::turn_upright(input, metadata);
     stages.push_back({"read " + a.input, ms_since(t)});
 
     options.timings = &stages;

@@ -120,6 +120,8 @@ ImageMetadata read_metadata(std::span<const std::uint8_t> bytes, const std::stri
 Image apply_orientation(ConstImageView image, int orientation, HostMemory memory = HostMemory::pageable);
 // Metadata for pixels that apply_orientation turned upright: orientation 1, in the Exif block too.
 void mark_upright(ImageMetadata& metadata);
+// Both at once, for a decoded image and its file's metadata: nothing to do for orientations 0 and 1.
+void turn_upright(Image& image, ImageMetadata& metadata, HostMemory memory = HostMemory::pageable);
 
 void write_image(const std::string& path, ConstImageView image, const WriteOptions& options = {});
 std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image, const std::string& name,

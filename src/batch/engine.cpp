@@ -366,10 +366,7 @@ private:
                 w.image = decode_image(file_bytes, item.input, ro);
                 if (o_.keep_metadata || o_.auto_orient) w.metadata = read_metadata(file_bytes, item.input, ro);
                 // The turned copy replaces the decoded image at once: for a moment the image is held twice.
-                if (o_.auto_orient && w.metadata.orientation >= 2) {
-                    w.image = apply_orientation(w.image, w.metadata.orientation, ro.memory);
-                    mark_upright(w.metadata);
-                }
+                if (o_.auto_orient) turn_upright(w.image, w.metadata, ro.memory);
                 if (!o_.keep_metadata) w.metadata = {};
             }  // the file's bytes are freed
             w.view = w.image.view();

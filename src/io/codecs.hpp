@@ -112,8 +112,9 @@ ImageShape probe_png(const ByteSource& source, const std::string& name, const Re
 ImageShape probe_jpeg(const ByteSource& source, const std::string& name, const ReadOptions& options);
 ImageShape probe_tiff(const ByteSource& source, const std::string& name, const ReadOptions& options);
 
-// The colour profile, Exif block and orientation of a file, from its segments before the pixels
-// (read_metadata); errors as the decoder's, for a file it would refuse from its header.
+// The colour profile and Exif block of a file (and a TIFF's orientation tag), from its segments before the
+// pixels (read_metadata takes the orientation from the Exif block otherwise); errors as the decoder's, for a
+// file it would refuse from its header.
 ImageMetadata metadata_png(const ByteSource& source, const std::string& name);
 ImageMetadata metadata_jpeg(const ByteSource& source, const std::string& name);
 ImageMetadata metadata_tiff(const ByteSource& source, const std::string& name, const ReadOptions& options);

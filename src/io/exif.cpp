@@ -63,6 +63,15 @@ bool set_exif_orientation(std::vector<std::uint8_t>& exif, int orientation) {
     return true;
 }
 
+int orientation_of(const ImageMetadata& metadata) {
+    return metadata.orientation ? metadata.orientation : exif_orientation(metadata.exif);
+}
+
+std::vector<std::uint8_t> exif_to_write(const ImageMetadata& metadata, std::size_t max_bytes) {
+    if (!metadata.exif.empty() && metadata.exif.size() <= max_bytes) return metadata.exif;
+    return exif_with_orientation(orientation_of(metadata));
+}
+
 std::vector<std::uint8_t> exif_with_orientation(int orientation) {
     if (orientation < 1 || orientation > 8) return {};
     // Big-endian: "MM", 42, the first directory at 8; one entry (SHORT, count 1, the value left-aligned in

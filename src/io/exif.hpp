@@ -2,9 +2,12 @@
 // The one Exif field apron reads and writes itself: Orientation (tag 0x0112 of the first directory). An Exif
 // block is a small TIFF file (a byte-order mark, then directories of 12-byte entries); apron otherwise
 // copies it whole, unread.
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "apron/io.hpp"
 
 namespace apron::io {
 
@@ -17,5 +20,12 @@ bool set_exif_orientation(std::vector<std::uint8_t>& exif, int orientation);
 
 // A minimal Exif block holding only this orientation (1..8): for a TIFF's orientation written to JPEG or PNG.
 std::vector<std::uint8_t> exif_with_orientation(int orientation);
+
+// The orientation metadata says: its own field (a TIFF's tag, or set by mark_upright), else its Exif block's.
+int orientation_of(const ImageMetadata& metadata);
+
+// The Exif block a writer stores for `metadata`, at most `max_bytes`: the block itself when it fits, else one
+// holding only the orientation (what a viewer needs of it), else nothing.
+std::vector<std::uint8_t> exif_to_write(const ImageMetadata& metadata, std::size_t max_bytes);
 
 }  // namespace apron::io

@@ -11,6 +11,7 @@
 
 #include "apron/memory.hpp"
 #include "io/codecs.hpp"
+#include "io/exif.hpp"
 #include "io/file_io.hpp"
 
 namespace apron {
@@ -271,26 +272,33 @@ ImageShape probe_source(const io::ByteSource& source, const std::string& name, c
     unknown_format(first, name);
 }
 
-ImageMetadata metadata_of_source(const io::ByteSource& source, const std::string& name, const ReadOptions& options) {
-    const io::Buffer first = io::read_prefix(source, 8);
-    // A damaged profile or Exif block is left out; the image's own reader judges the file.
-    try {
-        switch (magic_of(first)) {
-        case Magic::png: return io::metadata_png(source, name);
-        case Magic::jpeg: return io::metadata_jpeg(source, name);
-        case Magic::tiff:
+ImageMetadata metadata_by_format(const io::ByteSource& source, const std::string& name, const ReadOptions& options) {
+    switch (magic_of(io::read_prefix(source, 8))) {
+    case Magic::png: return io::metadata_png(source, name);
+    case Magic::jpeg: return io::metadata_jpeg(source, name);
+    case Magic::tiff:
 #if APRON_HAVE_TIFF
-            return io::metadata_tiff(source, name, options);
+        return io::metadata_tiff(source, name, options);
 #else
-            break;
+        break;
 #endif
-        case Magic::pnm:
-        case Magic::pfm:
-        case Magic::unknown: break;
-        }
-    } catch (const Error&) {
+    case Magic::pnm:
+    case Magic::pfm:
+    case Magic::unknown: break;
     }
     return {};
+}
+
+// A damaged profile or Exif block is left out; the image's own reader judges the file. The orientation is
+// the format's own (a TIFF tag) or the Exif block's.
+ImageMetadata metadata_of_source(const io::ByteSource& source, const std::string& name, const ReadOptions& options) {
+    try {
+        ImageMetadata m = metadata_by_format(source, name, options);
+        m.orientation = io::orientation_of(m);
+        return m;
+    } catch (const Error&) {
+        return {};
+    }
 }
 
 // The file itself is held while it is decoded: refuse one larger than the budget before reading it.

@@ -330,21 +330,16 @@ ImageShape probe_jpeg(const ByteSource& source, const std::string& name, const R
 
 ImageMetadata metadata_jpeg(const ByteSource& source, const std::string& name) {
     JpegReader reader(source, name, true);
-    ImageMetadata m = reader.metadata();
-    m.orientation = exif_orientation(m.exif);
-    return m;
+    return reader.metadata();
 }
 
 namespace {
 
 // The APP1 segment's payload for `m`: "Exif\0\0" and the Exif block, or nothing. A segment holds at most
-// 65533 bytes: a larger block (a big maker note or thumbnail) is reduced to its orientation, which is what a
-// viewer needs of it; so is a TIFF's orientation, which comes without a block.
+// 65533 bytes: a larger block (a big maker note or thumbnail) is reduced to its orientation.
 std::vector<std::uint8_t> app1_exif(const ImageMetadata& m) {
     static constexpr std::uint8_t exif_id[] = {'E', 'x', 'i', 'f', 0, 0};
-    const bool fits = !m.exif.empty() && m.exif.size() + sizeof exif_id <= 65533;
-    const std::vector<std::uint8_t> block =
-        fits ? m.exif : exif_with_orientation(m.orientation ? m.orientation : exif_orientation(m.exif));
+    const std::vector<std::uint8_t> block = exif_to_write(m, 65533 - sizeof exif_id);
     if (block.empty()) return {};
     std::vector<std::uint8_t> payload(std::begin(exif_id), std::end(exif_id));
     payload.insert(payload.end(), block.begin(), block.end());

@@ -59,4 +59,10 @@ void mark_upright(ImageMetadata& metadata) {
     io::set_exif_orientation(metadata.exif, 1);  // a block without the entry already means "as stored"
 }
 
+void turn_upright(Image& image, ImageMetadata& metadata, HostMemory memory) {
+    if (metadata.orientation < 2) return;
+    image = apply_orientation(image, metadata.orientation, memory);  // the turned copy, then the old one is freed
+    mark_upright(metadata);
+}
+
 }  // namespace apron

@@ -8,6 +8,7 @@
 #include <png.h>
 
 #include <bit>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -163,7 +164,6 @@ public:
         if (png_get_iCCP(s_.png, s_.info, &profile_name, &compression, &profile, &profile_bytes) && profile)
             m.icc_profile.assign(profile, profile + profile_bytes);
         if (png_get_eXIf_1(s_.png, s_.info, &exif_bytes, &exif) && exif) m.exif.assign(exif, exif + exif_bytes);
-        m.orientation = exif_orientation(m.exif);
         return m;
     }
 
@@ -218,7 +218,7 @@ Buffer encode_png(ConstImageView image, const std::string& name, const WriteOpti
         rows[y] = reinterpret_cast<png_bytep>(const_cast<std::byte*>(image.row_bytes(y)));
     const int depth = image.type() == PixelType::u16 ? 16 : 8;
     const ImageMetadata& m = options.metadata;
-    const std::vector<std::uint8_t> exif = m.exif.empty() ? exif_with_orientation(m.orientation) : m.exif;
+    const std::vector<std::uint8_t> exif = exif_to_write(m, SIZE_MAX);
     if (!step_write(s.png, s.info, image.width(), image.height(), depth, color_of_channels[image.channels()],
                     options.png_compression, rows.data(), exif, m.icc_profile))
         fail(name, std::string("cannot encode PNG: ") + ctx.message);

@@ -593,7 +593,7 @@ Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOpt
     const ImageMetadata& m = options.metadata;
     if (!m.icc_profile.empty())
         TIFFSetField(h.tif, TIFFTAG_ICCPROFILE, std::uint32_t(m.icc_profile.size()), m.icc_profile.data());
-    if (const int turn = m.orientation ? m.orientation : exif_orientation(m.exif); turn >= 1 && turn <= 8)
+    if (const int turn = orientation_of(m); turn >= 1 && turn <= 8)
         TIFFSetField(h.tif, TIFFTAG_ORIENTATION, std::uint16_t(turn));
     TIFFSetField(h.tif, TIFFTAG_COMPRESSION, deflate ? COMPRESSION_ADOBE_DEFLATE : COMPRESSION_NONE);
     if (deflate)
