@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import glob
 import math
 import os
 import sys
@@ -925,7 +926,8 @@ PLOTS = [("masks_*.png", mask_plots, "no single-channel correlate / correlate_in
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="PNG plots of apron's benchmark CSVs (the files report.py takes).")
-    ap.add_argument("csv", nargs="+", help="CSV files (impl,op,type,param,size,ms,mpix_s[,...])")
+    ap.add_argument("csv", nargs="*", help="CSV files (impl,op,type,param,size,ms,mpix_s[,...]); default: the "
+                    "docs' tables, docs/data/*.csv")
     ap.add_argument("-o", "--out", default=os.path.join(os.path.dirname(HERE), "docs", "plots"),
                     help="output folder (default docs/plots)")
     ap.add_argument("--gpu", help="GPU of rows without a machine column (default: nvidia-smi's name)")
@@ -938,6 +940,14 @@ def main(argv=None):
     ap.add_argument("--fma-peak", type=float, default=DEFAULT_FMA_PEAK,
                     help="FP32 FMA/s where the CSV has no fma_peak (default 33.5e12, the H100's)")
     args = ap.parse_args(argv)
+    if not args.csv:
+        # With no CSV the docs' own tables are drawn again, so the command the README shows works as written.
+        data = os.path.join(os.path.dirname(HERE), "docs", "data")
+        args.csv = sorted(glob.glob(os.path.join(data, "*.csv")))
+        if not args.csv:
+            print("plots.py: no CSV given and none in %s" % os.path.relpath(data), file=sys.stderr)
+            return 2
+        print("no CSV given: drawing the docs' tables (%s/*.csv)" % os.path.relpath(data))
     try:
         rows = load(args.csv)
     except InputError as e:

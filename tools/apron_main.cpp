@@ -505,8 +505,8 @@ int main(int argc, char** argv) {
     std::string shell;
     auto* completion = app.add_subcommand("completion", "print a shell completion script: source <(apron completion bash)");
     completion->add_option("shell", shell, "bash or zsh")->required()->type_name("bash|zsh");
-    // Hidden (no group): the build writes apron.1 with it.
-    auto* man = app.add_subcommand("man-page", "print the man page (roff)")->group("");
+    // The build writes apron.1 with it; before installing, `apron man-page | man -l -` reads the page.
+    auto* man = app.add_subcommand("man-page", "print the man page (roff): apron man-page | man -l -");
 
     try {
         app.parse(argc, argv);
