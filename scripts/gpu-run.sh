@@ -281,6 +281,16 @@ case " $steps " in *" report "*)
   [ -s "$OUT/cpu.csv" ] && cpu_csv=("$OUT/cpu.csv")
   python3 bench/report.py "$OUT/bench_gpu.csv" "$OUT/peers.csv" "${cpu_csv[@]}" --gpu "$gpu" \
     --commit "${APRON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}" > "$OUT/report.md" 2>&1
+  # Figures once reached are held: every row more than 10 % slower than this GPU model's baseline.
+  model=$(echo "$gpu" | grep -oE 'H[0-9]{3}' | head -1 | tr 'H' 'h')
+  baseline=${APRON_BASELINE:-$(ls -d bench/baselines/"${model:-none}"-*/bench_gpu.csv 2>/dev/null | tail -1)}
+  if [ -n "$baseline" ] && [ -s "$OUT/bench_gpu.csv" ]; then
+    { echo; echo "## Against the baseline $baseline"; echo
+      python3 bench/baseline_check.py "$OUT/bench_gpu.csv" "$baseline" --markdown; } >> "$OUT/report.md" 2>&1
+    tail -n +1 "$OUT/report.md" | grep -E "rows matched|slower:" | tee -a "$OUT/summary.txt"
+  else
+    echo "no baseline for '$gpu' in bench/baselines/ (APRON_BASELINE=FILE names one)" | tee -a "$OUT/summary.txt"
+  fi
   # The plots of the same CSVs (docs/plots/ once checked in), where the machine has matplotlib.
   if python3 -c "import matplotlib" 2>/dev/null; then
     python3 bench/plots.py "$OUT/bench_gpu.csv" "$OUT/peers.csv" "${cpu_csv[@]}" --gpu "$gpu" --date "$(date -u +%F)" \
