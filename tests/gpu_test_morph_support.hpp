@@ -66,9 +66,16 @@ inline std::vector<std::pair<std::string, Image>> nan_images(int channels, std::
         for (int k = 10 * channels; k < 34 * channels; ++k) holed.row<float>(y)[k] = nan;
     Image row = random_image(40, 1, channels, PixelType::f32, seed + 1);
     for (int k = 5 * channels; k < 30 * channels; ++k) row.row<float>(0)[k] = nan;
-    return {{"holed", holed},           {"all NaN", filled(9, 7, nan)},  {"all +inf", filled(9, 7, inf)},
-            {"all -inf", filled(9, 7, -inf)}, {"1x1 NaN", filled(1, 1, nan)}, {"1x1 -inf", filled(1, 1, -inf)},
-            {"1x1 0.25", filled(1, 1, 0.25f)}, {"one row", row}};
+    std::vector<std::pair<std::string, Image>> images;  // Image moves, it does not copy
+    images.emplace_back("holed", std::move(holed));
+    images.emplace_back("all NaN", filled(9, 7, nan));
+    images.emplace_back("all +inf", filled(9, 7, inf));
+    images.emplace_back("all -inf", filled(9, 7, -inf));
+    images.emplace_back("1x1 NaN", filled(1, 1, nan));
+    images.emplace_back("1x1 -inf", filled(1, 1, -inf));
+    images.emplace_back("1x1 0.25", filled(1, 1, 0.25f));
+    images.emplace_back("one row", std::move(row));
+    return images;
 }
 
 // Borders of the NaN tests: ignored, constant (value 0.5), the four mapped modes.
