@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "apron/pipeline.hpp"
+#include "plan/plan.hpp"
+#include "plan_support.hpp"
 #include "test_support.hpp"
 
 namespace apron {
@@ -247,6 +249,35 @@ TEST(MorphNaN, LargeImageWithNaNHoles) {
             std::string where;
             EXPECT_TRUE(same(extremum(plane, e, std::string(op) == "dilate", "", 0), to_plane(got), &where))
                 << op << " " << e.spec << ": " << where;
+        }
+}
+
+// A constant border of NaN (the library's MorphStep; the command line takes finite values only) is outside
+// pixels that are missing: the same result as ignoring them, on the reference and the fast executor.
+TEST(MorphNaN, ConstantNaNBorderIsIgnoredOutsidePixels) {
+    const Image in = holed_image(17, 13, 3, 5);
+    auto reference = make_reference_executor();
+    auto fast = make_cpu_executor(2);
+    for (const Element& e : elements())
+        for (MorphKind kind : {MorphKind::dilate, MorphKind::erode}) {
+            MorphStep s;
+            s.element = Mask(e.w, e.h, std::vector<double>(e.on.begin(), e.on.end()));
+            s.kind = kind;
+            Step step;
+            step.action = s;
+            const MorphPlan ignored = std::get<MorphPlan>(test::plan_step(step, in.shape(), in.type()).what);
+            s.border = BorderMode::constant;
+            s.border_value = nan_v;
+            step.action = s;
+            const MorphPlan nan_border = std::get<MorphPlan>(test::plan_step(step, in.shape(), in.type()).what);
+            const Plane want = extremum(to_plane(in), e, kind == MorphKind::dilate, "", 0);
+            for (Executor* ex : {reference.get(), fast.get()})
+                for (const MorphPlan* p : {&ignored, &nan_border}) {
+                    Image got(in.shape());
+                    ex->morph(*p, in.view(), got.view());
+                    std::string where;
+                    EXPECT_TRUE(same(want, to_plane(got), &where)) << e.spec << (p == &ignored ? " ignored" : " NaN border") << ": " << where;
+                }
         }
 }
 
