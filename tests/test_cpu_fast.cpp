@@ -301,8 +301,8 @@ TEST(CpuFast, MorphologyShapesMatchReference) {
                 }
 }
 
-// f32 morphology keeps the reference's fmin/fmax semantics: NaN is skipped, +-inf saturate at the
-// identity, and a window with no cell inside the image gives the identity.
+// f32 morphology gives the reference's values: NaN is a missing sample, +-inf are kept, and a window
+// with no cell inside the image (or only NaN) gives NaN (tests/test_morph_nan.cpp restates the rule).
 TEST(CpuFast, MorphologyF32SpecialValues) {
     Image in = test::random_image(19, 13, 1, PixelType::f32, 8);
     in.row<float>(0)[0] = NAN;
