@@ -154,15 +154,15 @@ bool same(const Plane& a, const Plane& b, std::string* where) {
 // Random samples with a NaN hole larger than every element, scattered NaN, +inf and -inf.
 Image holed_image(int w, int h, int c, std::uint32_t seed) {
     Image img = test::random_image(w, h, c, PixelType::f32, seed);
-    for (int y = 4; y < std::min(h, 15); ++y)
-        for (int x = 3; x < std::min(w, 14); ++x)
-            for (int k = 0; k < c; ++k) img.row<float>(y)[std::size_t(x) * c + k] = nan_v;
     std::mt19937 rng(seed);
     for (int n = 0; n < w * h / 6; ++n) {
         const int x = int(rng() % unsigned(w)), y = int(rng() % unsigned(h)), k = int(rng() % unsigned(c));
         const float pick[] = {nan_v, nan_v, inf_v, -inf_v};
         img.row<float>(y)[std::size_t(x) * c + k] = pick[rng() % 4];
     }
+    for (int y = 4; y < std::min(h, 15); ++y)  // 11 x 11
+        for (int x = 3; x < std::min(w, 14); ++x)
+            for (int k = 0; k < c; ++k) img.row<float>(y)[std::size_t(x) * c + k] = nan_v;
     return img;
 }
 

@@ -77,10 +77,10 @@ def holed(shape, seed):
     infinities."""
     rng = np.random.default_rng(seed)
     img = rng.uniform(-1, 2, shape).astype(np.float32)
-    img[6:15, 5:17] = np.nan
     flat = img.reshape(-1)
     picks = rng.choice(flat.size, flat.size // 8, replace=False)
     flat[picks] = rng.choice(np.array([np.nan, np.nan, np.inf, -np.inf], np.float32), picks.size)
+    img[6:15, 5:17] = np.nan
     return img
 
 
