@@ -6,6 +6,7 @@
 // The expected images come from a brute-force restatement of that rule written here, with its own
 // elements and border indexing, and are compared with the reference and the fast CPU backends.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <cmath>
 #include <functional>
@@ -279,6 +280,32 @@ TEST(MorphNaN, ConstantNaNBorderIsIgnoredOutsidePixels) {
                     EXPECT_TRUE(same(want, to_plane(got), &where)) << e.spec << (p == &ignored ? " ignored" : " NaN border") << ": " << where;
                 }
         }
+}
+
+// Every SIMD level compiled in (AVX-512, AVX2, SSE4, the portable fallback) loads, combines and stores the
+// f32 order keys alike: the rule holds on machines other than this one.
+TEST(MorphNaN, EverySimdTarget) {
+    const Image in = holed_image(45, 21, 3, 31);
+    const Plane plane = to_plane(in);
+    for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        hwy::SetSupportedTargetsForTest(target);
+        auto fast = make_cpu_executor(2);
+        for (const Element& e : {make_element("rect", 5, 7), make_element("rect", 3, 3), make_element("ellipse", 7, 5)})
+            for (MorphKind kind : {MorphKind::dilate, MorphKind::erode}) {
+                MorphStep s;
+                s.element = Mask(e.w, e.h, std::vector<double>(e.on.begin(), e.on.end()));
+                s.kind = kind;
+                Step step;
+                step.action = s;
+                const MorphPlan p = std::get<MorphPlan>(test::plan_step(step, in.shape(), in.type()).what);
+                Image got(in.shape());
+                fast->morph(p, in.view(), got.view());
+                std::string where;
+                EXPECT_TRUE(same(extremum(plane, e, kind == MorphKind::dilate, "", 0), to_plane(got), &where))
+                    << hwy::TargetName(target) << " " << e.spec << ": " << where;
+            }
+    }
+    hwy::SetSupportedTargetsForTest(0);
 }
 
 // The case, spelled out: a NaN hole larger than the element stays NaN inside (no -3.4e38 or
