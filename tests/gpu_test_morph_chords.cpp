@@ -121,7 +121,7 @@ TEST(CudaMorphChords, NamedShapesMatchTheReference) {
                             const std::string op = std::string(kind) + ":se=" + se + border;
                             const Image expected = run_on(op, in, Backend::reference);
                             for_each_variant([&](int v) {
-                                ASSERT_TRUE(test::identical(run_on(op, in, Backend::cuda), expected))
+                                ASSERT_TRUE(test::same_samples(run_on(op, in, Backend::cuda), expected))
                                     << op << ' ' << test::type_name(t) << " c" << c << ' ' << w << 'x' << h << " variant " << v;
                             });
                             if (HasFatalFailure()) return;
@@ -141,7 +141,7 @@ TEST(CudaMorphChords, LargeDisksAndEllipses) {
                     const std::string op = std::string(seed % 2 ? "dilate" : "erode") + ":se=" + se + border;
                     const Image expected = run_on(op, in, Backend::reference);
                     for_each_variant([&](int v) {
-                        EXPECT_TRUE(test::identical(run_on(op, in, Backend::cuda), expected))
+                        EXPECT_TRUE(test::same_samples(run_on(op, in, Backend::cuda), expected))
                             << op << ' ' << test::type_name(t) << " c" << c << " variant " << v;
                     });
                 }
@@ -162,7 +162,7 @@ TEST(CudaMorphChords, MatchesCpuOnALargeImage) {
                         const std::string op = std::string(kind) + ":se=" + se + border;
                         const Image expected = run_on(op, in, Backend::cpu);
                         for_each_variant([&](int v) {
-                            EXPECT_TRUE(test::identical(run_on(op, in, Backend::cuda), expected))
+                            EXPECT_TRUE(test::same_samples(run_on(op, in, Backend::cuda), expected))
                                 << op << ' ' << test::type_name(t) << " c" << c << " variant " << v;
                         });
                     }
@@ -212,7 +212,7 @@ struct DeviceImage {
         cuda->morph(plan, as_const(d_in.view), d_out.view);
         cuda->synchronize();
         const Image gpu = d_out.download();
-        if (result && !test::identical(gpu, expected))
+        if (result && !test::same_samples(gpu, expected))
             result = ::testing::AssertionFailure() << "variant " << v << ": max difference " << test::max_abs_diff(gpu, expected);
     });
     return result;
@@ -292,7 +292,7 @@ TEST(CudaMorphChords, UnalignedDeviceViews) {
                 }
 }
 
-// NaN never wins; infinities clamp to the finite range as the reference's fmax / fmin over the identity.
+// NaN is a missing sample (a window of NaN only gives NaN), infinities stay, as in the reference.
 TEST(CudaMorphChords, FloatSpecialValuesFollowTheReference) {
     REQUIRE_GPU();
     const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
@@ -313,6 +313,56 @@ TEST(CudaMorphChords, FloatSpecialValuesFollowTheReference) {
                     EXPECT_TRUE(same_as_reference(plan_for(structuring_element(se), kind, PixelType::f32, border, -3.4e38), in))
                         << se << " c" << c;
     }
+}
+
+// SPEC.md, Morphology: a NaN sample is missing; an output whose element covers no other sample is NaN (not
+// -3.4e38 / +3.4e38), and -inf / +inf come out as they are. The chord kernel (every variant) and
+// morph_direct (the executor's fallback for any element) against the reference, on NaN holes larger than
+// the element, scattered NaN and infinities, images all NaN or infinite, 1x1 and one-row images, every
+// border, 1, 3 and 4 channels.
+TEST(CudaMorphChords, NaNIsAMissingSample) {
+    REQUIRE_GPU();
+    std::uint32_t seed = 2800;
+    for (int c : {1, 3, 4})
+        for (const auto& [name, in] : test::nan_images(c, ++seed))
+            for (const char* se : {"disk:2", "disk:6", "ellipse:7x5", "ellipse:6x4", "cross:5x3", "cross:17x13"})
+                for (const char* kind : {"dilate", "erode"})
+                    for (auto mode : test::nan_border_modes()) {
+                        const std::string op = std::string(kind) + ":se=" + se + test::border_option(mode);
+                        const Image expected = run_on(op, in, Backend::reference);
+                        for_each_variant([&](int v) {
+                            const Image gpu = run_on(op, in, Backend::cuda);
+                            ASSERT_TRUE(test::same_samples(gpu, expected)) << op << " on " << name << " c" << c << " variant " << v;
+                            if (name == "holed") EXPECT_TRUE(test::hole_centre_is_nan(gpu)) << op << " c" << c;
+                            if (name == "all NaN") EXPECT_TRUE(std::isnan(gpu.row<float>(3)[0])) << op;
+                            if (name == "all +inf") EXPECT_EQ(gpu.row<float>(3)[0], std::numeric_limits<float>::infinity()) << op;
+                        });
+                        if (HasFatalFailure()) return;
+                        // morph_direct, which takes what neither rect nor chords take.
+                        MorphPlan direct = plan_for(structuring_element(se), std::string(kind) == "dilate" ? MorphKind::dilate : MorphKind::erode,
+                                                    PixelType::f32, mode, 0.5);
+                        direct.kernel = {"cuda.morph_direct", ""};
+                        EXPECT_TRUE(same_as_reference(direct, in)) << "morph_direct " << op << " on " << name << " c" << c;
+                    }
+}
+
+// A random element with holes and an off-centre anchor, and derived operations, on NaN holes.
+TEST(CudaMorphChords, NaNWithRandomElementsAndDerivedOperations) {
+    REQUIRE_GPU();
+    std::mt19937 rng(77);
+    for (int c : {1, 4})
+        for (const auto& [name, in] : test::nan_images(c, 2900)) {
+            for (int k = 0; k < 4; ++k) {
+                const Mask e = random_element(2 + int(rng() % 9u), 2 + int(rng() % 9u), 0.5, rng);
+                for (MorphKind kind : {MorphKind::dilate, MorphKind::erode})
+                    EXPECT_TRUE(same_as_reference(plan_for(e, kind, PixelType::f32, std::nullopt, 0), in))
+                        << element_text(e) << " on " << name << " c" << c;
+            }
+            for (const char* op : {"open:se=disk:3", "close:se=ellipse:7x5", "gradient:se=disk:2", "tophat:se=cross:5x5",
+                                   "blackhat:se=disk:2,border=mirror", "dilate:se=disk:1,iterations=3"})
+                EXPECT_TRUE(test::same_samples(run_on(op, in, Backend::cuda), run_on(op, in, Backend::reference)))
+                    << op << " on " << name << " c" << c;
+        }
 }
 
 // Elements the chord kernel declines (over max_chords chords) still give the reference's result.

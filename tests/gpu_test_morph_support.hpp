@@ -1,11 +1,16 @@
 #pragma once
 // What the GPU morphology suites share: the skip without a device, type names for messages, and the border
 // options every morphology op takes.
+#include <cmath>
+#include <limits>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "apron/border.hpp"
 #include "apron/image.hpp"
 #include "apron/pipeline.hpp"
 #include "plan/plan.hpp"  // cuda_available
@@ -40,5 +45,50 @@ inline void expect_derived_operations_match(const std::vector<std::string>& ops,
         }
     }
 }
+
+// f32 images for the NaN rule (SPEC.md, Morphology), each with a name: random samples with a NaN hole of
+// 24 x 18 pixels at (10, 8) (larger than every element the NaN tests use inside it), scattered NaN, +inf and
+// -inf; images all NaN, all +inf, all -inf; 1x1 images; a one-row image with a NaN run.
+inline std::vector<std::pair<std::string, Image>> nan_images(int channels, std::uint32_t seed) {
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    auto filled = [&](int w, int h, float v) {
+        Image img(w, h, channels, PixelType::f32);
+        for (int y = 0; y < h; ++y) std::fill(img.row<float>(y), img.row<float>(y) + std::size_t(w) * channels, v);
+        return img;
+    };
+    Image holed = random_image(57, 43, channels, PixelType::f32, seed);
+    std::mt19937 rng(seed);
+    for (int n = 0; n < 300; ++n) {
+        const float pick[] = {nan, nan, inf, -inf};
+        holed.row<float>(int(rng() % 43u))[rng() % (57u * unsigned(channels))] = pick[rng() % 4];
+    }
+    for (int y = 8; y < 26; ++y)
+        for (int k = 10 * channels; k < 34 * channels; ++k) holed.row<float>(y)[k] = nan;
+    Image row = random_image(40, 1, channels, PixelType::f32, seed + 1);
+    for (int k = 5 * channels; k < 30 * channels; ++k) row.row<float>(0)[k] = nan;
+    std::vector<std::pair<std::string, Image>> images;  // Image moves, it does not copy
+    images.emplace_back("holed", std::move(holed));
+    images.emplace_back("all NaN", filled(9, 7, nan));
+    images.emplace_back("all +inf", filled(9, 7, inf));
+    images.emplace_back("all -inf", filled(9, 7, -inf));
+    images.emplace_back("1x1 NaN", filled(1, 1, nan));
+    images.emplace_back("1x1 -inf", filled(1, 1, -inf));
+    images.emplace_back("1x1 0.25", filled(1, 1, 0.25f));
+    images.emplace_back("one row", std::move(row));
+    return images;
+}
+
+// Borders of the NaN tests: ignored, constant (value 0.5), the four mapped modes.
+inline std::vector<std::optional<BorderMode>> nan_border_modes() {
+    return {std::nullopt, BorderMode::constant, BorderMode::nearest, BorderMode::reflect, BorderMode::mirror, BorderMode::wrap};
+}
+inline std::string border_option(std::optional<BorderMode> m) {
+    if (!m) return "";
+    return std::string(",border=") + to_string(*m) + (*m == BorderMode::constant ? ",value=0.5" : "");
+}
+
+// The centre of nan_images' hole, and a sample of it: NaN after dilate or erode with any element of at most
+// 17 x 13 cells (the hole is 24 x 18), whatever the border.
+inline bool hole_centre_is_nan(const Image& out) { return std::isnan(out.row<float>(17)[22 * out.channels()]); }
 
 } // namespace apron::test

@@ -131,3 +131,39 @@ TEST(CudaStream, LeavesNoPinnedBandInTheProcessCache) {
     expect_streamed_equals_whole(test::random_image(517, 1001, 1, PixelType::u16, 9), {"gaussian:sigma=2"}, 64, false);
     EXPECT_EQ(kept_pinned_bytes(), 0u);
 }
+
+// NaN in morphology (SPEC.md): bands with halos give the reference's values on an f32 image with NaN holes
+// larger than the elements, scattered NaN and infinities. Compared as values: any NaN matches any NaN.
+TEST(CudaStream, MorphologyOnNaNHolesInBands) {
+    REQUIRE_GPU();
+    Image img = test::random_image(301, 240, 3, PixelType::f32, 12);
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (int y = 0; y < img.height(); ++y)
+        for (int k = 0; k < img.width() * img.channels(); ++k) {
+            const int r = (y * 131 + k * 17) % 31;
+            if (r < 2) img.row<float>(y)[k] = r ? inf : -inf;
+            if (r == 2) img.row<float>(y)[k] = nan;
+        }
+    for (int y = 50; y < 110; ++y)  // 40 x 60 holes, one across several band seams
+        for (int k = 30 * 3; k < 70 * 3; ++k) img.row<float>(y)[k] = img.row<float>(y + 100)[k + 450] = nan;
+    const std::vector<std::vector<std::string>> pipelines = {
+        {"dilate:se=rect:9x9", "erode:se=disk:3"}, {"open:se=ellipse:7x5,border=reflect"}, {"gradient:se=cross:5x5"},
+        {"erode:se=rect:3x3,iterations=4"}, {"tophat:se=rect:101x3,border=wrap"}};
+    for (const auto& specs : pipelines) {
+        TempDir dir;
+        const std::string in = (dir.path / "in.pfm").string(), out = (dir.path / "out.raw").string();
+        write_image(in, img);
+        const Pipeline p(specs);
+        StreamOptions so;
+        so.run.backend = Backend::cuda;
+        so.band_rows = 23;
+        const StreamReport r = stream_filter(in, out, p, so);
+        EXPECT_GT(r.bands, 1);
+        const std::string streamed = read_bytes(out);
+        Image got(img.shape());
+        ASSERT_EQ(streamed.size(), std::size_t(img.shape().row_bytes()) * std::size_t(img.height())) << specs[0];
+        for (int y = 0; y < img.height(); ++y)
+            std::memcpy(got.view().row_bytes(y), streamed.data() + std::size_t(y) * img.shape().row_bytes(), img.shape().row_bytes());
+        EXPECT_TRUE(test::same_samples(got, p.run(img, {.backend = Backend::reference}))) << specs[0];
+    }
+}

@@ -59,6 +59,19 @@ inline bool identical(ConstImageView a, ConstImageView b) {
     return true;
 }
 
+// identical, except that any NaN matches any NaN and -0 matches +0 (f32): which NaN or which zero an
+// extremum returns is not part of a result (SPEC.md, Morphology).
+inline bool same_samples(ConstImageView a, ConstImageView b) {
+    if (!(a.shape == b.shape)) return false;
+    if (a.type() != PixelType::f32) return identical(a, b);
+    for (int y = 0; y < a.height(); ++y)
+        for (int k = 0; k < a.width() * a.channels(); ++k) {
+            const float p = a.row<float>(y)[k], q = b.row<float>(y)[k];
+            if (!(p == q || (std::isnan(p) && std::isnan(q)))) return false;
+        }
+    return true;
+}
+
 inline std::string source_path(const std::string& relative) { return std::string(APRON_SOURCE_DIR) + "/" + relative; }
 
 } // namespace apron::test

@@ -17,7 +17,8 @@ decltype(auto) with_type(PixelType t, F&& f) {
     return std::forward<F>(f).template operator()<float>();
 }
 
-// Lowest and highest values of a sample type, as double (the identities of dilate and erode).
+// Lowest and highest finite values of a sample type, as double. (Morphology's identities, NaN for f32, are
+// in core/morph_value.hpp.)
 template <class T> constexpr double lowest_value() { return std::is_same_v<T, float> ? -3.4028234663852886e38 : 0.0; }
 template <class T> constexpr double highest_value() {
     return std::is_same_v<T, float> ? 3.4028234663852886e38 : std::is_same_v<T, std::uint8_t> ? 255.0 : 65535.0;

@@ -213,13 +213,19 @@ void add_morphology_operations(std::vector<OpInfo>& ops) {
                                         n + ":se=rect:4x2,iterations=2,border=reflect", n + ":se=disk:2,border=wrap"};
     };
     const Entry entries[] = {
-        {"dilate", "maximum over the structuring element", "out(x,y) = max in(x+i-cx, y+j-cy) over set cells (cv::dilate)", build_dilate},
-        {"erode", "minimum over the structuring element", "out(x,y) = min in(x+i-cx, y+j-cy) over set cells (cv::erode)", build_erode},
+        {"dilate", "maximum over the structuring element",
+         "out(x,y) = max in(x+i-cx, y+j-cy) over set cells (cv::dilate). f32: NaN is a missing sample, skipped; NaN where "
+         "the element covers only NaN (or only ignored outside pixels); -inf and +inf are kept", build_dilate},
+        {"erode", "minimum over the structuring element",
+         "out(x,y) = min in(x+i-cx, y+j-cy) over set cells (cv::erode). f32: NaN is a missing sample, skipped; NaN where "
+         "the element covers only NaN (or only ignored outside pixels); -inf and +inf are kept", build_erode},
         {"open", "erode then dilate", "cv::morphologyEx MORPH_OPEN", build_open},
         {"close", "dilate then erode", "cv::morphologyEx MORPH_CLOSE", build_close},
-        {"gradient", "dilate minus erode", "cv::morphologyEx MORPH_GRADIENT (saturating on integer types)", build_gradient},
-        {"tophat", "input minus its opening", "cv::morphologyEx MORPH_TOPHAT", build_tophat},
-        {"blackhat", "closing minus the input", "cv::morphologyEx MORPH_BLACKHAT", build_blackhat},
+        {"gradient", "dilate minus erode",
+         "cv::morphologyEx MORPH_GRADIENT (saturating on integer types; f32: NaN where the element covers only NaN, and inf - inf is NaN)",
+         build_gradient},
+        {"tophat", "input minus its opening", "cv::morphologyEx MORPH_TOPHAT (f32: NaN where either is NaN)", build_tophat},
+        {"blackhat", "closing minus the input", "cv::morphologyEx MORPH_BLACKHAT (f32: NaN where either is NaN)", build_blackhat},
     };
     for (const auto& e : entries) {
         const Builder build = e.build;

@@ -11,15 +11,20 @@
 // of one or two level rows per run, read straight from a ring of per-row levels.
 //
 // Outside pixels: through map_index for a border mode; "ignored" reads the identity (the type's
-// max for erode, lowest for dilate), which is what the reference's fmin/fmax from that start gives.
+// max for erode, lowest for dilate; for f32 a missing sample, core/morph_value.hpp).
+//
+// f32 rows are loaded as order keys (morph_key: NaN below every sample for dilate, above for erode) and
+// the passes take integer extrema of those, exact and as fast as float ones; the final pass writes the
+// values back (NaN where the element held no sample). u8 / u16 rows are the samples themselves.
 #include <algorithm>
 #include <bit>
-#include <cfloat>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/dispatch.hpp"
+#include "core/morph_value.hpp"
 #include "core/pixel.hpp"
 #include "cpu/fast_executor.hpp"
 #include "cpu/fast_rows.hpp"
@@ -41,6 +46,9 @@ struct Participant {
 
 template <class T>
 class MorphJob {
+    // What the rows in flight hold: order keys for f32, the samples for integers.
+    using B = std::conditional_t<std::is_same_v<T, float>, std::int32_t, T>;
+
 public:
     MorphJob(const MorphPlan& plan, ConstImageView in, ImageView out, int participants)
         : in_(in), out_(out), W_(in.width()), H_(in.height()), C_(in.channels()), mw_(plan.step.element.width),
@@ -48,8 +56,8 @@ public:
           max_(plan.step.kind == MorphKind::dilate), mode_(plan.step.border),
           cols_(W_, -ax_, W_ + mw_ - 1, plan.step.border), parts_(std::size_t(participants)) {
         const Mask& e = plan.step.element;
-        identity_ = max_ ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
-        fill_ = mode_ && *mode_ == BorderMode::constant ? sanitize(store_pixel<T>(plan.step.border_value)) : identity_;
+        fill_ = key_of(mode_ && *mode_ == BorderMode::constant ? store_pixel<T>(plan.step.border_value)
+                                                               : morph_identity<T>(max_));
         bool full = true;
         for (int j = 0; j < mh_; ++j)
             for (int i = 0; i < mw_;) {
@@ -77,10 +85,11 @@ public:
     void run(int task, int who) {
         int x0, x1, y0, y1;
         tiling_.cell(task, W_, H_, x0, x1, y0, y1);
-        Participant<T>& p = parts_[std::size_t(who)];
+        Participant<B>& p = parts_[std::size_t(who)];
         if (runs_.empty()) {  // no cells: every pixel is the identity, as in the reference
             for (int y = y0; y < y1; ++y)
-                std::fill(out_.row<T>(y) + std::size_t(x0) * C_, out_.row<T>(y) + std::size_t(x1) * C_, identity_);
+                std::fill(out_.row<T>(y) + std::size_t(x0) * C_, out_.row<T>(y) + std::size_t(x1) * C_,
+                          morph_identity<T>(max_));
             return;
         }
         if (rect_) run_rect(p, x0, x1, y0, y1);
@@ -89,33 +98,38 @@ public:
     }
 
 private:
-    T sanitize(T v) const {
-        if constexpr (std::is_same_v<T, float>) return max_ ? (v > -FLT_MAX ? v : -FLT_MAX) : (v < FLT_MAX ? v : FLT_MAX);
+    B key_of(T v) const {
+        if constexpr (std::is_same_v<T, float>) return morph_key(v, max_);
         else return v;
     }
 
     std::size_t samples(int pixels) const { return std::size_t(pixels) * std::size_t(C_); }
 
     // Padded row of virtual row v for output columns [x0, x1): padded pixels [x0, x1 + mw - 1).
-    void load_row(long long v, int x0, int x1, T* dst) const {
+    void load_row(long long v, int x0, int x1, B* dst) const {
         int r;
         if (mode_) r = map_index(v, H_, *mode_);
         else r = v >= 0 && v < H_ ? int(v) : -1;
         const T* src = r < 0 ? nullptr : in_.row<T>(r);
         build_padded_row(src, cols_, x0, x1 + mw_ - 1, C_, fill_, dst,
-                         [&](const T* s, T* d, std::size_t k) {
-                             if constexpr (std::is_same_v<T, float>) simd::copy_for_extremum(max_, s, d, k);
+                         [&](const T* s, B* d, std::size_t k) {
+                             if constexpr (std::is_same_v<T, float>) simd::morph_keys(max_, s, d, k);
                              else std::memcpy(d, s, k * sizeof(T));
                          },
-                         [&](T s) { return sanitize(s); });
+                         [&](T s) { return key_of(s); });
     }
 
-    void pick(Participant<T>& p, T* dst, std::size_t n, bool out = false) const {
-        simd::extremum(pixel_type(), max_, p.ptrs.data(), p.ptrs.size(), dst, n, out && stream_);
+    // `out`: dst is a row of the output (type T; f32 keys are turned back into values), else a row in flight.
+    void extremum(const void* const* rows, std::size_t count, void* dst, std::size_t n, bool out) const {
+        if constexpr (std::is_same_v<T, float>) simd::extremum_keys(max_, rows, count, dst, n, out, out && stream_);
+        else simd::extremum(pixel_type(), max_, rows, count, dst, n, out && stream_);
     }
-    void pick2(const T* a, const T* b, T* dst, std::size_t n, bool out = false) const {
+    void pick(Participant<B>& p, void* dst, std::size_t n, bool out = false) const {
+        extremum(p.ptrs.data(), p.ptrs.size(), dst, n, out);
+    }
+    void pick2(const B* a, const B* b, void* dst, std::size_t n, bool out = false) const {
         const void* rows[2] = {a, b};
-        simd::extremum(pixel_type(), max_, rows, b ? 2 : 1, dst, n, out && stream_);
+        extremum(rows, b ? 2 : 1, dst, n, out);
     }
     static PixelType pixel_type() {
         return std::is_same_v<T, std::uint8_t> ? PixelType::u8 : std::is_same_v<T, std::uint16_t> ? PixelType::u16 : PixelType::f32;
@@ -123,12 +137,12 @@ private:
 
     // Doubling levels in place: after level a, buf[s] holds the extremum of samples s, s+C, ...,
     // s + (2^a - 1) C of the padded row. Each pass reads position s + h before any write reaches it.
-    void raise_levels(T* buf, std::size_t padded_n, int to_level, T* const* keep) const {
+    void raise_levels(B* buf, std::size_t padded_n, int to_level, B* const* keep) const {
         const std::size_t C = std::size_t(C_);
         for (int a = 0; a < to_level; ++a) {
             const std::size_t h = (std::size_t(1) << a) * C;
-            T* dst = keep ? keep[a + 1] : buf;
-            const T* src = keep ? keep[a] : buf;
+            B* dst = keep ? keep[a + 1] : buf;
+            const B* src = keep ? keep[a] : buf;
             pick2(src, src + h, dst, padded_n - 2 * h + C);
         }
     }
@@ -136,7 +150,7 @@ private:
     // ---- rectangles: row pass, then van Herk (or a direct extremum) down the columns ----
 
     // Extremum over mw_ pixels of virtual row v, for output columns [x0, x1), into dst.
-    void row_pass(long long v, int x0, int x1, T* padded, T* dst) const {
+    void row_pass(long long v, int x0, int x1, B* padded, B* dst) const {
         const std::size_t padded_n = samples(x1 - x0 + mw_ - 1), n = samples(x1 - x0);
         load_row(v, x0, x1, padded);
         const int a = floor_log2(mw_);
@@ -145,15 +159,15 @@ private:
         pick2(padded, rest ? padded + rest : nullptr, dst, n);
     }
 
-    void run_rect(Participant<T>& p, int x0, int x1, int y0, int y1) {
-        const std::size_t n = samples(x1 - x0), stride = row_stride<T>(n);
-        T* padded = p.padded.get(row_stride<T>(samples(x1 - x0 + mw_ - 1)));
+    void run_rect(Participant<B>& p, int x0, int x1, int y0, int y1) {
+        const std::size_t n = samples(x1 - x0), stride = row_stride<B>(n);
+        B* padded = p.padded.get(row_stride<B>(samples(x1 - x0 + mw_ - 1)));
         const long long vbase = (long long)y0 - ay_;
         const int k = mh_, rows_out = y1 - y0;
         auto out_row = [&](int o) { return out_.row<T>(y0 + o) + samples(x0); };
 
         if (!vertical_van_herk_) {  // ring of k rows, one extremum of k per output row
-            T* ring = p.ring.get(stride * std::size_t(k));
+            B* ring = p.ring.get(stride * std::size_t(k));
             auto slot = [&](long long v) { return ring + std::size_t((v - vbase) % k) * stride; };
             long long loaded = vbase;
             for (int o = 0; o < rows_out; ++o) {
@@ -166,47 +180,47 @@ private:
         }
         // van Herk / Gil-Werman over segments of k rows: the window of output o starts in segment
         // o / k; it is the suffix of that segment from o % k, joined with the prefix of the next one.
-        T* mem = p.ring.get(stride * (2 * std::size_t(k) + 1));
-        std::vector<T*> A(static_cast<std::size_t>(k)), B(static_cast<std::size_t>(k));
+        B* mem = p.ring.get(stride * (2 * std::size_t(k) + 1));
+        std::vector<B*> A(static_cast<std::size_t>(k)), Bs(static_cast<std::size_t>(k));
         for (int t = 0; t < k; ++t) {
             A[std::size_t(t)] = mem + std::size_t(t) * stride;
-            B[std::size_t(t)] = mem + std::size_t(k + t) * stride;
+            Bs[std::size_t(t)] = mem + std::size_t(k + t) * stride;
         }
-        T* pre = mem + 2 * std::size_t(k) * stride;
-        auto suffix = [&](std::vector<T*>& seg, long long first) {
+        B* pre = mem + 2 * std::size_t(k) * stride;
+        auto suffix = [&](std::vector<B*>& seg, long long first) {
             for (int t = 0; t < k; ++t) row_pass(first + t, x0, x1, padded, seg[std::size_t(t)]);
             for (int t = k - 2; t >= 0; --t) pick2(seg[std::size_t(t)], seg[std::size_t(t) + 1], seg[std::size_t(t)], n);
         };
         suffix(A, vbase);
         pick2(A[0], nullptr, out_row(0), n, true);
         for (int base = 0;; base += k) {
-            const T* prefix = nullptr;
+            const B* prefix = nullptr;
             for (int t = 0; t < k - 1; ++t) {
                 const int o = base + t + 1;
                 if (o >= rows_out) return;
-                T* row = B[std::size_t(t)];
+                B* row = Bs[std::size_t(t)];
                 row_pass(vbase + base + k + t, x0, x1, padded, row);
                 if (t == 0) prefix = row;
                 else { pick2(prefix, row, pre, n); prefix = pre; }
                 pick2(A[std::size_t(t) + 1], prefix, out_row(o), n, true);
             }
             if (base + k >= rows_out) return;
-            row_pass(vbase + base + 2 * k - 1, x0, x1, padded, B[std::size_t(k) - 1]);
-            for (int t = k - 2; t >= 0; --t) pick2(B[std::size_t(t)], B[std::size_t(t) + 1], B[std::size_t(t)], n);
-            pick2(B[0], nullptr, out_row(base + k), n, true);
-            std::swap(A, B);
+            row_pass(vbase + base + 2 * k - 1, x0, x1, padded, Bs[std::size_t(k) - 1]);
+            for (int t = k - 2; t >= 0; --t) pick2(Bs[std::size_t(t)], Bs[std::size_t(t) + 1], Bs[std::size_t(t)], n);
+            pick2(Bs[0], nullptr, out_row(base + k), n, true);
+            std::swap(A, Bs);
         }
     }
 
     // ---- any shape: runs of cells over a ring of per-row doubling levels ----
 
-    void run_direct(Participant<T>& p, int x0, int x1, int y0, int y1) {
+    void run_direct(Participant<B>& p, int x0, int x1, int y0, int y1) {
         const std::size_t n = samples(x1 - x0), padded_n = samples(x1 - x0 + mw_ - 1);
-        const std::size_t stride = row_stride<T>(padded_n), per_row = stride * std::size_t(levels_);
-        T* ring = p.ring.get(per_row * std::size_t(mh_));
+        const std::size_t stride = row_stride<B>(padded_n), per_row = stride * std::size_t(levels_);
+        B* ring = p.ring.get(per_row * std::size_t(mh_));
         const long long vbase = (long long)y0 - ay_;
         auto level = [&](long long v, int a) { return ring + std::size_t((v - vbase) % mh_) * per_row + std::size_t(a) * stride; };
-        std::vector<T*> keep(static_cast<std::size_t>(levels_));
+        std::vector<B*> keep(static_cast<std::size_t>(levels_));
         long long loaded = vbase;
         for (int y = y0; y < y1; ++y) {
             const long long top = (long long)y - ay_;
@@ -218,7 +232,7 @@ private:
             p.ptrs.clear();
             for (const Run& r : runs_) {
                 const int a = floor_log2(r.length);
-                const T* base = level(top + r.row, a);
+                const B* base = level(top + r.row, a);
                 p.ptrs.push_back(base + samples(r.begin));
                 if (r.length != 1 << a) p.ptrs.push_back(base + samples(r.begin + r.length - (1 << a)));
             }
@@ -232,12 +246,12 @@ private:
     bool max_;
     std::optional<BorderMode> mode_;
     ColumnMap cols_;
-    T identity_{}, fill_{};
+    B fill_{};
     std::vector<Run> runs_;
     int longest_ = 0, levels_ = 1;
     bool rect_ = false, vertical_van_herk_ = false, stream_ = false;
     Tiling tiling_{1, 1, 1, 1, 0, 1};
-    std::vector<Participant<T>> parts_;
+    std::vector<Participant<B>> parts_;
 };
 
 } // namespace

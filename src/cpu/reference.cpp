@@ -7,6 +7,7 @@
 #include "core/border_index.hpp"
 #include "core/dispatch.hpp"
 #include "core/linear_finish.hpp"
+#include "core/morph_value.hpp"
 #include "core/pixel.hpp"
 #include "plan/plan.hpp"
 
@@ -73,7 +74,8 @@ private:
     static void morph_typed(const MorphPlan& p, ConstImageView in, ImageView out) {
         const Mask& e = p.step.element;
         const bool dilate = p.step.kind == MorphKind::dilate;
-        const double identity = dilate ? lowest_value<T>() : highest_value<T>();
+        // SPEC: f32 NaN samples are missing; the NaN identity and fmax / fmin skip them (core/morph_value.hpp).
+        const double identity = double(morph_identity<T>(dilate));
         const double outside = double(store_pixel<T>(p.step.border_value));
         const int channels = in.channels();
         for (int y = 0; y < out.height(); ++y)
@@ -91,7 +93,7 @@ private:
                             } else {
                                 v = sample<T>(in, sx, sy, c, *p.step.border, outside);
                             }
-                            best = dilate ? std::fmax(best, v) : std::fmin(best, v);
+                            best = morph_pick(dilate, best, v);
                         }
                     out.row<T>(y)[std::size_t(x) * channels + c] = T(best);
                 }

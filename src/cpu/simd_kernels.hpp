@@ -92,9 +92,11 @@ void extremum(PixelType t, bool max, const void* const* rows, std::size_t count,
               bool stream = false);
 void flush_streams();
 
-// Copies n f32 samples for morphology, replacing what fmin/fmax starting from the type's extreme would
-// never pick (NaN, and +inf for erode / -inf for dilate) by +-FLT_MAX, so that plain min/max agree
-// with the reference bit for bit.
-void copy_for_extremum(bool max, const float* src, float* dst, std::size_t n);
+// f32 morphology on order keys (core/morph_value.hpp): dst[s] = morph_key(src[s], max) for s < n.
+void morph_keys(bool max, const float* src, std::int32_t* dst, std::size_t n);
+// extremum over rows of order keys; `to_float`: dst is a row of f32 and gets morph_key_value of the
+// result (NaN where every key was a missing sample), else a row of keys.
+void extremum_keys(bool max, const void* const* rows, std::size_t count, void* dst, std::size_t n, bool to_float,
+                   bool stream = false);
 
 } // namespace apron::cpu::simd

@@ -1,11 +1,12 @@
 // Highway kernels of the morphology path: min / max over several rows (the building block of the
-// doubling windows, van Herk's prefix and suffix rows, and the shape terms), and the f32 copy that
-// makes plain min/max agree with the reference's fmin/fmax. Compiled once per SIMD target.
+// doubling windows, van Herk's prefix and suffix rows, and the shape terms), and f32's order keys
+// (core/morph_value.hpp: integer min / max on keys is the SPEC's NaN-skipping rule, exactly). Compiled once
+// per SIMD target.
 #include <algorithm>
-#include <cfloat>
 #include <cstdint>
 #include <cstring>
 
+#include "core/morph_value.hpp"
 #include "cpu/simd_kernels.hpp"
 
 #ifndef HWY_DISABLED_TARGETS
@@ -34,14 +35,28 @@ HWY_INLINE T PickScalar(T a, T b) {
     else return std::min(a, b);
 }
 
+// Order keys back to f32 values: the key map is its own inverse (morph_key_value).
+template <class D, class V>
+HWY_INLINE hn::Vec<hn::RebindToFloat<D>> KeyValues(D d, V k) {
+    const auto magnitude = hn::Set(d, std::int32_t(0x7FFFFFFF));
+    return hn::BitCast(hn::RebindToFloat<D>(), hn::Xor(k, hn::And(hn::ShiftRight<31>(k), magnitude)));
+}
+
 // Four vectors per step keep the loads of all rows in flight; every row is read before dst is written.
-template <bool kMax, bool kStream, class T>
-void ExtremumT(const T* const* rows, std::size_t count, T* dst, std::size_t n) {
+// kValues: the rows hold f32 order keys and dst (a float row) gets their values.
+template <bool kMax, bool kStream, class T, bool kValues = false>
+void ExtremumT(const T* const* rows, std::size_t count, std::conditional_t<kValues, float, T>* dst, std::size_t n) {
     const hn::ScalableTag<T> d;
     const std::size_t N = hn::Lanes(d);
-    auto store = [&](hn::Vec<decltype(d)> v, T* p) HWY_ATTR {
-        if constexpr (kStream) hn::Stream(v, d, p);
-        else hn::StoreU(v, d, p);
+    auto store = [&](hn::Vec<decltype(d)> v, auto* p) HWY_ATTR {
+        if constexpr (kValues) {
+            const hn::RebindToFloat<decltype(d)> df;
+            if constexpr (kStream) hn::Stream(KeyValues(d, v), df, p);
+            else hn::StoreU(KeyValues(d, v), df, p);
+        } else {
+            if constexpr (kStream) hn::Stream(v, d, p);
+            else hn::StoreU(v, d, p);
+        }
     };
     std::size_t s = 0;
     for (; s + 4 * N <= n; s += 4 * N) {
@@ -67,7 +82,8 @@ void ExtremumT(const T* const* rows, std::size_t count, T* dst, std::size_t n) {
     for (; s < n; ++s) {
         T a = rows[0][s];
         for (std::size_t k = 1; k < count; ++k) a = PickScalar<kMax>(a, rows[k][s]);
-        dst[s] = a;
+        if constexpr (kValues) dst[s] = morph_key_value(a);
+        else dst[s] = a;
     }
 }
 
@@ -91,28 +107,34 @@ void Extremum(PixelType t, bool max, const void* const* rows, std::size_t count,
     }
 }
 
+void ExtremumKeys(bool max, const void* const* rows, std::size_t count, void* dst, std::size_t n, bool to_float,
+                  bool stream) {
+    if (count == 0) return;
+    if (!to_float) return ExtremumTyped<std::int32_t>(max, rows, count, dst, n, stream);
+    auto r = reinterpret_cast<const std::int32_t* const*>(rows);
+    float* out = static_cast<float*>(dst);
+    stream = stream && reinterpret_cast<std::uintptr_t>(dst) % (hn::Lanes(hn::ScalableTag<float>()) * sizeof(float)) == 0;
+    if (max) stream ? ExtremumT<true, true, std::int32_t, true>(r, count, out, n) : ExtremumT<true, false, std::int32_t, true>(r, count, out, n);
+    else stream ? ExtremumT<false, true, std::int32_t, true>(r, count, out, n) : ExtremumT<false, false, std::int32_t, true>(r, count, out, n);
+}
+
 void FlushStreams() { hwy::FlushStream(); }
 
-// erode keeps v when v < FLT_MAX (false for NaN and +inf), dilate when v > -FLT_MAX.
-void CopyForExtremum(bool max, const float* HWY_RESTRICT src, float* HWY_RESTRICT dst, std::size_t n) {
-    const hn::ScalableTag<float> d;
-    const std::size_t N = hn::Lanes(d);
-    const float limit = max ? -FLT_MAX : FLT_MAX;
-    const auto lv = hn::Set(d, limit);
+// morph_key, vectorised: flip the magnitude bits of negative values, then NaN to the missing key.
+void MorphKeys(bool max, const float* HWY_RESTRICT src, std::int32_t* HWY_RESTRICT dst, std::size_t n) {
+    const hn::ScalableTag<float> df;
+    const hn::RebindToSigned<decltype(df)> di;
+    const std::size_t N = hn::Lanes(df);
+    const auto magnitude = hn::Set(di, std::int32_t(0x7FFFFFFF));
+    const auto missing = hn::Set(di, morph_key(morph_identity<float>(max), max));
     std::size_t s = 0;
-    if (max) {
-        for (; s + N <= n; s += N) {
-            const auto v = hn::LoadU(d, src + s);
-            hn::StoreU(hn::IfThenElse(hn::Gt(v, lv), v, lv), d, dst + s);
-        }
-        for (; s < n; ++s) dst[s] = src[s] > limit ? src[s] : limit;
-    } else {
-        for (; s + N <= n; s += N) {
-            const auto v = hn::LoadU(d, src + s);
-            hn::StoreU(hn::IfThenElse(hn::Lt(v, lv), v, lv), d, dst + s);
-        }
-        for (; s < n; ++s) dst[s] = src[s] < limit ? src[s] : limit;
+    for (; s + N <= n; s += N) {
+        const auto v = hn::LoadU(df, src + s);
+        const auto b = hn::BitCast(di, v);
+        const auto k = hn::Xor(b, hn::And(hn::ShiftRight<31>(b), magnitude));
+        hn::StoreU(hn::IfThenElse(hn::RebindMask(di, hn::IsNaN(v)), missing, k), di, dst + s);
     }
+    for (; s < n; ++s) dst[s] = morph_key(src[s], max);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -123,15 +145,20 @@ HWY_AFTER_NAMESPACE();
 namespace apron::cpu::simd {
 
 HWY_EXPORT(Extremum);
-HWY_EXPORT(CopyForExtremum);
+HWY_EXPORT(MorphKeys);
+HWY_EXPORT(ExtremumKeys);
 HWY_EXPORT(FlushStreams);
 
 void extremum(PixelType t, bool max, const void* const* rows, std::size_t count, void* dst, std::size_t n, bool stream) {
     HWY_DYNAMIC_DISPATCH(Extremum)(t, max, rows, count, dst, n, stream);
 }
 void flush_streams() { HWY_DYNAMIC_DISPATCH(FlushStreams)(); }
-void copy_for_extremum(bool max, const float* src, float* dst, std::size_t n) {
-    HWY_DYNAMIC_DISPATCH(CopyForExtremum)(max, src, dst, n);
+void morph_keys(bool max, const float* src, std::int32_t* dst, std::size_t n) {
+    HWY_DYNAMIC_DISPATCH(MorphKeys)(max, src, dst, n);
+}
+void extremum_keys(bool max, const void* const* rows, std::size_t count, void* dst, std::size_t n, bool to_float,
+                   bool stream) {
+    HWY_DYNAMIC_DISPATCH(ExtremumKeys)(max, rows, count, dst, n, to_float, stream);
 }
 
 } // namespace apron::cpu::simd

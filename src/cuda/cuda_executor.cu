@@ -17,6 +17,7 @@
 #include "core/dispatch.hpp"
 #include "core/host_memory.hpp"
 #include "core/linear_finish.hpp"
+#include "core/morph_value.hpp"
 #include "core/pixel.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_view.hpp"
@@ -97,7 +98,7 @@ __global__ void morph_direct(DeviceView in, std::byte* out, std::size_t out_pitc
             } else {
                 v = sample<T>(in, sx, sy, c, mode, outside);
             }
-            best = dilate ? (v > best ? v : best) : (v < best ? v : best);
+            best = morph_pick(dilate, best, v);  // f32: NaN skipped, NaN when nothing else (SPEC)
         }
     out_row<T>(out, out_pitch, y)[k] = best;
 }
@@ -232,7 +233,7 @@ public:
         const dim3 block(64, 4), grid = grid_for(out.shape, block);
         with_type(p.type, [&]<class T>() {
             const bool dilate = p.step.kind == MorphKind::dilate;
-            const T identity = T(dilate ? lowest_value<T>() : highest_value<T>());
+            const T identity = morph_identity<T>(dilate);
             morph_direct<T><<<grid, block, 0, stream_>>>(
                 device_view(in), out.data, out.pitch, static_cast<const unsigned char*>(d_cells.get()), e.width, e.height,
                 e.anchor_x, e.anchor_y, dilate, !p.step.border, p.step.border.value_or(BorderMode::constant),

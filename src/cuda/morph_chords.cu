@@ -3,11 +3,10 @@
 // (Urbach-Wilkinson), all in one kernel over a shared-memory tile.
 //
 // Result (SPEC.md, Morphology): out(x,y) = max (min) over the set cells (i,j) of in(x + i - ax, y + j - ay),
-// outside pixels ignored (read as the identity: the type's lowest / highest) or read through the border.
-// Max and min are exact and associative, so the result is bit-identical to the reference however the cells
-// are grouped. f32 follows the reference's fmax / fmin: fmaxf / fminf never let NaN win, and one clamp at
-// the end turns "all NaN" and -inf (+inf for erode) into the identity (-FLT_MAX / FLT_MAX), as
-// morph_rect.cu does.
+// outside pixels ignored (read as the identity, core/morph_value.hpp) or read through the border. Max and
+// min are exact and associative, so the result is the reference's value however the cells are grouped. f32:
+// NaN is a missing sample; fmaxf / fminf from the NaN identity skip it, and an element over NaN and ignored
+// pixels only gives NaN (-inf / +inf stay as they are), as morph_rect.cu does.
 //
 // Data layout. Shared memory holds 32-bit words; word s of a staged row is the pair of samples (s, s+1)
 // for u8 / u16 (u8 widened to u16 lanes, so one VIMNMX.U16x2 - __vmaxu2 - does two samples: packed u8x4
@@ -84,6 +83,7 @@
 
 #include "core/border_index.hpp"
 #include "core/dispatch.hpp"
+#include "core/morph_value.hpp"
 #include "core/pixel.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_limits.hpp"
@@ -157,8 +157,7 @@ struct Params {
 template <class T, bool Dilate>
 __device__ __forceinline__ u32 ext(u32 a, u32 b) {
     if constexpr (std::is_same_v<T, float>)
-        return __float_as_uint(Dilate ? fmaxf(__uint_as_float(a), __uint_as_float(b))
-                                      : fminf(__uint_as_float(a), __uint_as_float(b)));
+        return __float_as_uint(morph_pick(Dilate, __uint_as_float(a), __uint_as_float(b)));
     else
         return Dilate ? __vmaxu2(a, b) : __vminu2(a, b);
 }
@@ -518,7 +517,7 @@ __global__ void __launch_bounds__(block_threads, Reg ? (C <= 3 ? 3 : 2) : 1)
         T* out = reinterpret_cast<T*>(p.out + std::size_t(y) * p.out_pitch) + xs;
         const u32 w = acc[t];
         if constexpr (!pairs) {
-            *out = Dilate ? fmaxf(__uint_as_float(w), -FLT_MAX) : fminf(__uint_as_float(w), FLT_MAX);
+            *out = __uint_as_float(w);
         } else if (xs + 1 < p.samples && reinterpret_cast<std::uintptr_t>(out) % (2 * sizeof(T)) == 0) {
             if constexpr (sizeof(T) == 1)  // bytes 0 and 2: the two u8 samples
                 *reinterpret_cast<unsigned short*>(out) = static_cast<unsigned short>(__byte_perm(w, 0, 0x0020));
@@ -820,7 +819,7 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
     }
     with_type(plan.type, [&]<class T>() {
         // Outside pixels: the identity when ignored, the border value (as the type stores it) for constant.
-        const T identity = T(dilate ? lowest_value<T>() : highest_value<T>());
+        const T identity = morph_identity<T>(dilate);
         const T outside = plan.step.border == BorderMode::constant ? store_pixel<T>(plan.step.border_value) : identity;
         if constexpr (std::is_same_v<T, float>) {
             std::memcpy(&p.outside, &outside, 4);

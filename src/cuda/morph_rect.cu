@@ -2,10 +2,10 @@
 // passes fused in one kernel over a shared-memory tile, O(1) extrema per pixel whatever the size.
 //
 // Result (SPEC.md, Morphology): out(x,y) = max (min) over i < W, j < H of in(x + i - ax, y + j - ay),
-// outside pixels ignored (the type's lowest / highest, the identity) or read through a border mode. Max
-// and min are exact, so the result is bit-identical to the CPU and reference backends. f32 follows their
-// fmax / fmin: NaN never wins and the result is clamped to [-FLT_MAX, FLT_MAX] (fmaxf / fminf over the
-// window ignore NaN; one clamp at the end turns "all NaN" and -inf (+inf for erode) into the identity).
+// outside pixels ignored (the identity, core/morph_value.hpp) or read through a border mode. Max and min
+// are exact, so the result is the CPU and reference backends' value. f32: NaN is a missing sample; fmaxf /
+// fminf from the NaN identity skip it, and a window of NaN and ignored pixels only comes out NaN (-inf and
+// +inf stay as they are): no clamp, no test.
 //
 // Data layout. Every pass works on 32-bit words of shared memory: f32 one sample per word (FMNMX), u16
 // two samples per word and u8 widened to u16 on staging, also two per word, so one VIMNMX.U16x2
@@ -78,6 +78,7 @@
 #include "apron/errors.hpp"
 #include "core/border_index.hpp"
 #include "core/dispatch.hpp"
+#include "core/morph_value.hpp"
 #include "core/pixel.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_limits.hpp"
@@ -292,8 +293,6 @@ __global__ void __launch_bounds__(block_threads) morph_rect_kernel(const Params 
             u32 acc;
             if constexpr (WS == 1) {
                 acc = m[wi + p.e];  // f32: one sample per word, no shifts (nshift == 1)
-                acc = Dilate ? __float_as_uint(fmaxf(__uint_as_float(acc), -FLT_MAX))
-                             : __float_as_uint(fminf(__uint_as_float(acc), FLT_MAX));
             } else {
                 const int q0 = wi * 2 + p.e;
                 acc = 0;
@@ -441,7 +440,7 @@ void launch_morph_rect(const MorphPlan& plan, ConstImageView in, ImageView out, 
         // Outside pixels: the identity when ignored, the border value (as the type stores it) for constant.
         T outside;
         if (plan.step.border == BorderMode::constant) outside = store_pixel<T>(plan.step.border_value);
-        else outside = T(dilate ? lowest_value<T>() : highest_value<T>());
+        else outside = morph_identity<T>(dilate);
         if constexpr (std::is_same_v<T, float>) {
             u32 bits;
             std::memcpy(&bits, &outside, 4);

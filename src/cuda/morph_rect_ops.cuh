@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/morph_value.hpp"
+
 namespace apron::cuda::morph {
 
 using u32 = std::uint32_t;
@@ -18,15 +20,16 @@ struct MinU16 {
     static __device__ __forceinline__ u32 op(u32 a, u32 b) { return __vminu2(a, b); }
     static __device__ __forceinline__ u32 op3(u32 a, u32 b, u32 c) { return __vimin3_u16x2(a, b, c); }
 };
+// f32: the SPEC's NaN-skipping fmaxf / fminf (core/morph_value.hpp), one FMNMX each.
 struct MaxF32 {
     static __device__ __forceinline__ u32 op(u32 a, u32 b) {
-        return __float_as_uint(fmaxf(__uint_as_float(a), __uint_as_float(b)));
+        return __float_as_uint(morph_pick(true, __uint_as_float(a), __uint_as_float(b)));
     }
     static __device__ __forceinline__ u32 op3(u32 a, u32 b, u32 c) { return op(op(a, b), c); }
 };
 struct MinF32 {
     static __device__ __forceinline__ u32 op(u32 a, u32 b) {
-        return __float_as_uint(fminf(__uint_as_float(a), __uint_as_float(b)));
+        return __float_as_uint(morph_pick(false, __uint_as_float(a), __uint_as_float(b)));
     }
     static __device__ __forceinline__ u32 op3(u32 a, u32 b, u32 c) { return op(op(a, b), c); }
 };

@@ -6,8 +6,9 @@
 // Exactness: max / min is associative, so ext over the rectangle = horizontal ext of vertical exts. The
 // border commutes with the split: a mapped row (column) is read as its source row (column) in the pass
 // that crosses it; an outside pixel (ignored or constant) reads the outside value in both passes, and the
-// vertical ext of an outside column is that value again. f32 keeps raw fmaxf / fminf values (NaN never
-// wins) in tmp and clamps once at the end, as the other kernels do, so the result is bit-identical.
+// vertical ext of an outside column is that value again. f32 keeps fmaxf / fminf values in tmp (NaN where a
+// column's window held no sample; the horizontal pass skips it like any missing sample), so the result is
+// the SPEC's (core/morph_value.hpp) and the other kernels' value.
 //
 // Both passes run van Herk / Gil-Werman segments (`pass_windows`): a thread makes 32 consecutive outputs
 // along the pass, sharing the core of their windows (k + 3R ops and k + R - 1 reads for R outputs).
@@ -63,7 +64,7 @@ struct PassParams {
     int anchor, k;  // along the pass
     int mode;       // -1: outside pixels read `outside`, else a BorderMode
     u32 outside;    // sample bits
-    bool finish;    // the last pass: f32 clamps (see morph_rect.cu), every type narrows to T
+    bool finish;    // the last pass: every type narrows to T
     int rows, pitch;  // horizontal: rows per block, staged row pitch (words, odd)
     int first_row;    // row of blockIdx.y = 0 (grids of at most 65535 block rows)
 };
@@ -75,11 +76,9 @@ __device__ __forceinline__ u32 word_of(T v) {
 }
 
 template <class T, bool Dilate>
-__device__ __forceinline__ T result_of(u32 w, bool finish) {
+__device__ __forceinline__ T result_of(u32 w, bool) {
     if constexpr (std::is_same_v<T, float>) {
-        float v = __uint_as_float(w);
-        if (finish) v = Dilate ? fmaxf(v, -FLT_MAX) : fminf(v, FLT_MAX);
-        return v;
+        return __uint_as_float(w);
     } else {
         return T(w);
     }
