@@ -56,7 +56,12 @@ public:
             fail(path, "the partial file " + partial_ + " has " + std::to_string(st.st_size) + " bytes, not the " +
                            std::to_string(size) + " this image needs; remove it to start over");
         // The file has its final size from the start (sparse), so every band lands at its offset.
-        if (::ftruncate(fd_, off_t(size)) != 0) fail(path, "cannot size " + partial_ + " to " + std::to_string(size) + " bytes: " + reason(errno));
+        // (A reopened file already has its size; a file-size limit refuses it even so: resumable, kept.)
+        if (::ftruncate(fd_, off_t(size)) != 0) {
+            const std::string message = path + ": cannot size " + partial_ + " to " + std::to_string(size) + " bytes: " + reason(errno);
+            if (keep_ && reopened_ && out_of_room(errno)) throw OutOfRoomError(message + " (partial output kept for --resume)");
+            throw Error(message);
+        }
     }
     ~PartialFile() {
         if (fd_ >= 0) ::close(fd_);

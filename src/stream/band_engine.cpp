@@ -631,12 +631,13 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     }
     // Rank 0 creates (or reopens) the partial file at its final size; the others open it once it exists.
     std::unique_ptr<io::RowSink> sink;
+    bool touched = false;  // this process created or opened the partial file (or tried to)
     std::optional<stream::JournalWriter> journal;
     std::set<int> done;
     // A failure keeps the partial file and the journals only when the run can go on with --resume (no room
     // left: io::OutOfRoomError; a signal never gets here); bad input or anything else removes them.
     auto discard_on = [&](const std::exception_ptr& e) {
-        if (!random_access || !sink) return;
+        if (!random_access || !touched) return;
         try {
             std::rethrow_exception(e);
         } catch (const io::OutOfRoomError&) {
@@ -652,6 +653,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
         std::string run_id;
         if (rank == 0) {
             sink_options.reopen_partial = earlier.usable;
+            touched = true;
             sink = io::create_row_sink(output, out, sink_options);
             std::vector<stream::JournalEntry> kept;
             if (earlier.usable) {
@@ -692,6 +694,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
         }
         if (rank != 0) {
             sink_options.reopen_partial = true;
+            touched = true;
             sink = io::create_row_sink(output, out, sink_options);
             if (random_access) {
                 const std::optional<stream::PartialIdentity> identity = stream::identify_partial(partial);

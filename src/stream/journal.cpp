@@ -252,7 +252,7 @@ EarlierRun read_earlier_run(const std::string& partial, const Fingerprint& now) 
         return r;
     }
     if (const std::optional<std::string> d = now.difference_from(j->head.fingerprint)) {
-        r.notes.push_back(*d + " since the journal; starting over");
+        r.notes.push_back(*d + "; starting over");
         return r;
     }
     if (!file) {
