@@ -14,15 +14,17 @@
 //
 // Overlap: a reader thread fills the next band's buffer while the current one is filtered, and a writer
 // thread writes the previous result; one band waits in each queue, all counted in the budget.
+//
+// Resume: every band written and synced is recorded in a journal by its rows, with checksums of the input
+// rows it read and of the bytes it was stored in (journal.hpp); a resume keeps only what they still vouch
+// for (resume_checks.hpp). One run at a time holds the output's lock.
 #include "apron/stream.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -49,6 +51,7 @@
 #include "run/plan_runner.hpp"
 #include "run/resume_fingerprint.hpp"
 #include "stream/journal.hpp"
+#include "stream/resume_checks.hpp"
 
 namespace apron {
 
@@ -360,117 +363,9 @@ private:
     bool closed_ = false, done_ = false;
 };
 
-std::uint32_t crc_of_rows(std::uint32_t crc, ConstImageView v) {
-    for (int r = 0; r < v.height(); ++r) crc = std::uint32_t(::crc32(uLong(crc), reinterpret_cast<const Bytef*>(v.row_bytes(r)), uInt(v.shape.row_bytes())));
-    return crc;
-}
-
-// The CRC-32 of input rows [first, first + rows), modulo the height, read now a few MiB at a time.
-std::uint32_t crc_of_input(io::RowSource& source, int first, int rows) {
-    ImageShape s = source.shape();
-    const int H = s.height;
-    s.height = std::max(1, std::min(rows, int((std::size_t(4) << 20) / std::max<std::size_t>(1, s.row_bytes()))));
-    Image chunk(s);
-    std::uint32_t crc = std::uint32_t(::crc32(0L, Z_NULL, 0));
-    for (int r = 0; r < rows;) {
-        const int g = ((first + r) % H + H) % H;
-        const int n = std::min({rows - r, H - g, s.height});
-        const ImageView v = chunk.view().roi(0, 0, s.width, n);
-        source.read_rows(g, v);
-        crc = crc_of_rows(crc, v);
-        r += n;
-    }
-    return crc;
-}
-
-// The CRC-32 of the bytes the partial file stores output rows [y0, y1) in; nullopt where the sink cannot say.
-std::optional<std::uint32_t> crc_of_stored(const io::RowSink& sink, int y0, int y1) {
-    const auto range = sink.stored_bytes(y0, y1);
-    if (!range) return std::nullopt;
-    std::vector<unsigned char> buffer(std::size_t(1) << 20);
-    std::uint32_t crc = std::uint32_t(::crc32(0L, Z_NULL, 0));
-    for (std::uint64_t at = 0; at < range->size;) {
-        const std::size_t n = std::size_t(std::min<std::uint64_t>(buffer.size(), range->size - at));
-        if (!sink.read_back(range->offset + at, buffer.data(), n)) return std::nullopt;
-        crc = std::uint32_t(::crc32(uLong(crc), buffer.data(), uInt(n)));
-        at += n;
-    }
-    return crc;
-}
-
-// What the results depend on besides the input's pixels: the shared fingerprint (the pipeline with its
-// weights, the backend and algorithm asked for, how the input is read and the output stored), the plan made
-// (the backend and every step's algorithm chosen: float results differ in their last bits between them),
-// and the input's size and shape. The input's content is checked per band (its rows' CRC-32).
-Fingerprint stream_fingerprint(const std::string& input, const std::string& output, const io::RowSource& source,
-                               const Pipeline& pipeline, const ExecutionPlan& plan, const StreamOptions& o) {
-    InputReading reading;
-    reading.pnm_byte_order = o.pnm_byte_order == ByteOrder::little ? "little" : "big";
-    reading.raw = o.raw;
-    OutputStorage storage;
-    const std::size_t dot = output.find_last_of('.'), slash = output.find_last_of('/');
-    storage.format = dot == std::string::npos || (slash != std::string::npos && dot < slash) ? "" : output.substr(dot + 1);
-    for (char& c : storage.format) c = char(std::tolower(static_cast<unsigned char>(c)));
-    storage.compression = o.compression;
-    if (storage.format == "tif" || storage.format == "tiff") storage.tile_side = o.tile_side;
-    if (storage.format == "raw") storage.byte_order = std::endian::native == std::endian::little ? "little" : "big";
-    Fingerprint f = resume_fingerprint(pipeline, o.run, reading, storage);
-    std::string steps = plan.describe(false);
-    for (char& c : steps)
-        if (c == '\n') c = '|';
-    f.add("the plan", steps);
-    struct stat st {};
-    const std::string size = ::stat(input.c_str(), &st) == 0 ? std::to_string(st.st_size) + " bytes" : "unknown size";
-    const ImageShape& in = source.shape();
-    f.add("the input", size + ", " + std::to_string(in.width) + "x" + std::to_string(in.height) + "x" +
-                           std::to_string(in.channels) + " " + to_string(in.type));
-    return f;
-}
-
-// The entries of an earlier run whose output bytes and input rows are still what they recorded (each kept
-// once); `notes` says how many were not.
-std::vector<stream::JournalEntry> check_entries(std::vector<stream::JournalEntry> entries, const io::RowSink& sink,
-                                                io::RowSource& source, std::vector<std::string>& notes) {
-    const int H = source.shape().height;
-    // Forward-only sources (PNG) decode best in increasing rows.
-    std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
-        return std::tie(a.in_first, a.y0, a.rows) < std::tie(b.in_first, b.y0, b.rows);
-    });
-    std::vector<stream::JournalEntry> kept;
-    std::set<std::pair<int, int>> seen;
-    int changed_output = 0, changed_input = 0;
-    for (const auto& e : entries) {
-        if (seen.count({e.y0, e.rows})) continue;
-        const bool in_range = std::int64_t(e.y0) + e.rows <= std::int64_t(sink.shape().height) && e.in_rows <= H &&
-                              e.in_first > -H && e.in_first < H;
-        const std::optional<std::uint32_t> out = in_range ? crc_of_stored(sink, e.y0, e.y0 + e.rows) : std::nullopt;
-        if (!out || *out != e.out_crc) {
-            ++changed_output;
-            continue;
-        }
-        if (crc_of_input(source, e.in_first, e.in_rows) != e.in_crc) {
-            ++changed_input;
-            continue;
-        }
-        seen.insert({e.y0, e.rows});
-        kept.push_back(e);
-    }
-    auto bands = [](int n) { return std::to_string(n) + " band" + (n == 1 ? "" : "s"); };
-    if (changed_output)
-        notes.push_back(bands(changed_output) + " of the journal no longer match the partial file; recomputing their rows");
-    if (changed_input)
-        notes.push_back("the input changed since the journal (" + bands(changed_input) + "); recomputing the rows made from it");
-    return kept;
-}
-
 // Bands of plan `b` whose rows the entries cover in full.
-std::set<int> covered_bands(const BandPlan& b, const ImageShape& in, std::vector<stream::JournalEntry> entries) {
-    std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& c) { return a.y0 < c.y0; });
-    std::vector<std::pair<int, int>> runs;  // merged [y0, y1)
-    for (const auto& e : entries) {
-        if (!runs.empty() && e.y0 <= runs.back().second) runs.back().second = std::max(runs.back().second, e.y0 + e.rows);
-        else runs.push_back({e.y0, e.y0 + e.rows});
-    }
+std::set<int> covered_bands(const BandPlan& b, const ImageShape& in, const std::vector<stream::JournalEntry>& entries) {
+    const std::vector<std::pair<int, int>> runs = stream::covered_rows(entries);
     std::set<int> done;
     for (int k = 0; k < b.bands; ++k) {
         const BandBuffer where = locate(b, in, k);
@@ -622,7 +517,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
 
     // Resume: rank 0 reads the journals of the run it continues (journal.hpp). A fresh run, or a resume
     // that sets them aside, removes every journal beside the output, every rank's of any earlier run.
-    const Fingerprint fingerprint = stream_fingerprint(input, output, *source, pipeline, plan, options);
+    const Fingerprint fingerprint = stream::stream_fingerprint(input, output, *source, pipeline, plan, options);
     stream::EarlierRun earlier;
     if (rank == 0) {
         if (options.resume) earlier = stream::read_earlier_run(partial, fingerprint);
@@ -658,7 +553,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
             std::vector<stream::JournalEntry> kept;
             if (earlier.usable) {
                 std::vector<std::string> notes;
-                kept = check_entries(earlier.entries, *sink, *source, notes);
+                kept = stream::check_entries(earlier.entries, *sink, *source, notes);
                 if (earlier.head.memory != memory)
                     notes.push_back("--memory differs: " + format_bytes(earlier.head.memory) + " then " + format_bytes(memory) +
                                     "; continuing from the rows already written");
@@ -774,7 +669,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
                 const auto t = Clock::now();
                 BandBuffer buf = locate(b, in, k);
                 fill(*source, buf, inputs);
-                if (journal) buf.in_crc = crc_of_rows(std::uint32_t(::crc32(0L, Z_NULL, 0)), buf.pixels.view());
+                if (journal) buf.in_crc = stream::crc_of_rows(stream::crc_start(), buf.pixels.view());
                 report.read_seconds += seconds_since(t);
                 if (!to_compute.push(std::move(buf))) return;
             }
@@ -796,7 +691,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
                 if (random_access) {  // what the journal records must be on disk first
                     sink->sync();
                     // A band whose bytes cannot be read back is not recorded (a resume redoes it).
-                    if (const auto stored = crc_of_stored(*sink, buf.y0, buf.y1); stored && journal)
+                    if (const auto stored = stream::crc_of_stored(*sink, buf.y0, buf.y1); stored && journal)
                         journal->record({buf.y0, buf.y1 - buf.y0, buf.first, buf.rows, buf.in_crc, *stored});
                 }
                 report.write_seconds += seconds_since(t);
