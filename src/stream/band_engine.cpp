@@ -47,6 +47,7 @@
 #include "core/usable_cores.hpp"
 #include "io/file_lock.hpp"
 #include "io/row_stream.hpp"
+#include "io/temporary_registry.hpp"
 #include "plan/memory_estimate.hpp"
 #include "run/plan_runner.hpp"
 #include "run/resume_fingerprint.hpp"
@@ -602,6 +603,15 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
         discard_on(std::current_exception());
         throw;
     }
+    // A signal ends the run with its partial file and journals kept (resumable): the handler says so.
+    struct SignalNote {
+        explicit SignalNote(const std::string& line) {
+            if (!line.empty()) io::set_signal_note(line.c_str());
+        }
+        ~SignalNote() { io::set_signal_note(nullptr); }
+    } signal_note(rank == 0 && random_access
+                      ? "apron: " + output + ": interrupted; partial output kept for --resume (" + partial + ")\n"
+                      : std::string());
     std::function<std::optional<int>()> next_band;
     if (team) next_band = team->feed(b.bands);
 

@@ -319,3 +319,23 @@ def test_no_room_keeps_the_partial_output_for_resume_and_a_fresh_run_leaves_noth
     r = resume(apron, big_pgm, out, *SLOW_OPS, "--band-rows", "4")
     assert resumed_count(r.stderr) > 0
     assert out.read_bytes() == clean(apron, big_pgm, "w.pgm", *SLOW_OPS[:-2], tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_keeps_the_partial_output_and_says_so(apron, tmp_path, big_pgm, sig):
+    out = tmp_path / "o.pgm"
+    args = [*SLOW_OPS, "--band-rows", "4", "--stream", "on"]
+    p = subprocess.Popen(filter_cmd(apron, big_pgm, out, *args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while time.monotonic() < deadline and p.poll() is None and band_lines(out) < 4:
+        time.sleep(0.005)
+    if p.poll() is not None:
+        pytest.skip("the run finished before it could be interrupted")
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=RUN_TIMEOUT_S)
+    assert p.returncode != 0
+    assert err == f"apron: {out}: interrupted; partial output kept for --resume ({partial_of(out)})\n", err
+    assert sorted(p.name for p in tmp_path.iterdir() if "apron-" in p.name) == [".o.pgm.apron-journal", ".o.pgm.apron-partial"]
+    r = resume(apron, big_pgm, out, *SLOW_OPS, "--band-rows", "4")
+    assert resumed_count(r.stderr) >= 4
+    assert out.read_bytes() == clean(apron, big_pgm, "w.pgm", *SLOW_OPS[:-2], tmp_path=tmp_path)
