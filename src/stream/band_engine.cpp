@@ -701,7 +701,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
                 if (random_access) {  // what the journal records must be on disk first
                     sink->sync();
                     // A band whose bytes cannot be read back is not recorded (a resume redoes it).
-                    if (const auto stored = stream::crc_of_stored(*sink, buf.y0, buf.y1); stored && journal)
+                    if (const auto stored = journal ? stream::crc_of_stored(*sink, buf.y0, buf.y1) : std::nullopt)
                         journal->record({buf.y0, buf.y1 - buf.y0, buf.first, buf.rows, buf.in_crc, *stored});
                 }
                 report.write_seconds += seconds_since(t);
