@@ -164,7 +164,7 @@ TEST(BatchLock, LockFileThatIsNotARegularFileIsRefusedNamingIt) {
     EXPECT_TRUE(fails_naming([&] { OutputLock l(out); }, lock_file_path(out), "is not a regular file"));
     fs::remove(lock_file_path(out));
     fs::create_symlink(dir.file("elsewhere"), lock_file_path(out));  // a planted link is not followed
-    EXPECT_TRUE(fails_naming([&] { OutputLock l(out); }, lock_file_path(out), "cannot open the batch lock file"));
+    EXPECT_TRUE(fails_naming([&] { OutputLock l(out); }, lock_file_path(out), "cannot open the lock file"));
     EXPECT_FALSE(fs::exists(dir.file("elsewhere")));
 }
 

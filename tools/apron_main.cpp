@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <iostream>
 #include <new>
+#include <optional>
 #include <thread>
 
 #include "apron/calibrate.hpp"
@@ -31,6 +32,9 @@
 #include "cli_options.hpp"
 #include "core/usable_cores.hpp"
 #include "dist/mpi_stream.hpp"
+#include "io/file_lock.hpp"
+#include "io/row_stream.hpp"
+#include "stream/journal.hpp"
 
 namespace {
 
@@ -236,6 +240,17 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
                           "image " + apron::format_bytes(input_bytes) + ", filtering and writing " +
                               apron::format_bytes(need - input_bytes));
     warn_of_long_reference_run(pipeline, in_shape, options);
+    // The lock a streamed run takes too (apron::stream_filter): one run at a time on this output. An output
+    // path the writer will refuse gets no lock; write_image names the problem.
+    std::optional<apron::io::FileLock> lock;
+    std::string partial;
+    try {
+        partial = apron::io::partial_path_for(a.output);
+    } catch (const apron::Error&) {
+    }
+    if (!partial.empty())
+        lock.emplace(apron::stream::lock_path(partial), "another apron filter is writing " + a.output,
+                     "; wait for it to end or choose another output", true);
 
     std::vector<apron::StageTiming> stages;
     auto t = Clock::now();

@@ -181,6 +181,7 @@ std::string man_page(const CLI::App& app, const std::string& version) {
          "4 when \\fBapron calibrate \\-\\-check\\fR finds a choice more than 10% slower than the fastest.\n"
          ".SH FILES\n"
          ".TP\n\\fI.OUT.apron\\-journal\\fR\nBeside a streamed output: the bands written so far, for \\fB\\-\\-resume\\fR.\n"
+         ".TP\n\\fI.OUT.apron\\-lock\\fR\nBeside an output being written: the lock that keeps a second \\fBapron filter\\fR off it.\n"
          ".SH SEE ALSO\n"
          "The documentation in the source tree: README.md, docs/operations.md, docs/streaming.md, docs/batch.md,\n"
          "docs/python.md. Completion scripts: \\fBapron completion bash\\fR, \\fBapron completion zsh\\fR.\n";

@@ -13,6 +13,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "apron/io.hpp"
 #include "apron/pipeline.hpp"
@@ -64,6 +65,9 @@ struct StreamReport {
     // writing and syncing them. A stage near `seconds` is the bound.
     double read_seconds = 0, filter_seconds = 0, write_seconds = 0;
     std::string plan;                             // what --plan prints: backend, bands, halo, steps
+    // What a resume set aside or recomputed and why ("--tile differs: 256 then 512; starting over"), also
+    // printed on stderr as "apron: OUTPUT: NOTE".
+    std::vector<std::string> notes;
 };
 
 // The band plan alone (what `apron filter --plan` prints for a streamed run), from the header.

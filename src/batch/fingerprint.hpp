@@ -10,10 +10,9 @@
 
 namespace apron::batch {
 
-// The version, the operations' text and the CRC-32 of every mask and structuring element they hold (from a
-// file or given as weights: editing a mask file between two runs changes the outputs), the output type,
-// backend and algorithm (float results differ in their last bits between them), a job file's padding, the
-// PNM byte order, the output names and format, the JPEG quality, whether metadata is stripped, and --auto-orient.
+// resume_fingerprint (run/resume_fingerprint.hpp, shared with the streaming engine's journal) of the pipeline
+// and run options, with a job file's padding, the PNM byte order, the output names and format, the JPEG
+// quality, whether metadata is stripped, and --auto-orient; as one line (fingerprint().text()).
 std::string fingerprint(const BatchOptions& options, const InputSet& inputs, const OutputNaming& naming);
 
 } // namespace apron::batch

@@ -6,8 +6,11 @@
 // file left behind never blocks a later run. The file itself only says who holds the lock (pid, host, start
 // time), for the message of the run that is refused. The file is never removed: removing it while another
 // process is opening it would let two processes lock two different files.
+#include <memory>
 #include <optional>
 #include <string>
+
+#include "io/file_lock.hpp"
 
 namespace apron::batch {
 
@@ -39,7 +42,7 @@ public:
 
 private:
     std::string path_;
-    int fd_ = -1;
+    std::unique_ptr<io::FileLock> lock_;  // io::FileLock, never removed (see above)
 };
 
 // Who holds the lock of OUTPUT_DIR now ("pid P on HOST, started TIME"), or nullopt when no process does.

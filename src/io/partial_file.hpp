@@ -39,18 +39,29 @@ public:
         partial_ = partial_path_for(path);
         dir_ = directory_of(target_.path);
         if (!keep_) slot_ = register_temporary(partial_.c_str());  // SIGINT/SIGTERM remove it
-        const int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (options.reopen_partial ? 0 : O_TRUNC);
+        // A new partial file is a new file (O_EXCL), whatever was at its name: a link planted there is
+        // removed, never followed or written through (a hard link's other names keep their bytes). A
+        // reopened one is never followed either, and must be a plain file of one name.
+        if (!options.reopen_partial) ::unlink(partial_.c_str());
+        const int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (options.reopen_partial ? 0 : O_EXCL);
         fd_ = ::open(partial_.c_str(), flags, 0666);
         if (fd_ < 0) fail(path, "cannot create " + partial_ + ": " + reason(errno));
-        if (target_.exists) ::fchmod(fd_, target_.st.st_mode & 0777);
         struct stat st {};
         if (::fstat(fd_, &st) != 0) fail(path, "cannot write: " + reason(errno));
+        if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
+            fail(path, partial_ + " is not a plain file of one name (remove it to start over)");
+        if (target_.exists) ::fchmod(fd_, target_.st.st_mode & 0777);
         reopened_ = options.reopen_partial && std::uint64_t(st.st_size) == size;
         if (options.reopen_partial && !reopened_ && st.st_size != 0)
             fail(path, "the partial file " + partial_ + " has " + std::to_string(st.st_size) + " bytes, not the " +
                            std::to_string(size) + " this image needs; remove it to start over");
         // The file has its final size from the start (sparse), so every band lands at its offset.
-        if (::ftruncate(fd_, off_t(size)) != 0) fail(path, "cannot size " + partial_ + " to " + std::to_string(size) + " bytes: " + reason(errno));
+        // (A reopened file already has its size; a file-size limit refuses it even so: resumable, kept.)
+        if (::ftruncate(fd_, off_t(size)) != 0) {
+            const std::string message = path + ": cannot size " + partial_ + " to " + std::to_string(size) + " bytes: " + reason(errno);
+            if (keep_ && reopened_ && out_of_room(errno)) throw OutOfRoomError(message + " (partial output kept for --resume)");
+            throw Error(message);
+        }
     }
     ~PartialFile() {
         if (fd_ >= 0) ::close(fd_);
@@ -72,10 +83,13 @@ public:
         if (!pwrite_all(fd_, data, n, offset)) write_failed(errno, what);
     }
     // The one-line error of a failed write (errno `e`), saying what becomes of the partial file.
+    // Only a want of room (out_of_room) keeps a resumable sink's partial file; any other failure removes it.
     [[noreturn]] void write_failed(int e, const std::string& what) const {
-        fail(path_, reason(e) + " while writing " + what + " (the partial file " + partial_ +
-                        (keep_ ? " is kept: run again with --resume)" : " is removed)"));
+        const std::string message = path_ + ": " + reason(e) + " while writing " + what;
+        if (keep_ && out_of_room(e)) throw OutOfRoomError(message + " (partial output kept for --resume: " + partial_ + ")");
+        throw Error(message + " (the partial file " + partial_ + " is removed)");
     }
+    static bool out_of_room(int e) { return e == ENOSPC || e == EDQUOT || e == EFBIG; }
     // [offset, offset + n) of the file mapped for writing, its blocks reserved first (fallocate), so that a
     // full disk is an error here, never a SIGBUS while the mapping is written. Empty where the file system
     // reserves nothing (then write_at). Threads writing disjoint parts of one mapping do not queue on the
@@ -116,7 +130,7 @@ public:
         return ::pread(fd_, data, n, off_t(offset)) == ssize_t(n);
     }
     void sync() {
-        if (::fdatasync(fd_) != 0) fail(path_, "cannot write (fdatasync of " + partial_ + "): " + reason(errno));
+        if (::fdatasync(fd_) != 0) write_failed(errno, "the rows so far (fdatasync)");
     }
     void commit() {
         if (::fsync(fd_) != 0) fail(path_, "cannot write (fsync of " + partial_ + "): " + reason(errno));

@@ -83,6 +83,13 @@ public:
     std::string partial_path() const override { return file_.partial(); }
     void sync() override { file_.sync(); }
     void commit() override { file_.commit(); }
+    std::optional<StoredBytes> stored_bytes(int y0, int y1) const override {
+        if (y0 < 0 || y1 > shape_.height || y0 >= y1) return std::nullopt;
+        const std::uint64_t row_bytes = shape_.row_bytes();
+        const std::uint64_t first = bottom_up_ ? std::uint64_t(shape_.height - y1) : std::uint64_t(y0);
+        return StoredBytes{header_.size() + first * row_bytes, std::uint64_t(y1 - y0) * row_bytes};
+    }
+    bool read_back(std::uint64_t offset, void* data, std::size_t n) const override { return file_.read_at(offset, data, n); }
     void write_rows(int y0, ConstImageView band) override {
         // Parts of at least 4 MiB, written at once (pwrite has no state).
         const int rows_per_part = int(std::max<std::size_t>(1, (std::size_t(4) << 20) / std::max<std::size_t>(1, shape_.row_bytes())));
@@ -145,6 +152,13 @@ public:
     std::string partial_path() const override { return file_.partial(); }
     void sync() override { file_.sync(); }
     void commit() override { file_.commit(); }
+    // Whole rows of tiles lie one after the other (their tiles in raster order).
+    std::optional<StoredBytes> stored_bytes(int y0, int y1) const override {
+        if (y0 < 0 || y1 > shape_.height || y0 >= y1 || y0 % side_ || (y1 % side_ && y1 != shape_.height)) return std::nullopt;
+        const std::uint64_t ty0 = std::uint64_t(y0 / side_), ty1 = std::uint64_t((y1 + side_ - 1) / side_);
+        return StoredBytes{layout_.data_offset + ty0 * layout_.tile_row_bytes, (ty1 - ty0) * layout_.tile_row_bytes};
+    }
+    bool read_back(std::uint64_t offset, void* data, std::size_t n) const override { return file_.read_at(offset, data, n); }
 
     void write_rows(int y0, ConstImageView band) override {
         // Whole rows of tiles come straight from the band; the rows of one the band cuts wait in pending_

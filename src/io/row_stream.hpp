@@ -12,10 +12,19 @@
 #include <optional>
 #include <string>
 
+#include "apron/errors.hpp"
 #include "apron/image.hpp"
 #include "apron/io.hpp"
 
 namespace apron::io {
+
+// A write that failed for want of room (a full disk or quota, ENOSPC/EDQUOT; a file-size limit, EFBIG): the
+// run can go on with --resume once there is room, so a resumable sink keeps its partial file, and the
+// message says so. Every other failure (bad input, a bug) removes it.
+class OutOfRoomError : public Error {
+public:
+    using Error::Error;
+};
 
 // Raw samples without a header: `--raw WxHxC:type[:endianness]`, e.g. "65536x65536x1:u16:little".
 struct RawLayout {
@@ -105,6 +114,22 @@ public:
     virtual std::uint64_t buffer_bytes() const = 0;
     // The partial file's name: beside path(), hidden, fixed (".NAME.apron-partial"), so a resumed run finds it.
     virtual std::string partial_path() const = 0;
+
+    // Random-access sinks: the bytes of the partial file that rows [y0, y1) are stored in, one run (y0 and
+    // y1 on multiples of row_granularity(), or y1 the image's height), or nullopt (rows that cut a tile, or a
+    // sink written in order). The stream journal keeps a checksum of them per band.
+    struct StoredBytes {
+        std::uint64_t offset = 0, size = 0;
+    };
+    virtual std::optional<StoredBytes> stored_bytes(int y0, int y1) const {
+        (void)y0, (void)y1;
+        return std::nullopt;
+    }
+    // Reads back n bytes of the partial file at `offset`; false on a short read or an error.
+    virtual bool read_back(std::uint64_t offset, void* data, std::size_t n) const {
+        (void)offset, (void)data, (void)n;
+        return false;
+    }
 };
 
 // The partial file a sink for `path` writes (".NAME.apron-partial" beside the file a symbolic link at `path`

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -101,6 +102,27 @@ void remove_registered_temporaries() noexcept {
 
 namespace {
 
+// The signal note: written whole before `note_length` says it is there, so a handler reads a whole line.
+char note[1024];
+std::atomic<std::size_t> note_length{0};
+
+void write_signal_note() noexcept {
+    const std::size_t n = note_length.load(std::memory_order_acquire);
+    if (n) [[maybe_unused]] const ssize_t written = ::write(2, note, n);
+}
+
+}  // namespace
+
+void set_signal_note(const char* line) noexcept {
+    note_length.store(0, std::memory_order_release);
+    if (!line) return;
+    const std::size_t n = std::min(std::strlen(line), sizeof note - 1);
+    std::memcpy(note, line, n);
+    note_length.store(n, std::memory_order_release);
+}
+
+namespace {
+
 constexpr int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 constexpr int signal_count = int(sizeof cleanup_signals / sizeof cleanup_signals[0]);
 
@@ -121,6 +143,7 @@ bool is_function(const struct sigaction& a) {
 
 void on_signal(int sig, siginfo_t* info, void* context) {
     remove_registered_temporaries();
+    write_signal_note();
     const int i = index_of(sig);
     if (i >= 0 && is_function(previous[i])) {
         // Somebody else's handler: it decides what happens next.

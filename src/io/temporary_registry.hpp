@@ -29,4 +29,9 @@ bool unregister_temporary(int slot) noexcept;
 // Removes every registered file (each at most once). Async-signal-safe: the handlers call it.
 void remove_registered_temporaries() noexcept;
 
+// A line the signal handlers write to stderr before the process ends, for what a signal leaves behind on
+// purpose ("apron: o.pgm: interrupted; partial output kept for --resume ..."); nullptr clears it. One at a
+// time (the last set); cut to 1023 bytes.
+void set_signal_note(const char* line) noexcept;
+
 }  // namespace apron::io

@@ -14,6 +14,10 @@
 //
 // Overlap: a reader thread fills the next band's buffer while the current one is filtered, and a writer
 // thread writes the previous result; one band waits in each queue, all counted in the budget.
+//
+// Resume: every band written and synced is recorded in a journal by its rows, with checksums of the input
+// rows it read and of the bytes it was stored in (journal.hpp); a resume keeps only what they still vouch
+// for (resume_checks.hpp). One run at a time holds the output's lock.
 #include "apron/stream.hpp"
 
 #include <fcntl.h>
@@ -29,6 +33,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -40,9 +45,14 @@
 #include "core/border_index.hpp"
 #include "core/host_memory.hpp"
 #include "core/usable_cores.hpp"
+#include "io/file_lock.hpp"
 #include "io/row_stream.hpp"
+#include "io/temporary_registry.hpp"
 #include "plan/memory_estimate.hpp"
 #include "run/plan_runner.hpp"
+#include "run/resume_fingerprint.hpp"
+#include "stream/journal.hpp"
+#include "stream/resume_checks.hpp"
 
 namespace apron {
 
@@ -190,6 +200,7 @@ struct BandBuffer {
     int index = 0, y0 = 0, y1 = 0;  // the band's rows
     int first = 0, rows = 0, seam = 0, core = 0;
     Image pixels;
+    std::uint32_t in_crc = 0;  // of the input rows read (the journal's)
 };
 
 BandBuffer locate(const BandPlan& b, const ImageShape& in, int index) {
@@ -353,76 +364,28 @@ private:
     bool closed_ = false, done_ = false;
 };
 
-// The journal of a resumable run: what the run is (a fingerprint line) and the bands written and synced.
-// Each process of a team keeps its own (".NAME.apron-journal", ".NAME.apron-journal.1", ...); a resumed run
-// reads them all, so it may have another number of processes than the run it resumes.
-class Journal {
-public:
-    Journal(std::string base, int rank, std::string fingerprint)
-        : base_(std::move(base)), path_(rank ? base_ + "." + std::to_string(rank) : base_), fingerprint_(std::move(fingerprint)) {}
-    // Bands earlier runs of the same fingerprint finished; empty when there is none or it differs.
-    std::set<int> done_before() const {
-        std::set<int> done;
-        for (const std::string& path : journals()) {
-            std::ifstream f(path);
-            std::string line;
-            if (!std::getline(f, line) || line != fingerprint_) continue;
-            while (std::getline(f, line))
-                if (line.rfind("band ", 0) == 0 && line.size() > 5) done.insert(std::atoi(line.c_str() + 5));
-        }
-        return done;
+// Bands of plan `b` whose rows the entries cover in full.
+std::set<int> covered_bands(const BandPlan& b, const ImageShape& in, const std::vector<stream::JournalEntry>& entries) {
+    const std::vector<std::pair<int, int>> runs = stream::covered_rows(entries);
+    std::set<int> done;
+    for (int k = 0; k < b.bands; ++k) {
+        const BandBuffer where = locate(b, in, k);
+        for (const auto& [y0, y1] : runs)
+            if (y0 <= where.y0 && where.y1 <= y1) done.insert(k);
     }
-    void start(bool keep) {
-        fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (keep ? 0 : O_TRUNC), 0644);
-        if (fd_ < 0) throw Error(path_ + ": cannot write the resume journal: " + std::strerror(errno));
-        struct stat st {};
-        if (!keep || (::fstat(fd_, &st) == 0 && st.st_size == 0)) append(fingerprint_ + "\n");
-    }
-    void record(int band) { append("band " + std::to_string(band) + "\n"); }
-    // Every process's journal (the run is whole).
-    void remove_all() {
-        if (fd_ >= 0) ::close(fd_), fd_ = -1;
-        for (const std::string& path : journals()) ::unlink(path.c_str());
-    }
-    ~Journal() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-
-private:
-    // The base journal and those of ranks 1, 2, ... that exist.
-    std::vector<std::string> journals() const {
-        std::vector<std::string> all{base_};
-        for (int r = 1;; ++r) {
-            const std::string p = base_ + "." + std::to_string(r);
-            if (::access(p.c_str(), F_OK) != 0) break;
-            all.push_back(p);
-        }
-        return all;
-    }
-    void append(const std::string& s) {
-        if (::write(fd_, s.data(), s.size()) != ssize_t(s.size()) || ::fdatasync(fd_) != 0)
-            throw Error(path_ + ": cannot write the resume journal: " + std::strerror(errno));
-    }
-    std::string base_, path_, fingerprint_;
-    int fd_ = -1;
-};
-
-std::string journal_path(const std::string& partial) {
-    const std::string suffix = ".apron-partial";
-    return partial.substr(0, partial.size() - suffix.size()) + ".apron-journal";
+    return done;
 }
 
-std::string fingerprint(const std::string& input, const io::RowSource& source, const Pipeline& pipeline,
-                        const ImageShape& out, const BandPlan& b) {
-    std::ostringstream f;
-    struct stat st {};
-    ::stat(input.c_str(), &st);
-    f << "apron-stream 1 input=" << input << " size=" << st.st_size << " mtime=" << st.st_mtim.tv_sec << "."
-      << st.st_mtim.tv_nsec << " shape=" << source.shape().width << "x" << source.shape().height << "x"
-      << source.shape().channels << ":" << to_string(source.shape().type) << " out=" << to_string(out.type)
-      << " bands=" << b.rows << "/" << b.top << "/" << b.bottom << " ops=";
-    for (const auto& op : pipeline.operations()) f << op.spec << ";";
-    return f.str();
+// A run's identity in its journals: 16 hex digits of rank 0's random number.
+std::string run_name(int id) {
+    char text[17];
+    std::snprintf(text, sizeof text, "%016x", unsigned(id));
+    return text;
+}
+
+void say(std::vector<std::string>& notes, const std::string& output, const std::string& note) {
+    std::fprintf(stderr, "apron: %s: %s\n", output.c_str(), note.c_str());
+    notes.push_back(note);
 }
 
 std::string describe_bands(const BandPlan& b, const ImageShape& in, const ExecutionPlan& plan) {
@@ -535,40 +498,123 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     BandPlan b = plan_bands(pipeline, plan, in, options.run, granularity, io_buffers, options.band_rows,
                             workers_for(plan, options.team));
 
-    // A team agrees on rank 0's bands (the default budget and the GPUs may differ between machines), and
-    // every process sees the same journals before any of them starts its own.
+    // A team agrees on rank 0's bands (the default budget and the GPUs may differ between machines).
     const int rank = team ? team->rank : 0;
     if (team) {
         const int rows = team->broadcast(b.rows), workers = b.workers;
         b = plan_bands(pipeline, plan, in, options.run, granularity, io_buffers, rows, workers);
     }
     const int workers = b.workers;
+    const std::uint64_t memory = options.run.memory_budget ? options.run.memory_budget : default_memory_budget();
 
-    // Resume: the journals beside the output name the bands the partial file already holds; a journal of
-    // another run (another input, pipeline or band plan) is ignored and the run starts over.
-    Journal journal(journal_path(io::partial_path_for(output)), rank, fingerprint(input, *source, pipeline, out, b));
-    std::set<int> done;
-    if (options.resume) done = journal.done_before();
-    // An in-order output keeps no journal; one an earlier run of another kind left beside it would describe
-    // a partial file this run replaces.
-    if (!random_access) journal.remove_all();
-    if (team) team->barrier();
+    StreamReport report;
+    // One run at a time on this output (a team's rank 0 holds it for the team): two would each end with the
+    // other's bytes, and trust each other's journals. Taken before anything beside the output is touched.
+    const std::string partial = io::partial_path_for(output);
+    std::optional<io::FileLock> lock;
+    if (rank == 0)
+        lock.emplace(stream::lock_path(partial), "another apron filter is writing " + output,
+                     "; wait for it to end or choose another output", true);
+
+    // Resume: rank 0 reads the journals of the run it continues (journal.hpp). A fresh run, or a resume
+    // that sets them aside, removes every journal beside the output, every rank's of any earlier run.
+    const Fingerprint fingerprint = stream::stream_fingerprint(input, output, *source, pipeline, plan, options);
+    stream::EarlierRun earlier;
+    if (rank == 0) {
+        if (options.resume) earlier = stream::read_earlier_run(partial, fingerprint);
+        for (const std::string& note : earlier.notes) say(report.notes, output, note);
+        if (!earlier.usable) stream::remove_journals(partial);
+    }
     // Rank 0 creates (or reopens) the partial file at its final size; the others open it once it exists.
     std::unique_ptr<io::RowSink> sink;
-    if (rank == 0) {
-        sink_options.reopen_partial = !done.empty();
-        sink = io::create_row_sink(output, out, sink_options);
+    bool touched = false;  // this process created or opened the partial file (or tried to)
+    std::optional<stream::JournalWriter> journal;
+    std::set<int> done;
+    // A failure keeps the partial file and the journals only when the run can go on with --resume (no room
+    // left: io::OutOfRoomError; a signal never gets here); bad input or anything else removes them.
+    auto discard_on = [&](const std::exception_ptr& e) {
+        if (!random_access || !touched) return;
+        try {
+            std::rethrow_exception(e);
+        } catch (const io::OutOfRoomError&) {
+            return;
+        } catch (...) {
+        }
+        journal.reset();
+        sink.reset();
+        ::unlink(partial.c_str());
+        stream::remove_journals(partial);
+    };
+    try {
+        std::string run_id;
+        if (rank == 0) {
+            sink_options.reopen_partial = earlier.usable;
+            touched = true;
+            sink = io::create_row_sink(output, out, sink_options);
+            std::vector<stream::JournalEntry> kept;
+            if (earlier.usable) {
+                std::vector<std::string> notes;
+                kept = stream::check_entries(earlier.entries, *sink, *source, notes);
+                if (earlier.head.memory != memory)
+                    notes.push_back("--memory differs: " + format_bytes(earlier.head.memory) + " then " + format_bytes(memory) +
+                                    "; continuing from the rows already written");
+                else if (earlier.head.band_rows != b.rows)
+                    notes.push_back("--band-rows differs: " + std::to_string(earlier.head.band_rows) + " then " +
+                                    std::to_string(b.rows) + "; continuing from the rows already written");
+                for (const std::string& note : notes) say(report.notes, output, note);
+            }
+            done = covered_bands(b, in, kept);
+            if (random_access) {
+                std::random_device random;
+                const int id = int(random() & 0x7fffffff);
+                run_id = run_name(team ? team->broadcast(id) : id);
+                const std::optional<stream::PartialIdentity> identity = stream::identify_partial(partial);
+                if (!identity) throw Error(output + ": the partial file " + partial + " vanished while the run began");
+                journal.emplace(stream::journal_path(partial), stream::JournalHead{run_id, *identity, memory, b.rows, fingerprint}, kept);
+                stream::remove_journals(partial, true);  // the other ranks' entries are carried in rank 0's now
+            }
+        } else if (random_access) {
+            run_id = run_name(team->broadcast(0));
+        }
+        // The team learns which bands are done from rank 0 (30 bands a broadcast), then opens the file.
+        if (team) {
+            for (int k0 = 0; k0 < b.bands; k0 += 30) {
+                int bits = 0;
+                for (int k = k0; k < std::min(b.bands, k0 + 30); ++k)
+                    if (done.count(k)) bits |= 1 << (k - k0);
+                bits = team->broadcast(bits);
+                for (int k = k0; k < std::min(b.bands, k0 + 30); ++k)
+                    if (bits & (1 << (k - k0))) done.insert(k);
+            }
+            team->barrier();
+        }
+        if (rank != 0) {
+            sink_options.reopen_partial = true;
+            touched = true;
+            sink = io::create_row_sink(output, out, sink_options);
+            if (random_access) {
+                const std::optional<stream::PartialIdentity> identity = stream::identify_partial(partial);
+                if (!identity) throw Error(output + ": the partial file " + partial + " vanished while the run began");
+                journal.emplace(stream::journal_path(partial, rank),
+                                stream::JournalHead{run_id, *identity, memory, b.rows, fingerprint}, std::vector<stream::JournalEntry>{});
+            }
+        }
+    } catch (...) {
+        discard_on(std::current_exception());
+        throw;
     }
-    if (team) team->barrier();
-    if (rank != 0) {
-        sink_options.reopen_partial = true;
-        sink = io::create_row_sink(output, out, sink_options);
-    }
-    if (random_access) journal.start(!done.empty());
+    // A signal ends the run with its partial file and journals kept (resumable): the handler says so.
+    struct SignalNote {
+        explicit SignalNote(const std::string& line) {
+            if (!line.empty()) io::set_signal_note(line.c_str());
+        }
+        ~SignalNote() { io::set_signal_note(nullptr); }
+    } signal_note(rank == 0 && random_access
+                      ? "apron: " + output + ": interrupted; partial output kept for --resume (" + partial + ")\n"
+                      : std::string());
     std::function<std::optional<int>()> next_band;
     if (team) next_band = team->feed(b.bands);
 
-    StreamReport report;
     report.bands = b.bands, report.band_rows = b.rows, report.halo_rows = b.top + b.bottom;
     report.bands_resumed = int(done.size());
     report.plan = describe_bands(b, in, plan);
@@ -633,6 +679,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
                 const auto t = Clock::now();
                 BandBuffer buf = locate(b, in, k);
                 fill(*source, buf, inputs);
+                if (journal) buf.in_crc = stream::crc_of_rows(stream::crc_start(), buf.pixels.view());
                 report.read_seconds += seconds_since(t);
                 if (!to_compute.push(std::move(buf))) return;
             }
@@ -653,7 +700,9 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
                 results.give(std::move(buf.pixels));
                 if (random_access) {  // what the journal records must be on disk first
                     sink->sync();
-                    journal.record(buf.index);
+                    // A band whose bytes cannot be read back is not recorded (a resume redoes it).
+                    if (const auto stored = journal ? stream::crc_of_stored(*sink, buf.y0, buf.y1) : std::nullopt)
+                        journal->record({buf.y0, buf.y1 - buf.y0, buf.first, buf.rows, buf.in_crc, *stored});
                 }
                 report.write_seconds += seconds_since(t);
                 rows_done += std::uint64_t(buf.y1 - buf.y0);
@@ -710,6 +759,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     to_write.finish();
     reader.join();
     writer.join();
+    if (failure) discard_on(failure);
     if (failure && team && team->abort) {
         try {
             std::rethrow_exception(failure);
@@ -724,7 +774,8 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     if (team) team->barrier();
     if (rank == 0) {
         sink->commit();
-        journal.remove_all();
+        journal.reset();
+        stream::remove_journals(partial);
     }
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return report;

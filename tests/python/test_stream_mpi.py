@@ -113,3 +113,46 @@ def test_errors_end_every_rank_in_one_line(apron, tmp_path, args, message):
     errors = [line for line in r.stderr.splitlines() if line.startswith("apron:")]
     assert errors and all(message in line for line in errors), r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.pgm"]
+
+
+def rank_0_bands(tmp_path, name):
+    try:
+        return open(tmp_path / f".{name}.apron-journal").read().count("band ")
+    except OSError:
+        return 0
+
+
+def killed_mpi_run(apron, tmp_path, ranks, ops, bands, count=journal_bands):
+    """Starts `ranks` ranks on in.pgm -> out.pgm, SIGKILLs one once the journals hold `bands` bands (as `count`
+    counts them); False when the run ended first."""
+    cmd = ["mpirun", "--oversubscribe", "-np", str(ranks), str(apron.path), "filter", str(tmp_path / "in.pgm"),
+           str(tmp_path / "out.pgm"), *ops]
+    p = subprocess.Popen(cmd, env=mpi_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while time.monotonic() < deadline and p.poll() is None and count(tmp_path, "out.pgm") < bands:
+        time.sleep(0.005)
+    killed = p.poll() is None
+    if killed:
+        ranks_of = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+        assert ranks_of, "no rank of mpirun found"
+        os.kill(int(ranks_of[0]), signal.SIGKILL)
+    p.wait(timeout=4 * RUN_TIMEOUT_S)
+    return killed
+
+
+def test_stale_rank_journals_of_a_killed_run_never_mix_into_a_later_one(apron, tmp_path):
+    """A killed 3-rank run leaves .o.pgm.apron-journal.1 and .2; a fresh run killed later, then resumed, must
+    not take their bands (its partial file started empty)."""
+    write_pnm(tmp_path / "in.pgm", random_image((1500, 1200), np.uint16, seed=35))
+    ops = ["--op", "gaussian:sigma=8", "--op", "dilate:se=disk:6", "--algo", "direct", "--band-rows", "2", "--threads", "1"]
+    if not killed_mpi_run(apron, tmp_path, 3, ops, 60):
+        pytest.skip("the run finished before it could be killed")
+    for name in glob.glob(str(tmp_path / ".out.pgm.apron-journal")):
+        os.remove(name)  # (so that the kill below waits for the fresh run's own bands)
+    assert glob.glob(str(tmp_path / ".out.pgm.apron-journal.*"))  # the stale ranks' journals
+    if not killed_mpi_run(apron, tmp_path, 2, ops, 4, count=rank_0_bands):
+        pytest.skip("the run finished before it could be killed")
+    mpirun(apron, 2, tmp_path / "in.pgm", tmp_path / "out.pgm", *ops, "--resume")
+    apron.run("filter", tmp_path / "in.pgm", tmp_path / "whole.pgm", *ops[:-4], "--stream", "off")
+    assert (tmp_path / "out.pgm").read_bytes() == (tmp_path / "whole.pgm").read_bytes()
+    assert not glob.glob(str(tmp_path / ".out.pgm.apron-*"))

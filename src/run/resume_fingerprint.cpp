@@ -1,0 +1,124 @@
+// One fingerprint for every resumable run (resume_fingerprint.hpp).
+#include "run/resume_fingerprint.hpp"
+
+#include <cstdint>
+#include <algorithm>
+#include <cstdio>
+#include <span>
+#include <type_traits>
+#include <variant>
+
+#include "apron/border.hpp"
+#include "apron/ops.hpp"
+
+namespace apron {
+
+namespace {
+
+std::uint64_t fnv1a(std::span<const unsigned char> bytes, std::uint64_t h = 0xcbf29ce484222325ull) {
+    for (const unsigned char b : bytes) h = (h ^ b) * 0x100000001b3ull;
+    return h;
+}
+
+std::string hex16(std::uint64_t v) {
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(v));
+    return text;
+}
+
+// Doubles written exactly (17 significant digits): two values that print alike are the same bits.
+std::string number(double v) {
+    char text[40];
+    std::snprintf(text, sizeof text, "%.17g", v);
+    return text;
+}
+
+// A mask's shape, anchor and a hash of its weights' bytes (the same weights give the same bits).
+std::string mask_text(const Mask& m) {
+    const auto bytes = std::span(reinterpret_cast<const unsigned char*>(m.weights.data()), m.weights.size() * sizeof(double));
+    return std::to_string(m.width) + "x" + std::to_string(m.height) + "@" + std::to_string(m.anchor_x) + "," +
+           std::to_string(m.anchor_y) + " weights " + hex16(fnv1a(bytes));
+}
+
+std::string step_text(const Step& step) {
+    std::string s = "input " + std::to_string(step.input) + " second " + std::to_string(step.second) + " ";
+    std::visit(
+        [&](const auto& a) {
+            using A = std::decay_t<decltype(a)>;
+            if constexpr (std::is_same_v<A, LinearStep>)
+                s += "linear " + mask_text(a.mask) + " border " + to_string(a.border) + " " + number(a.border_value) +
+                     " normalise " + to_string(a.normalise) + " scale " + number(a.scale) + " delta " + number(a.delta);
+            else if constexpr (std::is_same_v<A, MorphStep>)
+                s += std::string(a.kind == MorphKind::erode ? "erode " : "dilate ") + mask_text(a.element) + " border " +
+                     (a.border ? to_string(*a.border) : "ignored") + " " + number(a.border_value);
+            else
+                s += "combine " + number(a.a) + " " + number(a.b) + " " + number(a.c);
+        },
+        step.action);
+    return s;
+}
+
+std::string one_line(std::string s) {
+    for (char& c : s)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+    return s;
+}
+
+}  // namespace
+
+void Fingerprint::add(const std::string& name, const std::string& value) { fields_.push_back({one_line(name), one_line(value)}); }
+
+std::string Fingerprint::text() const {
+    std::string t;
+    for (const FingerprintField& f : fields_) t += (t.empty() ? "" : "; ") + f.name + " " + f.value;
+    return t;
+}
+
+std::string Fingerprint::id() const {
+    const std::string t = text();
+    return hex16(fnv1a(std::span(reinterpret_cast<const unsigned char*>(t.data()), t.size())));
+}
+
+std::optional<std::string> Fingerprint::difference_from(const Fingerprint& earlier) const {
+    const auto& was = earlier.fields_;
+    for (std::size_t k = 0; k < std::max(fields_.size(), was.size()); ++k) {
+        if (k >= fields_.size()) return was[k].name + " was set and is not now";
+        if (k >= was.size()) return fields_[k].name + " is new";
+        if (was[k].name != fields_[k].name) return fields_[k].name + " differs";
+        if (was[k].value == fields_[k].value) continue;
+        constexpr std::size_t shown = 40;
+        if (was[k].value.size() <= shown && fields_[k].value.size() <= shown)
+            return fields_[k].name + " differs: " + was[k].value + " then " + fields_[k].value;
+        return fields_[k].name + " differs";
+    }
+    return std::nullopt;
+}
+
+Fingerprint resume_fingerprint(const Pipeline& pipeline, const RunOptions& run, const InputReading& input,
+                               const OutputStorage& output) {
+    Fingerprint f;
+    f.add("apron", APRON_VERSION);
+    std::string ops;
+    for (const OpProgram& op : pipeline.operations()) ops += (ops.empty() ? "" : " ") + op.spec;
+    f.add("--op", ops);
+    for (const OpProgram& op : pipeline.operations())
+        for (std::size_t k = 0; k < op.steps.size(); ++k)
+            f.add("the weights and parameters of " + op.spec + " (step " + std::to_string(k) + ")", step_text(op.steps[k]));
+    f.add("--out-type", run.out_type ? to_string(*run.out_type) : "input");
+    f.add("--backend", to_string(run.backend));
+    f.add("--algo", to_string(run.algorithm));
+    f.add("--byte-order", input.pnm_byte_order);
+    if (!input.raw.empty()) f.add("--raw", input.raw);
+    if (!input.padding.empty()) f.add("padding", input.padding);
+    if (!output.naming.empty()) f.add("name", output.naming);
+    if (!output.format.empty()) f.add("format", output.format);
+    if (!output.compression.empty()) f.add("--compression", output.compression);
+    if (output.tile_side) f.add("--tile", std::to_string(output.tile_side));
+    if (!output.byte_order.empty()) f.add("output byte order", output.byte_order);
+    if (output.jpeg_quality) f.add("--quality", std::to_string(output.jpeg_quality));
+    if (output.metadata_stripped) f.add("--metadata", "strip");
+    if (output.auto_orient) f.add("--auto-orient", "on");
+    return f;
+}
+
+}  // namespace apron
