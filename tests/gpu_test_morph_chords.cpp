@@ -334,8 +334,8 @@ TEST(CudaMorphChords, NaNIsAMissingSample) {
                             const Image gpu = run_on(op, in, Backend::cuda);
                             ASSERT_TRUE(test::same_samples(gpu, expected)) << op << " on " << name << " c" << c << " variant " << v;
                             if (name == "holed") EXPECT_TRUE(test::hole_centre_is_nan(gpu)) << op << " c" << c;
-                            if (name == "all NaN") EXPECT_TRUE(std::isnan(gpu.row<float>(3)[0])) << op;
-                            if (name == "all +inf") EXPECT_EQ(gpu.row<float>(3)[0], std::numeric_limits<float>::infinity()) << op;
+                            if (name == "all NaN" && mode != BorderMode::constant) EXPECT_TRUE(std::isnan(gpu.row<float>(3)[0])) << op;
+                            if (name == "all +inf" && mode != BorderMode::constant) EXPECT_EQ(gpu.row<float>(3)[0], std::numeric_limits<float>::infinity()) << op;
                         });
                         if (HasFatalFailure()) return;
                         // morph_direct, which takes what neither rect nor chords take.

@@ -154,8 +154,8 @@ TEST(CudaMorphRect, NaNIsAMissingSample) {
                             << test::max_abs_diff(gpu, run_on(op, in, Backend::reference));
                         if (name == "holed" && std::string(rect) != "65x3" && std::string(rect) != "3x101")
                             EXPECT_TRUE(test::hole_centre_is_nan(gpu)) << op << " c" << c;
-                        if (name == "all NaN") EXPECT_TRUE(std::isnan(gpu.row<float>(3)[0])) << op;
-                        if (name == "all -inf") EXPECT_EQ(gpu.row<float>(3)[0], -std::numeric_limits<float>::infinity()) << op;
+                        if (name == "all NaN" && mode != BorderMode::constant) EXPECT_TRUE(std::isnan(gpu.row<float>(3)[0])) << op;
+                        if (name == "all -inf" && mode != BorderMode::constant) EXPECT_EQ(gpu.row<float>(3)[0], -std::numeric_limits<float>::infinity()) << op;
                     }
 }
 
