@@ -88,6 +88,11 @@ struct WriteOptions {
     int jpeg_quality = 95;   // 1..100
     int png_compression = 6; // 0..9 (zlib level)
     bool pnm_ascii = false;  // P2/P3 instead of P5/P6
+    // TIFF: the codec, "deflate" (the default), "zstd", "lzw" (each with the horizontal predictor, or the
+    // floating-point one for f32) or "none"; and tiles of tiff_tile x tiff_tile pixels (a multiple of 16
+    // from 16 to 8192) instead of strips when tiff_tile > 0. `apron filter --compression/--tile`.
+    std::string tiff_compression = "deflate";
+    int tiff_tile = 0;
     // Written where the format has a place: JPEG (an Exif block over 64 KiB, JPEG's segment limit, is
     // reduced to its orientation), PNG, TIFF (the profile and the orientation). PNM and PFM have none.
     ImageMetadata metadata;
@@ -149,6 +154,8 @@ void write_file_atomically(const std::string& path, std::span<const std::uint8_t
 //     apron removes its temporaries first, then calls that handler and leaves the rest to it; if it
 //     returns, the write in progress fails with an error saying it was interrupted.
 //   - A handler installed after it replaces apron's unless it chains to the previous one itself.
+//   - SIGXFSZ (a file-size limit, ulimit -f) is ignored unless a handler is installed, so that a write past
+//     the limit fails with EFBIG and becomes a one-line error ("File too large"), its temporary removed.
 void install_signal_cleanup();
 
 } // namespace apron

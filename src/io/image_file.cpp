@@ -13,6 +13,7 @@
 #include "io/codecs.hpp"
 #include "io/exif.hpp"
 #include "io/file_io.hpp"
+#include "io/output_target.hpp"
 
 namespace apron {
 
@@ -77,6 +78,7 @@ ImageFormat format_for_path(const std::string& path) {
         fail(path, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 #endif
     }
+    io::refuse_directory(path);  // `apron filter in.png outdir`: a directory, rather than a name without extension
     fail(path, (ext.empty() ? std::string("no file extension") : "unknown image file extension '." + ext + "'") +
                    " (apron writes .pgm .ppm .pnm .pfm .png .jpg .jpeg" +
 #if APRON_HAVE_TIFF
