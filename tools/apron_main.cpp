@@ -263,6 +263,7 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
                                        world);
         }
     }
+    apron::io::refuse_directory(a.output);  // a directory, rather than a name without an extension
     const apron::ImageFormat out_format = apron::format_for_path(a.output);
 
     // Everything that can be refused from the input's header is refused before its pixels are decoded:

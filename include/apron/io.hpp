@@ -42,7 +42,8 @@
 //   TIFF  8/16-bit unsigned and 32-bit float, 1-4 samples, gray/RGB, strips or tiles, contiguous or separate
 //         planes, first page only; converted exactly as read: palette -> RGB u8, 1/2/4-bit gray -> u8
 //         (0..255), min-is-white gray inverted, 8/16-bit signed -> f32, JPEG-compressed YCbCr -> RGB
-//         -> u8/u16/f32, 1-4 channels, deflate-compressed strips.
+//         -> u8/u16/f32, 1-4 channels, deflate-compressed strips unless WriteOptions says another codec
+//         (zstd, lzw, none) or tiles.
 // Multi-byte samples are native-endian in memory.
 //
 // Metadata (read_metadata, WriteOptions::metadata): the colour profile and the Exif block of JPEG, PNG and

@@ -78,7 +78,6 @@ ImageFormat format_for_path(const std::string& path) {
         fail(path, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 #endif
     }
-    io::refuse_directory(path);  // `apron filter in.png outdir`: a directory, rather than a name without extension
     fail(path, (ext.empty() ? std::string("no file extension") : "unknown image file extension '." + ext + "'") +
                    " (apron writes .pgm .ppm .pnm .pfm .png .jpg .jpeg" +
 #if APRON_HAVE_TIFF
@@ -386,6 +385,7 @@ std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image,
 }
 
 void write_image(const std::string& path, ConstImageView image, const WriteOptions& options) {
+    io::refuse_directory(path);  // `apron filter in.png outdir`: a directory, rather than a name without extension
     const std::vector<std::uint8_t> bytes = encode_image(format_for_path(path), image, path, options);
     write_file_atomically(path, bytes);
 }

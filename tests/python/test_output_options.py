@@ -91,3 +91,13 @@ def test_a_directory_named_like_an_image_is_named_too(apron, tmp_path):
     (tmp_path / "looks.png").mkdir()
     r = apron.run("filter", tmp_path / "in.pgm", tmp_path / "looks.png", "--op", "box", check=False)
     assert r.returncode == 1 and "looks.png: is a directory; give a file name such as" in r.stderr, r.stderr
+
+
+def test_batch_refuses_quality_for_another_format(apron, tmp_path):
+    (tmp_path / "in").mkdir()
+    write_pnm(tmp_path / "in" / "a.pgm", random_image((10, 12), np.uint8, seed=5))
+    r = apron.run("batch", tmp_path / "in", "-o", tmp_path / "out", "--op", "box", "--format", "png", "--quality", "80",
+                  check=False)
+    assert r.returncode != 0 and "--quality: --format png is not JPEG" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    ok = apron.run("batch", tmp_path / "in", "-o", tmp_path / "jpg", "--op", "box", "--format", "jpg", "--quality", "80", "-q")
+    assert ok.returncode == 0 and (tmp_path / "jpg" / "a.jpg").exists()
