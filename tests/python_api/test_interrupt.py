@@ -28,17 +28,52 @@ except KeyboardInterrupt:
 """
 
 
-def test_sigint_raises_keyboard_interrupt_during_a_long_run():
+BATCH_CHILD = """
+import sys, time
+from pathlib import Path
+import numpy as np
+import apron
+d = Path(sys.argv[1])
+img = np.random.default_rng(2).integers(0, 256, (160, 160), dtype=np.uint8)
+for k in range(200):
+    (d / f"in{k:03d}.pgm").write_bytes(b"P5\\n160 160\\n255\\n" + img.tobytes())
+print("started", flush=True)
+t = time.monotonic()
+try:
+    # the reference backend: a few tenths of a second an image, a minute in all
+    apron.batch(str(d / "*.pgm"), str(d / "out"), "gaussian:sigma=8", backend="reference", threads=1, io_threads=1,
+                progress=False)
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print(f"KeyboardInterrupt after {time.monotonic() - t:.1f} s", flush=True)
+"""
+
+
+def interrupted_child(script, *args):
+    """Runs `script` in a child Python, sends SIGINT a second after it prints 'started'; its stdout and stderr."""
     env = dict(os.environ, PYTHONPATH=str(Path(apron.__file__).resolve().parent.parent))
-    child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=env)
+    child = subprocess.Popen([sys.executable, "-c", script, *map(str, args)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert child.stdout.readline().strip() == "started", child.stderr.read()
         time.sleep(1.0)
         child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=30)
+        return child.communicate(timeout=30)
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_sigint_raises_keyboard_interrupt_during_a_long_run():
+    out, err = interrupted_child(CHILD)
     assert out.startswith("KeyboardInterrupt after"), out + err
+
+
+def test_sigint_raises_keyboard_interrupt_during_a_long_batch(tmp_path):
+    out, err = interrupted_child(BATCH_CHILD, tmp_path)
+    assert out.startswith("KeyboardInterrupt after"), out + err
+    out_dir = tmp_path / "out"
+    names = [p.name for p in out_dir.iterdir()] if out_dir.exists() else []
+    assert sum(n.endswith(".pgm") for n in names) < 200  # the feed stopped
+    assert not any("apron-tmp" in n for n in names)  # what was written is whole (atomic writes)
