@@ -66,9 +66,11 @@ struct RunOptions {
     // Host memory the run may take (input, intermediates, output, mask and element tables), checked before
     // anything is allocated. 0: default_memory_budget() (apron/memory.hpp).
     std::uint64_t memory_budget = 0;
-    // Called on the calling thread before each step of the run, with the steps done and the steps in all:
-    // a progress line (`apron filter` after a few seconds), or a check for a signal (the Python package
-    // raises KeyboardInterrupt). It may throw to stop the run; the exception leaves run() as it is.
+    // Called before each step of the run, with the steps done and the steps in all: a progress line
+    // (`apron filter` after a few seconds), or a check for a signal (the Python package raises
+    // KeyboardInterrupt). It may throw to stop the run; the exception leaves run() as it is. Pipeline::run
+    // calls it on the calling thread; a streamed run (stream.hpp) on the threads filtering its bands, for
+    // each band's steps.
     std::function<void(std::size_t steps_done, std::size_t steps)> between_steps;
 };
 
