@@ -138,12 +138,12 @@ std::function<void(std::uint64_t, std::uint64_t)> stream_progress() {
     };
 }
 
-// Progress of a whole-image run's steps on stderr, once it has run a few seconds: on a terminal a line redrawn
-// at most ten times a second, elsewhere (a log) a line every few seconds. APRON_PROGRESS_SECONDS sets the
-// wait before the first line (5 by default; the tests set 0).
+// Progress of a whole-image run's steps on stderr, once it has run a while: on a terminal after 5 s, a line
+// redrawn at most ten times a second; elsewhere (a log) after 30 s, a line every 30 s. APRON_PROGRESS_SECONDS
+// sets the wait before the first line (the tests set 0).
 class StepProgress {
 public:
-    StepProgress() : start_(Clock::now()), tty_(isatty(2) != 0) {
+    StepProgress() : start_(Clock::now()), tty_(isatty(2) != 0), wait_(tty_ ? 5 : 30) {
         if (const char* env = std::getenv("APRON_PROGRESS_SECONDS")) wait_ = std::max(0.0, std::atof(env));
     }
     void operator()(std::size_t done, std::size_t steps) {
@@ -166,7 +166,7 @@ public:
 private:
     Clock::time_point start_, last_{};
     bool tty_ = false, drawn_ = false;
-    double wait_ = 5;
+    double wait_ = 5;  // seconds before the first line (and between lines in a log)
 };
 
 // The streaming path: the image in bands with halos, within the memory budget (apron/stream.hpp).
