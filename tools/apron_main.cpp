@@ -125,16 +125,31 @@ void print_timing(const std::vector<apron::StageTiming>& stages) {
     std::fprintf(stderr, "%10.3f ms  total\n", total);
 }
 
-// A progress line on a terminal (stderr), redrawn at most ten times a second.
+// Seconds before the first progress line: APRON_PROGRESS_SECONDS, else `otherwise`.
+double progress_wait(double otherwise) {
+    const char* env = std::getenv("APRON_PROGRESS_SECONDS");
+    return env ? std::max(0.0, std::atof(env)) : otherwise;
+}
+
+// The progress of a streamed run on stderr: on a terminal a line redrawn at most ten times a second; in a
+// log, after 30 s, a line every 30 s (APRON_PROGRESS_SECONDS sets both).
 std::function<void(std::uint64_t, std::uint64_t)> stream_progress() {
-    if (!isatty(2)) return {};
+    const bool tty = isatty(2) != 0;
+    const double wait = tty ? 0.0 : progress_wait(30);
+    const auto start = Clock::now();
     auto last = std::make_shared<Clock::time_point>();
-    return [last](std::uint64_t done, std::uint64_t rows) {
+    return [=](std::uint64_t done, std::uint64_t rows) {
         const auto now = Clock::now();
-        if (done < rows && now - *last < std::chrono::milliseconds(100)) return;
+        if (tty) {
+            if (done < rows && now - *last < std::chrono::milliseconds(100)) return;
+        } else if (now - start < std::chrono::duration<double>(wait) ||
+                   (*last != Clock::time_point{} && now - *last < std::chrono::duration<double>(std::max(wait, 1.0)))) {
+            return;
+        }
         *last = now;
-        std::fprintf(stderr, "\rapron: %llu of %llu rows (%.0f %%)%s", (unsigned long long)done, (unsigned long long)rows,
-                     rows ? 100.0 * double(done) / double(rows) : 100.0, done == rows ? "\n" : "");
+        std::fprintf(stderr, "%sapron: %llu of %llu rows (%.0f %%)%s", tty ? "\r" : "", (unsigned long long)done,
+                     (unsigned long long)rows, rows ? 100.0 * double(done) / double(rows) : 100.0,
+                     !tty || done == rows ? "\n" : "");
     };
 }
 
@@ -143,9 +158,7 @@ std::function<void(std::uint64_t, std::uint64_t)> stream_progress() {
 // sets the wait before the first line (the tests set 0).
 class StepProgress {
 public:
-    StepProgress() : start_(Clock::now()), tty_(isatty(2) != 0), wait_(tty_ ? 5 : 30) {
-        if (const char* env = std::getenv("APRON_PROGRESS_SECONDS")) wait_ = std::max(0.0, std::atof(env));
-    }
+    StepProgress() : start_(Clock::now()), tty_(isatty(2) != 0), wait_(progress_wait(tty_ ? 5 : 30)) {}
     void operator()(std::size_t done, std::size_t steps) {
         const auto now = Clock::now();
         const double since_start = std::chrono::duration<double>(now - start_).count();

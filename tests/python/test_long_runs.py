@@ -4,6 +4,7 @@ a whole-image run shows its progress on stderr, and the reference backend's time
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -73,6 +74,19 @@ def test_a_whole_image_run_shows_progress(apron, tmp_path):
     assert r.stderr.startswith("apron: step 1 of "), r.stderr
     quiet = apron.run("filter", tmp_path / "in.pgm", tmp_path / "out.pgm", "--op", "box")
     assert quiet.stderr == ""  # a run of a few milliseconds says nothing
+
+
+def test_a_streamed_run_shows_progress_in_a_log(apron, tmp_path):
+    write_pnm(tmp_path / "in.pgm", random_image((40, 20), np.uint8, seed=26))
+    env = dict(os.environ, APRON_PROGRESS_SECONDS="0")  # in a log: a line every second from the start
+    r = subprocess.run([str(APRON_PATH), "filter", str(tmp_path / "in.pgm"), str(tmp_path / "out.pgm"),
+                        "--op", "box", "--stream", "on", "--band-rows", "8"],
+                       capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines and all(re.fullmatch(r"apron: \d+ of 40 rows \(\d+ %\)", line) for line in lines), r.stderr
+    quiet = apron.run("filter", tmp_path / "in.pgm", tmp_path / "out.pgm", "--op", "box", "--stream", "on")
+    assert quiet.stderr == ""  # a log hears nothing of a run shorter than 30 s
 
 
 def test_the_reference_note_uses_the_measured_rate_of_large_masks(apron, tmp_path):
