@@ -127,7 +127,7 @@ TEST(AtomicWriteHostile, DeviceDirectoryAndSocketAreRefused) {
 
     std::filesystem::create_directory(dir.file("d.pgm"));
     EXPECT_EQ(in_child([&] { write_file_atomically(dir.file("d.pgm"), bytes("x")); }),
-              "error: " + dir.file("d.pgm") + ": is a directory, not a regular file; apron writes only regular files");
+              "error: " + dir.file("d.pgm") + ": is a directory; give a file name such as " + dir.file("d.pgm") + "/name.png");
 
     const std::string sock = dir.file("s.pgm");
     const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);

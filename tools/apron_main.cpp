@@ -12,8 +12,8 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <fstream>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <new>
 #include <optional>
@@ -33,6 +33,7 @@
 #include "core/usable_cores.hpp"
 #include "dist/mpi_stream.hpp"
 #include "io/file_lock.hpp"
+#include "io/output_target.hpp"
 #include "io/row_stream.hpp"
 #include "stream/journal.hpp"
 
@@ -56,18 +57,30 @@ struct FilterArgs {
     bool resume = false, max_pixels_given = false;
     int band_rows = 0, tile = 256, io_threads = 0;
     std::string compression = "none";
+    bool compression_given = false, tile_given = false, quality_given = false;
 };
 
-// --compression: a codec name, and only for TIFF output (the other formats have their own or none).
-void check_compression(const FilterArgs& a) {
+// The lower-case extension of an output path ("" when it has none).
+std::string output_extension(const std::string& path) {
+    const std::size_t dot = path.find_last_of('.'), slash = path.find_last_of('/');
+    std::string ext = dot == std::string::npos || (slash != std::string::npos && dot < slash) ? "" : path.substr(dot + 1);
+    for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return ext;
+}
+
+// The output options of one format, refused for another rather than ignored: --compression and --tile
+// apply to TIFF output (streamed or whole), --quality to JPEG output.
+void check_output_options(const FilterArgs& a) {
     if (a.compression != "none" && a.compression != "deflate" && a.compression != "zstd" && a.compression != "lzw")
         throw apron::Error("--compression: '" + a.compression + "' is not none, deflate, zstd or lzw");
-    if (a.compression == "none") return;
-    const std::size_t dot = a.output.find_last_of('.'), slash = a.output.find_last_of('/');
-    std::string ext = dot == std::string::npos || (slash != std::string::npos && dot < slash) ? "" : a.output.substr(dot + 1);
-    for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
-    if (ext != "tif" && ext != "tiff")
-        throw apron::Error("--compression: " + a.output + " is not a TIFF file (--compression applies to streamed .tif/.tiff output)");
+    const std::string ext = output_extension(a.output);
+    const bool tiff = ext == "tif" || ext == "tiff", jpeg = ext == "jpg" || ext == "jpeg" || ext == "jpe";
+    if (!tiff && (a.compression_given || a.compression != "none"))
+        throw apron::Error("--compression: " + a.output + " is not a TIFF file (--compression applies to .tif/.tiff output)");
+    if (!tiff && a.tile_given)
+        throw apron::Error("--tile: " + a.output + " is not a TIFF file (--tile applies to .tif/.tiff output)");
+    if (!jpeg && a.quality_given)
+        throw apron::Error("--quality: " + a.output + " is not a JPEG file (--quality applies to .jpg/.jpeg output)");
 }
 
 std::uint64_t image_bytes(const apron::ImageShape& s) { return std::uint64_t(s.row_bytes()) * std::uint64_t(s.height); }
@@ -77,23 +90,30 @@ std::uint64_t image_bytes(const apron::ImageShape& s) { return std::uint64_t(s.r
 void warn_of_long_reference_run(const apron::Pipeline& pipeline, const apron::ImageShape& shape,
                                 const apron::RunOptions& options) {
     if (options.backend != apron::Backend::reference) return;
-    double taps = 0;
+    // Taps per second of the reference backend on one core, measured (2026-11, a shared 2-core x86 machine,
+    // u8/f32, 1 and 3 channels): linear masks up to 127x127 about 2e8, masks of 1025x1025 to 4097x4097 about
+    // 1.2e8 (their rows no longer stay in cache), erosions and dilations 2.5e8 to 4.5e8 (one compare a tap).
+    // The linear rates are taken rounded down, so the note errs long, never short.
+    double taps = 0, seconds = 0;
     std::string largest;
     int largest_area = 0;
     for (const auto& op : pipeline.operations())
         for (const auto& step : op.steps) {
             const apron::Mask* m = nullptr;
+            double taps_per_second = 0;
             if (auto* l = std::get_if<apron::LinearStep>(&step.action)) m = &l->mask;
             else if (auto* e = std::get_if<apron::MorphStep>(&step.action)) m = &e->element;
             if (!m) continue;
-            taps += double(m->width) * m->height * double(shape.width) * shape.height * shape.channels;
+            if (std::holds_alternative<apron::MorphStep>(step.action)) taps_per_second = 2.5e8;
+            else taps_per_second = double(m->width) * m->height > 128.0 * 128.0 ? 1e8 : 1.8e8;
+            const double step_taps = double(m->width) * m->height * double(shape.width) * shape.height * shape.channels;
+            taps += step_taps;
+            seconds += step_taps / taps_per_second;
             if (m->width * m->height > largest_area) {
                 largest_area = m->width * m->height;
                 largest = std::to_string(m->width) + "x" + std::to_string(m->height);
             }
         }
-    constexpr double taps_per_second = 2e8;  // the reference backend on one core, measured on 3x3 to 127x127
-    const double seconds = taps / taps_per_second;
     if (seconds < 10) return;
     std::fprintf(stderr,
                  "apron: note: the reference backend computes %.3g taps (masks up to %s on %dx%d pixels), about %.0f "
@@ -109,18 +129,62 @@ void print_timing(const std::vector<apron::StageTiming>& stages) {
     std::fprintf(stderr, "%10.3f ms  total\n", total);
 }
 
-// A progress line on a terminal (stderr), redrawn at most ten times a second.
+// Seconds before the first progress line: APRON_PROGRESS_SECONDS, else `otherwise`.
+double progress_wait(double otherwise) {
+    const char* env = std::getenv("APRON_PROGRESS_SECONDS");
+    return env ? std::max(0.0, std::atof(env)) : otherwise;
+}
+
+// The progress of a streamed run on stderr: on a terminal a line redrawn at most ten times a second; in a
+// log, after 30 s, a line every 30 s (APRON_PROGRESS_SECONDS sets both).
 std::function<void(std::uint64_t, std::uint64_t)> stream_progress() {
-    if (!isatty(2)) return {};
+    const bool tty = isatty(2) != 0;
+    const double wait = tty ? 0.0 : progress_wait(30);
+    const auto start = Clock::now();
     auto last = std::make_shared<Clock::time_point>();
-    return [last](std::uint64_t done, std::uint64_t rows) {
+    return [=](std::uint64_t done, std::uint64_t rows) {
         const auto now = Clock::now();
-        if (done < rows && now - *last < std::chrono::milliseconds(100)) return;
+        if (tty) {
+            if (done < rows && now - *last < std::chrono::milliseconds(100)) return;
+        } else if (now - start < std::chrono::duration<double>(wait) ||
+                   (*last != Clock::time_point{} && now - *last < std::chrono::duration<double>(std::max(wait, 1.0)))) {
+            return;
+        }
         *last = now;
-        std::fprintf(stderr, "\rapron: %llu of %llu rows (%.0f %%)%s", (unsigned long long)done, (unsigned long long)rows,
-                     rows ? 100.0 * double(done) / double(rows) : 100.0, done == rows ? "\n" : "");
+        std::fprintf(stderr, "%sapron: %llu of %llu rows (%.0f %%)%s", tty ? "\r" : "", (unsigned long long)done,
+                     (unsigned long long)rows, rows ? 100.0 * double(done) / double(rows) : 100.0,
+                     !tty || done == rows ? "\n" : "");
     };
 }
+
+// Progress of a whole-image run's steps on stderr, once it has run a while: on a terminal after 5 s, a line
+// redrawn at most ten times a second; elsewhere (a log) after 30 s, a line every 30 s. APRON_PROGRESS_SECONDS
+// sets the wait before the first line (the tests set 0).
+class StepProgress {
+public:
+    StepProgress() : start_(Clock::now()), tty_(isatty(2) != 0), wait_(progress_wait(tty_ ? 5 : 30)) {}
+    void operator()(std::size_t done, std::size_t steps) {
+        const auto now = Clock::now();
+        const double since_start = std::chrono::duration<double>(now - start_).count();
+        const double since_last = std::chrono::duration<double>(now - last_).count();
+        if (since_start < wait_ || (drawn_ && since_last < (tty_ ? 0.1 : std::max(wait_, 1.0)))) return;
+        last_ = now;
+        drawn_ = true;
+        std::fprintf(stderr, "%sapron: step %zu of %zu (%.0f %%), %.0f s%s", tty_ ? "\r" : "", done + 1, steps,
+                     100.0 * double(done) / double(std::max<std::size_t>(steps, 1)), since_start, tty_ ? "" : "\n");
+    }
+    // Ends the redrawn line (a terminal) once the run is over, or failed (before its error line).
+    ~StepProgress() {
+        if (drawn_ && tty_) std::fprintf(stderr, "\n");
+    }
+    StepProgress(const StepProgress&) = delete;
+    StepProgress& operator=(const StepProgress&) = delete;
+
+private:
+    Clock::time_point start_, last_{};
+    bool tty_ = false, drawn_ = false;
+    double wait_ = 5;  // seconds before the first line (and between lines in a log)
+};
 
 // The streaming path: the image in bands with halos, within the memory budget (apron/stream.hpp).
 int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, const apron::RunOptions& options,
@@ -185,7 +249,7 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
         throw apron::Error("--stream: '" + a.stream + "' is not auto, on or off");
     if (a.band_rows < 0) throw apron::Error("--band-rows: must be 0 (the budget's largest) or positive");
     if (a.tile < 16 || a.tile > 8192 || a.tile % 16) throw apron::Error("--tile: must be a multiple of 16 from 16 to 8192");
-    check_compression(a);
+    check_output_options(a);
     if (a.stream == "off" && (a.resume || !a.raw.empty()))
         throw apron::Error(std::string(a.resume ? "--resume" : "--raw") + ": needs the streaming path (not --stream off)");
     // Turning the pixels needs the whole image; a streamed run filters them as stored.
@@ -216,6 +280,7 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
                                        world);
         }
     }
+    apron::io::refuse_directory(a.output);  // a directory, rather than a name without an extension
     const apron::ImageFormat out_format = apron::format_for_path(a.output);
 
     // Everything that can be refused from the input's header is refused before its pixels are decoded:
@@ -259,11 +324,18 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
     stages.push_back({"read " + a.input, ms_since(t)});
 
     options.timings = &stages;
+    auto progress = std::make_shared<StepProgress>();
+    options.between_steps = [progress](std::size_t done, std::size_t steps) { (*progress)(done, steps); };
     const apron::Image result = pipeline.run(input, options);
+    options.between_steps = nullptr;
+    progress.reset();  // the line ends before the write
 
     t = Clock::now();
     apron::WriteOptions wo;
     wo.jpeg_quality = a.quality;
+    // A whole-image TIFF is deflate strips unless asked otherwise; asked, it is what a streamed one would be.
+    if (a.compression_given) wo.tiff_compression = a.compression;
+    if (a.tile_given) wo.tiff_tile = a.tile;
     if (keep_metadata) wo.metadata = std::move(metadata);
     apron::write_image(a.output, result, wo);
     stages.push_back({"write " + a.output, ms_since(t)});
@@ -350,10 +422,7 @@ int run_plan(const PlanArgs& a) {
     if (!a.input.empty()) {
         shape = apron::probe_image(a.input);
     } else {
-        int w = 0, h = 0;
-        char tail = 0;
-        if (std::sscanf(a.size.c_str(), "%dx%d%c", &w, &h, &tail) != 2 || w < 1 || h < 1)
-            throw apron::Error("--size: '" + a.size + "' is not WIDTHxHEIGHT");
+        const auto [w, h] = size_option(a.size);
         shape = {w, h, a.channels, *type_option(a.type, "--type")};
         apron::validate_shape(shape, "--size/--channels");
     }
@@ -362,7 +431,7 @@ int run_plan(const PlanArgs& a) {
 }
 
 struct CalibrateArgs {
-    std::string backend = "auto", output, size, check_output;
+    std::string backend = "auto", output, size, check_output, memory;
     std::vector<int> sides;
     bool check = false;
 };
@@ -371,11 +440,10 @@ int run_calibrate(const CalibrateArgs& a) {
     apron::CalibrateOptions o;
     o.backend = backend_option(a.backend);
     o.sides = a.sides;
-    if (!a.size.empty()) {
-        char tail = 0;
-        if (std::sscanf(a.size.c_str(), "%dx%d%c", &o.width, &o.height, &tail) != 2 || o.width < 1 || o.height < 1)
-            throw apron::Error("--size: '" + a.size + "' is not WIDTHxHEIGHT");
-    }
+    if (!a.size.empty()) std::tie(o.width, o.height) = size_option(a.size);
+    o.memory_budget = memory_option(a.memory);
+    // The output is judged before minutes of measuring: a device, a FIFO or a directory is refused now.
+    if (!a.output.empty()) apron::io::resolve_output(a.output);
     o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
     if (a.check) {
         const apron::PlannerCheck c = apron::check_planner(o);
@@ -386,15 +454,8 @@ int run_calibrate(const CalibrateArgs& a) {
     if (a.output.empty()) {
         std::cout << table;
     } else {
-        const std::string partial = a.output + ".partial";
-        {
-            std::ofstream f(partial, std::ios::binary | std::ios::trunc);
-            if (!(f << table)) throw apron::Error(a.output + ": cannot be written");
-        }
-        if (std::rename(partial.c_str(), a.output.c_str()) != 0) {
-            std::remove(partial.c_str());
-            throw apron::Error(a.output + ": cannot be written");
-        }
+        // Through the one atomic writer: a temporary file that no planted link can redirect, renamed into place.
+        apron::write_file_atomically(a.output, std::span(reinterpret_cast<const std::uint8_t*>(table.data()), table.size()));
     }
     return 0;
 }
@@ -452,7 +513,7 @@ int main(int argc, char** argv) {
     auto* max_pixels = filter->add_option("--max-pixels", fa.max_pixels,
                                           "refuse input images larger than this (unset: larger ones are streamed)")
                            ->capture_default_str();
-    filter->add_option("--quality", fa.quality, "JPEG quality 1..100")->capture_default_str();
+    auto* quality = filter->add_option("--quality", fa.quality, "JPEG quality 1..100 (JPEG output only)")->capture_default_str();
     filter->add_option("--metadata", fa.metadata, std::string(metadata_help) + " (a streamed run writes none)")
         ->capture_default_str()
         ->type_name(metadata_values);
@@ -481,11 +542,15 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     filter->add_option("--io-threads", fa.io_threads, "threads reading or writing one band when streaming (0: up to 8)")
         ->capture_default_str();
-    filter->add_option("--tile", fa.tile, "tile side of streamed TIFF output (tiled BigTIFF)")->capture_default_str();
-    filter->add_option("--compression", fa.compression,
-                       "streamed TIFF output: none (resumable), deflate, zstd or lzw (written in order; not resumable)")
-        ->capture_default_str()
-        ->type_name("none|deflate|zstd|lzw");
+    auto* tile = filter->add_option("--tile", fa.tile,
+                                    "TIFF output: tile side (streamed output is always tiled; a whole image is written in "
+                                    "strips unless this is given)")
+                     ->capture_default_str();
+    auto* compression = filter->add_option("--compression", fa.compression,
+                                           "TIFF output: none, deflate, zstd or lzw (streamed: none by default, the only "
+                                           "resumable one; a whole image: deflate by default)")
+                            ->capture_default_str()
+                            ->type_name("none|deflate|zstd|lzw");
 
     PlanArgs pa;
     auto* plan = app.add_subcommand("plan", "print the plan: each step's path and kernel, and every candidate's predicted time");
@@ -504,6 +569,9 @@ int main(int argc, char** argv) {
     calibrate->add_option("-o,--output", ca.output, "write the table here (default: standard output)")->type_name("FILE");
     calibrate->add_option("--size", ca.size, "image size WIDTHxHEIGHT (default 8192x8192 on CUDA, 1024x1024 on the CPU)");
     calibrate->add_option("--sides", ca.sides, "mask sides to measure (default: 3 to 127)");
+    calibrate->add_option("--memory", ca.memory,
+                          "host memory the run may take, e.g. 2G, 75% (default: 3/4 of physical memory); a --size "
+                          "that cannot fit fails before allocating");
     calibrate->add_flag("--check", ca.check,
                         "time held-out cases with every path and report the planner's choice against the fastest "
                         "(exit 4 when a choice is more than 10% slower)");
@@ -537,6 +605,9 @@ int main(int argc, char** argv) {
         return 2;
     }
     fa.max_pixels_given = max_pixels->count() > 0;
+    fa.compression_given = compression->count() > 0;
+    fa.tile_given = tile->count() > 0;
+    fa.quality_given = quality->count() > 0;
     try {
         if (*filter) return run_filter(fa);
         if (*plan) return run_plan(pa);

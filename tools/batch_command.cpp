@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -128,7 +129,7 @@ void add_batch_command(CLI::App& app, BatchArgs& a) {
     c->add_option("--io-threads", a.io_threads, "threads decoding and encoding images, 0 = one per core")->capture_default_str();
     c->add_option("--threads", a.threads, "CPU backend threads, 0 = all cores")->capture_default_str();
     c->add_option("--max-pixels", a.max_pixels, "refuse input images larger than this")->capture_default_str();
-    c->add_option("--quality", a.quality, "JPEG quality 1..100")->capture_default_str();
+    a.quality_option = c->add_option("--quality", a.quality, "JPEG quality 1..100 (JPEG output only)")->capture_default_str();
     c->add_option("--metadata", a.metadata, metadata_help)->capture_default_str()->type_name(metadata_values);
     c->add_flag("--auto-orient", a.auto_orient, "turn each image upright by its Exif orientation before filtering");
     c->add_option("--memory", a.memory, "host memory for the images in flight, e.g. 8G, 512M, 50% (default: 3/4 of RAM)");
@@ -167,6 +168,10 @@ int run_batch_command(const BatchArgs& a, int argc, char** argv) {
         if (a.io_threads < 0 || a.io_threads > 256) throw apron::Error("--io-threads: must be 0..256");
         if (a.streams < 1 || a.streams > 16) throw apron::Error("--streams: must be 1..16");
         if (a.quality < 1 || a.quality > 100) throw apron::Error("--quality: must be 1..100");
+        std::string format = a.format;
+        for (char& ch : format) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        if (a.quality_option && a.quality_option->count() > 0 && !format.empty() && format != "jpg" && format != "jpeg")
+            throw apron::Error("--quality: --format " + a.format + " is not JPEG (--quality applies to JPEG output)");
         if (a.max_pixels < 1) throw apron::Error("--max-pixels: must be positive");
         o.run.threads = a.threads;
         o.devices = device_list(a.devices);

@@ -9,6 +9,7 @@
 
 struct BatchArgs {
     CLI::App* command = nullptr;
+    CLI::Option* quality_option = nullptr;  // given or not: --quality is refused for a format other than JPEG
     std::vector<std::string> inputs, ops;
     std::string output_dir, pipeline_file, inputs_as = "auto", pattern = "{stem}.{ext}", format;
     std::string out_type, backend = "auto", algo = "auto", devices;

@@ -1,8 +1,12 @@
 #pragma once
 // Parsing of the options several subcommands share; each error names its option.
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "apron/errors.hpp"
 #include "apron/image.hpp"
@@ -57,4 +61,25 @@ inline apron::ByteOrder byte_order_option(const std::string& name) {
     if (name == "big") return apron::ByteOrder::big;
     if (name == "little") return apron::ByteOrder::little;
     throw apron::Error("--byte-order: '" + name + "' is not big or little");
+}
+
+// --size WIDTHxHEIGHT: two positive decimal integers that fit in an int (sscanf's %d wraps on overflow).
+inline std::pair<int, int> size_option(const std::string& text, const char* option = "--size") {
+    const std::size_t x = text.find('x');
+    auto number = [&](std::string_view digits) {
+        if (digits.empty()) throw apron::Error(std::string(option) + ": '" + text + "' is not WIDTHxHEIGHT");
+        long long v = 0;  // saturates just past INT_MAX
+        for (const char c : digits) {
+            if (c < '0' || c > '9') throw apron::Error(std::string(option) + ": '" + text + "' is not WIDTHxHEIGHT");
+            v = std::min(v * 10 + (c - '0'), (long long)INT_MAX + 1);
+        }
+        if (v < 1) throw apron::Error(std::string(option) + ": '" + text + "' is not WIDTHxHEIGHT (both positive)");
+        if (v > INT_MAX)
+            throw apron::Error(std::string(option) + ": " + std::string(digits) + " is too large (a side is at most " +
+                               std::to_string(INT_MAX) + ")");
+        return int(v);
+    };
+    if (x == std::string::npos) throw apron::Error(std::string(option) + ": '" + text + "' is not WIDTHxHEIGHT");
+    const std::string_view all(text);
+    return {number(all.substr(0, x)), number(all.substr(x + 1))};
 }

@@ -4,6 +4,7 @@
 // with integer weights in -128..127), and the throughputs become a table (calibration/*.tsv) the planner
 // interpolates. A check then times held-out cases (mask sizes between the measured ones, low-rank masks,
 // another image size) with every path, and reports how far the planner's choice is from the fastest.
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@ struct CalibrateOptions {
     std::vector<int> sides;             // mask sides; empty: the default list of the backend
     double give_up_seconds = 1.0;       // a path is not timed at larger masks once one run takes longer
     std::function<void(const std::string&)> progress;  // one line per measurement
+    // Host memory the run may take (images, the steps' tables and scratch), checked before anything is
+    // allocated; 0: default_memory_budget(). `apron calibrate --memory`.
+    std::uint64_t memory_budget = 0;
 };
 
 // The table text (parse_cost_table's format, with a header naming the device, the date and the image).

@@ -42,7 +42,8 @@
 //   TIFF  8/16-bit unsigned and 32-bit float, 1-4 samples, gray/RGB, strips or tiles, contiguous or separate
 //         planes, first page only; converted exactly as read: palette -> RGB u8, 1/2/4-bit gray -> u8
 //         (0..255), min-is-white gray inverted, 8/16-bit signed -> f32, JPEG-compressed YCbCr -> RGB
-//         -> u8/u16/f32, 1-4 channels, deflate-compressed strips.
+//         -> u8/u16/f32, 1-4 channels, deflate-compressed strips unless WriteOptions says another codec
+//         (zstd, lzw, none) or tiles.
 // Multi-byte samples are native-endian in memory.
 //
 // Metadata (read_metadata, WriteOptions::metadata): the colour profile and the Exif block of JPEG, PNG and
@@ -88,6 +89,11 @@ struct WriteOptions {
     int jpeg_quality = 95;   // 1..100
     int png_compression = 6; // 0..9 (zlib level)
     bool pnm_ascii = false;  // P2/P3 instead of P5/P6
+    // TIFF: the codec, "deflate" (the default), "zstd", "lzw" (each with the horizontal predictor, or the
+    // floating-point one for f32) or "none"; and tiles of tiff_tile x tiff_tile pixels (a multiple of 16
+    // from 16 to 8192) instead of strips when tiff_tile > 0. `apron filter --compression/--tile`.
+    std::string tiff_compression = "deflate";
+    int tiff_tile = 0;
     // Written where the format has a place: JPEG (an Exif block over 64 KiB, JPEG's segment limit, is
     // reduced to its orientation), PNG, TIFF (the profile and the orientation). PNM and PFM have none.
     ImageMetadata metadata;
@@ -149,6 +155,8 @@ void write_file_atomically(const std::string& path, std::span<const std::uint8_t
 //     apron removes its temporaries first, then calls that handler and leaves the rest to it; if it
 //     returns, the write in progress fails with an error saying it was interrupted.
 //   - A handler installed after it replaces apron's unless it chains to the previous one itself.
+//   - SIGXFSZ (a file-size limit, ulimit -f) is ignored unless a handler is installed, so that a write past
+//     the limit fails with EFBIG and becomes a one-line error ("File too large"), its temporary removed.
 void install_signal_cleanup();
 
 } // namespace apron

@@ -16,6 +16,7 @@
 // Types: the first operation reads the input's type; every operation writes the output type
 // (RunOptions::out_type, default the input's type), and later operations read that type.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -65,6 +66,12 @@ struct RunOptions {
     // Host memory the run may take (input, intermediates, output, mask and element tables), checked before
     // anything is allocated. 0: default_memory_budget() (apron/memory.hpp).
     std::uint64_t memory_budget = 0;
+    // Called before each step of the run, with the steps done and the steps in all: a progress line
+    // (`apron filter` after a few seconds), or a check for a signal (the Python package raises
+    // KeyboardInterrupt). It may throw to stop the run; the exception leaves run() as it is. Pipeline::run
+    // calls it on the calling thread; a streamed run (stream.hpp) on the threads filtering its bands, for
+    // each band's steps.
+    std::function<void(std::size_t steps_done, std::size_t steps)> between_steps;
 };
 
 class Pipeline {

@@ -49,6 +49,28 @@ class View:
         self.height, self.width, self.channels, self.code, self.pitch, self.shape = height, width, channels, code, pitch, shape
 
 
+INT_MAX = 2**31 - 1  # a C int: image sides, thread counts
+UINT64_MAX = 2**64 - 1
+
+
+def int_arg(name: str, value, low: int, high: int) -> int:
+    """An integer keyword checked here, in one line naming it, before the binding's C types would refuse it
+    with nanobind's "incompatible function arguments" listing."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: {value!r} is not an integer")
+    v = int(value)
+    if not low <= v <= high:
+        raise ValueError(f"{name}: {v} is out of range ({low}..{high})")
+    return v
+
+
+def text_arg(name: str, value) -> str:
+    """A keyword that is a name (backend, algorithm), checked as int_arg checks numbers."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: {value!r} is not a name (a str such as 'auto')")
+    return value
+
+
 def _layout(shape, strides, itemsize, what):
     """(height, width, channels, pitch) of an array whose strides (bytes) apron can read without a copy."""
     nd = len(shape)
@@ -65,6 +87,9 @@ def _layout(shape, strides, itemsize, what):
         raise ValueError(f"{what}: a {nd}-D array of shape {tuple(shape)}; apron takes H x W or H x W x C (C 1 to 4)")
     if h == 0 or w == 0:
         raise ValueError(f"{what}: an empty array of shape {tuple(shape)}; apron needs at least one pixel")
+    for side, n in (("height", h), ("width", w)):
+        if n > INT_MAX:
+            raise ValueError(f"{what}: {side} {n} (shape {tuple(shape)}) is over apron's limit of {INT_MAX} pixels")
     row = w * c * itemsize
     if (c > 1 and sc != itemsize) or (w > 1 and sx != c * itemsize):
         raise ValueError(
@@ -231,6 +256,8 @@ def run(pipeline, img, out=None, out_type=None, backend="auto", algorithm="auto"
     if (dst.height, dst.width, dst.channels) != (src.height, src.width, src.channels):
         raise ValueError(f"out: shape {tuple(dst.shape)} but the result is {tuple(src.shape)}")
     budget = memory_size(memory_budget)
+    threads = int_arg("threads", threads, -INT_MAX - 1, INT_MAX)  # its range is the library's to say
+    backend, algorithm = text_arg("backend", backend), text_arg("algorithm", algorithm)
     if src.device:
         if dst.device_id != src.device_id:
             raise ValueError(f"out: on CUDA device {dst.device_id} but img is on CUDA device {src.device_id}")
@@ -253,4 +280,6 @@ def memory_size(budget) -> int:
         return _apron.parse_memory_size(budget)
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
         raise TypeError(f"memory_budget: {budget!r} is not a number of bytes (int >= 0) or a size such as '4G'")
+    if budget > UINT64_MAX:
+        raise ValueError(f"memory_budget: {int(budget)} bytes is over the largest budget, 2**64 - 1")
     return int(budget)

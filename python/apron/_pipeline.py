@@ -53,12 +53,13 @@ class Pipeline:
         """What run() would do on this image (or (shape, dtype)): one line per step with its algorithm; with
         candidates=True every path a linear step could take and its predicted time (``apron plan``)."""
         h, w, c, code = _shape(img)
+        backend, algorithm = _arrays.text_arg("backend", backend), _arrays.text_arg("algorithm", algorithm)
         return self._pipeline.describe(h, w, c, code, _arrays.type_code(out_type), backend, algorithm, bool(candidates))
 
     def memory_needed(self, img, out_type=None, backend="auto") -> int:
         """Host bytes run() would take on this image (or (shape, dtype)), estimated from the plan."""
         h, w, c, code = _shape(img)
-        return self._pipeline.memory_needed(h, w, c, code, _arrays.type_code(out_type), backend)
+        return self._pipeline.memory_needed(h, w, c, code, _arrays.type_code(out_type), _arrays.text_arg("backend", backend))
 
 
 def _shape(img):
@@ -68,7 +69,9 @@ def _shape(img):
         code = _arrays.type_code(dtype, "dtype")
         if len(shape) not in (2, 3):
             raise ValueError(f"shape: {shape} is not (H, W) or (H, W, C)")
-        return shape[0], shape[1], shape[2] if len(shape) == 3 else 1, code
+        sides = [_arrays.int_arg(f"shape: {side}", n, 1, _arrays.INT_MAX)
+                 for side, n in zip(("height", "width", "channels"), shape)]
+        return sides[0], sides[1], sides[2] if len(shape) == 3 else 1, code
     v = _arrays.view_of(img, "img")
     return v.height, v.width, v.channels, v.code
 
@@ -106,8 +109,10 @@ def batch(inputs, out_dir, ops, *, name="{stem}.{ext}", format=None, inputs_as="
     if metadata not in ("keep", "strip"):
         raise ValueError(f"metadata: {metadata!r} is not 'keep' or 'strip'")
     p = Pipeline(ops)
+    threads = _arrays.int_arg("threads", threads, -_arrays.INT_MAX - 1, _arrays.INT_MAX)
+    io_threads = _arrays.int_arg("io_threads", io_threads, -_arrays.INT_MAX - 1, _arrays.INT_MAX)
     return _apron.batch(p._pipeline, inputs, inputs_as, str(out_dir), name, format or "", _arrays.type_code(out_type),
-                        backend, algorithm, int(threads), int(io_threads), _arrays.memory_size(memory_budget),
+                        backend, algorithm, threads, io_threads, _arrays.memory_size(memory_budget),
                         bool(resume), bool(progress), metadata == "keep", bool(auto_orient))
 
 

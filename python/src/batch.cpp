@@ -1,7 +1,12 @@
 // apron.batch(): many image files through one pipeline (include/apron/batch.hpp), with the inputs resolved
 // and the outputs named exactly as `apron batch` does (a job file, list file, directory or glob; the
-// --name pattern and --format). The progress bar is the CLI's, drawn on stderr when asked.
+// --name pattern and --format). The progress bar is the CLI's, drawn on stderr when asked. Ctrl-C stops the
+// feed of images and raises KeyboardInterrupt once the images in flight are written.
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,11 +76,34 @@ void bind_batch(nb::module_& m) {
               o.fingerprint = batch::fingerprint(o, set, naming);  // what the outputs depend on, for resume
               o.resume = resume;
               o.progress = progress;
+              // Ctrl-C: the batch runs on a thread of its own while this (the main) thread checks for signals
+              // every 50 ms; a pending one stops the feed, the images in flight finish, and it is raised.
+              std::atomic<bool> stop{false};
+              std::atomic<std::size_t> counter{0};
+              o.next = [&]() -> std::optional<std::size_t> {
+                  if (stop) return std::nullopt;
+                  const std::size_t i = counter++;
+                  return i < items.size() ? std::optional(i) : std::nullopt;
+              };
               BatchReport report;
+              bool interrupted = false;
               {
                   nb::gil_scoped_release unlocked;
-                  report = run_batch(items, o);
+                  auto run = std::async(std::launch::async, [&] { return run_batch(items, o); });
+                  while (run.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+                      nb::gil_scoped_acquire gil;
+                      if (PyErr_CheckSignals() != 0) {
+                          interrupted = stop = true;
+                          break;
+                      }
+                  }
+                  if (interrupted) {
+                      run.wait();  // the images in flight; their errors give way to the interruption
+                  } else {
+                      report = run.get();
+                  }
               }
+              if (interrupted) throw nb::python_error();
               nb::dict d = report_dict(report);
               d["total"] = items.size();
               return d;

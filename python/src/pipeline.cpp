@@ -1,7 +1,7 @@
 // apron::Pipeline for Python. Arrays arrive as raw views (pointer, shape, row pitch, host or device memory):
 // python/apron/_arrays.py reads them from NumPy's __array_interface__ and CuPy's and torch's own attributes
 // (pointer, shape, strides, device) and checks their layout, so this file only builds ImageViews and runs.
-// The GIL is released while apron works.
+// The GIL is released while apron works; between steps a run checks for Ctrl-C (KeyboardInterrupt).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -81,6 +81,30 @@ ImageShape shape_of(int height, int width, int channels, int type) {
     return s;
 }
 
+// Ctrl-C during a long run: the run checks for a signal between its steps (RunOptions::between_steps),
+// taking the GIL for the check only; a pending KeyboardInterrupt (or whatever a Python signal handler
+// raised) stops the run, and is raised once the GIL is back.
+struct Interrupted {};
+
+void check_python_signals(std::size_t, std::size_t) {
+    nb::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw Interrupted{};
+}
+
+template <class F>
+void run_interruptible(F&& run) {
+    bool interrupted = false;
+    {
+        nb::gil_scoped_release released;
+        try {
+            run();
+        } catch (const Interrupted&) {
+            interrupted = true;
+        }
+    }
+    if (interrupted) throw nb::python_error();  // the error PyErr_CheckSignals set
+}
+
 } // namespace
 
 void bind_pipeline(nb::module_& m) {
@@ -115,9 +139,9 @@ void bind_pipeline(nb::module_& m) {
                                      out_device ? Memory::device : Memory::host};
                  RunOptions o = run_options(out_type, backend, algorithm, threads, memory_budget, stream);
                  o.cuda_device = device;  // the arrays' device, current for the run only
-                 p.run(in, out, o);
-             },
-             nb::call_guard<nb::gil_scoped_release>())
+                 o.between_steps = check_python_signals;
+                 run_interruptible([&] { p.run(in, out, o); });
+             })
         // The same run `iterations` times in C++ (no Python in the loop): host seconds per call, the best of
         // `repeats` rounds. bench/python_overhead.py subtracts it from a Python call's time. With device views
         // and a stream, run() only queues the work, so this times what the host spends per call.

@@ -83,10 +83,12 @@ std::string sanitize_fingerprint(const std::string& fingerprint) {
 }
 
 // Names may hold tabs, newlines or backslashes (legal in POSIX file names); escape them so that every entry
-// stays one line of exactly four fields.
+// stays one line of exactly its fields. A leading '#' is escaped too: the reader takes a line that starts
+// with '#' for a comment, and an output named "#1.png" would never be found done.
 std::string escape_field(const std::string& s) {
     std::string out;
-    out.reserve(s.size());
+    out.reserve(s.size() + 1);
+    if (s.starts_with('#')) out += '\\';
     for (const char c : s) {
         switch (c) {
         case '\\': out += "\\\\"; break;
@@ -114,6 +116,7 @@ std::optional<std::string> unescape_field(std::string_view s) {
         if (++i == s.size()) return std::nullopt;
         switch (s[i]) {
         case '\\': out += '\\'; break;
+        case '#': out += '#'; break;
         case 't': out += '\t'; break;
         case 'n': out += '\n'; break;
         case 'r': out += '\r'; break;

@@ -92,6 +92,12 @@ std::string io::directory_of(const std::string& path) {
     return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
 }
 
+void io::refuse_directory(const std::string& path) {
+    struct stat st {};
+    if (path.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+    fail(path, "is a directory; give a file name such as " + (path.ends_with('/') ? path : path + "/") + "name.png");
+}
+
 io::OutputTarget io::resolve_output(const std::string& path) {
     OutputTarget t{path};
     for (int links = 0;; ++links) {
@@ -106,6 +112,7 @@ io::OutputTarget io::resolve_output(const std::string& path) {
         target.resize(std::size_t(n));
         t.path = target.starts_with('/') ? target : directory_of(t.path) + "/" + target;
     }
+    if (S_ISDIR(t.st.st_mode)) refuse_directory(path);
     if (!S_ISREG(t.st.st_mode)) {
         const std::string what = t.path == path ? std::string("is ") + io::file_type_name(t.st.st_mode)
                                                 : "links to " + t.path + ", " + io::file_type_name(t.st.st_mode);

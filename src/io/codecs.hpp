@@ -83,7 +83,13 @@ struct FixedRows {
     std::uint64_t data_offset = 0;
     bool bottom_up = false;
     ByteOrder byte_order = ByteOrder::big;
+    // PNM: a maxval below the type's largest value (255 or 65535), which every sample read must respect as
+    // the whole-image reader checks it; 0: nothing to check.
+    std::uint32_t maxval = 0;
 };
+// Refuses a sample of `rows` (native order, rows y0 and on of the image) above `maxval`, in the words of the
+// whole-image PNM reader.
+void check_pnm_samples(const std::string& name, ConstImageView rows, int y0, std::uint32_t maxval);
 FixedRows pnm_fixed_rows(const ByteSource& source, const std::string& name, const ReadOptions& options);
 FixedRows pfm_fixed_rows(const ByteSource& source, const std::string& name, const ReadOptions& options);
 

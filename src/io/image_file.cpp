@@ -13,6 +13,7 @@
 #include "io/codecs.hpp"
 #include "io/exif.hpp"
 #include "io/file_io.hpp"
+#include "io/output_target.hpp"
 
 namespace apron {
 
@@ -384,6 +385,7 @@ std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image,
 }
 
 void write_image(const std::string& path, ConstImageView image, const WriteOptions& options) {
+    io::refuse_directory(path);  // `apron filter in.png outdir`: a directory, rather than a name without extension
     const std::vector<std::uint8_t> bytes = encode_image(format_for_path(path), image, path, options);
     write_file_atomically(path, bytes);
 }

@@ -16,6 +16,9 @@ struct OutputTarget {
 };
 
 OutputTarget resolve_output(const std::string& path);
+// Throws "PATH: is a directory; give a file name such as PATH/name.png" when `path` names an existing
+// directory: what a writer says before it would complain of the path's extension.
+void refuse_directory(const std::string& path);
 // The directory part of a path ("." for a bare name).
 std::string directory_of(const std::string& path);
 

@@ -45,22 +45,25 @@ public:
         if (!options.reopen_partial) ::unlink(partial_.c_str());
         const int flags = O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (options.reopen_partial ? 0 : O_EXCL);
         fd_ = ::open(partial_.c_str(), flags, 0666);
-        if (fd_ < 0) fail(path, "cannot create " + partial_ + ": " + reason(errno));
+        if (fd_ < 0) abandon("cannot create " + partial_ + ": " + reason(errno));
         struct stat st {};
-        if (::fstat(fd_, &st) != 0) fail(path, "cannot write: " + reason(errno));
+        if (::fstat(fd_, &st) != 0) abandon("cannot write: " + reason(errno));
         if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
-            fail(path, partial_ + " is not a plain file of one name (remove it to start over)");
+            abandon(partial_ + " is not a plain file of one name (remove it to start over)");
         if (target_.exists) ::fchmod(fd_, target_.st.st_mode & 0777);
+        holds_nothing_ = st.st_size == 0;  // made (or found empty) by this run: nothing to resume from
         reopened_ = options.reopen_partial && std::uint64_t(st.st_size) == size;
         if (options.reopen_partial && !reopened_ && st.st_size != 0)
-            fail(path, "the partial file " + partial_ + " has " + std::to_string(st.st_size) + " bytes, not the " +
-                           std::to_string(size) + " this image needs; remove it to start over");
-        // The file has its final size from the start (sparse), so every band lands at its offset.
-        // (A reopened file already has its size; a file-size limit refuses it even so: resumable, kept.)
+            abandon("the partial file " + partial_ + " has " + std::to_string(st.st_size) + " bytes, not the " +
+                    std::to_string(size) + " this image needs; remove it to start over");
+        // The file has its final size from the start (sparse), so every band lands at its offset. A size past
+        // a file-size limit (ulimit -f) fails here with EFBIG; a reopened file already has its size, and a
+        // limit that refuses it even so is resumable: it is kept.
         if (::ftruncate(fd_, off_t(size)) != 0) {
-            const std::string message = path + ": cannot size " + partial_ + " to " + std::to_string(size) + " bytes: " + reason(errno);
-            if (keep_ && reopened_ && out_of_room(errno)) throw OutOfRoomError(message + " (partial output kept for --resume)");
-            throw Error(message);
+            const int e = errno;
+            const std::string why = "cannot size " + partial_ + " to " + std::to_string(size) + " bytes: " + reason(e);
+            if (keep_ && reopened_ && out_of_room(e)) abandon(why + " (partial output kept for --resume)", true);
+            abandon(why);
         }
     }
     ~PartialFile() {
@@ -146,9 +149,24 @@ public:
     }
 
 private:
+    // A constructor that throws runs no destructor: what it opened and registered is undone here first.
+    [[noreturn]] void abandon(const std::string& why, bool resumable = false) {
+        // Only a file this run opened is removed, and a kept one only while it holds nothing (a size past a
+        // file-size limit fails before a band is written).
+        if (fd_ >= 0) {
+            ::close(fd_);
+            if (!keep_ || holds_nothing_) ::unlink(partial_.c_str());
+        }
+        fd_ = -1;
+        if (slot_ >= 0) unregister_temporary(slot_);
+        slot_ = -1;
+        if (resumable) throw OutOfRoomError(path_ + ": " + why);
+        fail(path_, why);
+    }
+
     std::string path_, partial_, dir_;
     OutputTarget target_;
-    bool keep_ = false, committed_ = false, reopened_ = false;
+    bool keep_ = false, committed_ = false, reopened_ = false, holds_nothing_ = false;
     std::atomic<bool> mappable_{true};  // false once the file system refused a mapping (then pwrite)
     int fd_ = -1, slot_ = -1;
 };

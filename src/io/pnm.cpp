@@ -185,6 +185,21 @@ ImageShape probe_pnm(const ByteSource& source, const std::string& name, const Re
     return check_image(name, p.width, p.height, p.channels, type_of(p), options, {source.size(), 0});
 }
 
+void check_pnm_samples(const std::string& name, ConstImageView rows, int y0, std::uint32_t maxval) {
+    const std::size_t samples = std::size_t(rows.width()) * rows.channels();
+    for (int r = 0; r < rows.height(); ++r) {
+        if (rows.type() == PixelType::u16) {
+            const auto* v = reinterpret_cast<const std::uint16_t*>(rows.row_bytes(r));
+            for (std::size_t i = 0; i < samples; ++i)
+                if (v[i] > maxval) too_large_sample(name, v[i], maxval, int(i / rows.channels()), y0 + r);
+        } else {
+            const auto* v = reinterpret_cast<const std::uint8_t*>(rows.row_bytes(r));
+            for (std::size_t i = 0; i < samples; ++i)
+                if (v[i] > maxval) too_large_sample(name, v[i], maxval, int(i / rows.channels()), y0 + r);
+        }
+    }
+}
+
 FixedRows pnm_fixed_rows(const ByteSource& source, const std::string& name, const ReadOptions& options) {
     std::uint64_t offset = 0;
     const PnmHeader p = parse_from_prefix(source, [&](Bytes prefix) {
@@ -199,6 +214,7 @@ FixedRows pnm_fixed_rows(const ByteSource& source, const std::string& name, cons
     r.shape = check_image(name, p.width, p.height, p.channels, type_of(p), options, {0, 0});
     r.data_offset = offset;
     r.byte_order = options.pnm_byte_order;
+    if (p.maxval != (r.shape.type == PixelType::u16 ? 65535u : 255u)) r.maxval = std::uint32_t(p.maxval);
     if (source.size() - std::min(source.size(), offset) < std::uint64_t(r.shape.row_bytes()) * r.shape.height)
         fail(name, "truncated PNM file: the header promises " + std::to_string(std::uint64_t(r.shape.row_bytes()) * r.shape.height) +
                        " bytes of pixels");

@@ -367,6 +367,7 @@ std::unique_ptr<RowSink> create_row_sink(const std::string& path, const ImageSha
                                                true, ByteOrder::little, options);
     }
     if (ext == "raw") return std::make_unique<FixedRowsSink>(path, shape, std::string(), false, native_order, options);
+    refuse_directory(path);
     fail(path, "a streamed image is written as .tif/.tiff (tiled BigTIFF), .png, .pgm/.ppm/.pnm, .pfm or .raw; '." + ext +
                    "' needs the whole image in memory");
 }

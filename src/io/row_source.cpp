@@ -98,6 +98,7 @@ private:
                                    : "cannot read row " + std::to_string(y)) +
                                 ": the file is truncated or unreadable");
             to_native(dst, bytes, layout_.shape.type, layout_.byte_order);
+            if (layout_.maxval) check_pnm_samples(path_, as_const(band).roi(0, r, band.width(), n), y, layout_.maxval);
             r += n;
         }
     }

@@ -184,6 +184,17 @@ void install_signal_cleanup() {
         if (!(io::previous[i].sa_flags & SA_SIGINFO) && io::previous[i].sa_handler == SIG_IGN) continue;
         ::sigaction(sig, &action, nullptr);
     }
+    // A file-size limit (ulimit -f) would end the process by SIGXFSZ in the middle of a write, silently
+    // and with its temporary file left behind. Ignored, the write fails with EFBIG instead, which the
+    // writers report in one line ("File too large") after removing what they had written. A handler
+    // someone installed is kept.
+    struct sigaction xfsz {};
+    if (::sigaction(SIGXFSZ, nullptr, &xfsz) == 0 && !io::is_function(xfsz)) {
+        xfsz.sa_handler = SIG_IGN;
+        xfsz.sa_flags = 0;
+        sigemptyset(&xfsz.sa_mask);
+        ::sigaction(SIGXFSZ, &xfsz, nullptr);
+    }
 }
 
 }  // namespace apron

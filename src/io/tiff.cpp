@@ -1,7 +1,8 @@
 // TIFF through libtiff: 8/16-bit unsigned and 32-bit float samples, 1 to 4 per pixel, gray or RGB (extra
 // samples such as alpha are kept as channels), strips or tiles, contiguous or separate planes, any
 // compression libtiff was built with. Only the first image of a multi-page file is read. Written as
-// contiguous strips, deflate-compressed with a predictor when libtiff has deflate.
+// contiguous strips or tiles (WriteOptions::tiff_tile), deflate-, zstd- or LZW-compressed with a predictor, or
+// uncompressed (WriteOptions::tiff_compression).
 //
 // Files whose samples are not apron's types are converted as they are read, exactly (SampleMap): palette
 // images to RGB u8, 1/2/4-bit gray (bilevel scans, fax) to u8 0..255, min-is-white gray inverted, 8/16-bit
@@ -241,7 +242,8 @@ void read_tiles(TIFF* tif, MemoryFile& f, Image& img, Layout& l, const Tiles& t,
             for (std::uint64_t x = 0; x < std::uint64_t(img.width()); x += t.width) {
                 const std::uint32_t tile =
                     TIFFComputeTile(tif, std::uint32_t(x), std::uint32_t(y), 0, std::uint16_t(p));
-                if (TIFFReadEncodedTile(tif, tile, buffer.data(), tmsize_t(buffer.size())) != tmsize_t(buffer.size()))
+                if (TIFFReadEncodedTile(tif, tile, buffer.data(), tmsize_t(buffer.size())) != tmsize_t(buffer.size()) ||
+                    f.message.damaged)
                     tiff_failed(name, f, "bad TIFF file");
                 copy_block(img.view(), l, buffer.data(), t.pitch, int(x), int(y),
                            int(std::min<std::uint64_t>(t.width, img.width() - x)),
@@ -260,7 +262,7 @@ void read_strips(TIFF* tif, MemoryFile& f, Image& img, Layout& l, const std::str
     for (int p = 0; p < l.planes(); ++p)
         for (int y = 0; y < img.height(); ++y) {
             void* dst = direct ? static_cast<void*>(img.view().row_bytes(y)) : row.data();
-            if (TIFFReadScanline(tif, dst, std::uint32_t(y), std::uint16_t(p)) < 0)
+            if (TIFFReadScanline(tif, dst, std::uint32_t(y), std::uint16_t(p)) < 0 || f.message.damaged)
                 tiff_failed(name, f, "bad TIFF file");
             if (!direct) copy_block(img.view(), l, row.data(), row_pitch, 0, y, img.width(), 1, p);
         }
@@ -348,6 +350,18 @@ PixelType sample_layout(TIFF* tif, std::uint16_t spp, Layout& l, const std::stri
                    "1/2/4-bit gray and palettes)");
 }
 
+// An offset array shorter than the strips or tiles: libtiff warns and pads it with zeros, and an offset of 0
+// with bytes to read would decode the file's header as pixels. Every reader (whole, by rows, the probe)
+// refuses such a file here, before a pixel is read.
+void check_strile_offsets(TIFF* tif, const std::string& name) {
+    const bool tiled = TIFFIsTiled(tif);
+    const std::uint32_t count = tiled ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif);
+    for (std::uint32_t i = 0; i < count; ++i)
+        if (TIFFGetStrileOffset(tif, i) == 0 && TIFFGetStrileByteCount(tif, i) != 0)
+            fail(name, std::string("bad TIFF file: ") + (tiled ? "tile " : "strip ") + std::to_string(i) +
+                           " has no data offset (the offset array is shorter than the " + (tiled ? "tiles" : "strips") + ")");
+}
+
 // The first directory (size, samples, layout), then on request the pixels.
 class TiffReader {
 public:
@@ -379,6 +393,7 @@ public:
             tiles_ = tile_size(h_.tif, layout_, width, height, name_);
             held_.decoder_bytes = tiles_.buffer_bytes();
         }
+        check_strile_offsets(h_.tif, name_);
         TIFFGetFieldDefaulted(h_.tif, TIFFTAG_COMPRESSION, &compression_);
         TIFFGetFieldDefaulted(h_.tif, TIFFTAG_ROWSPERSTRIP, &rows_per_strip_);
         rows_per_strip_ = std::max<std::uint32_t>(rows_per_strip_, 1);
@@ -430,7 +445,7 @@ public:
             for (int r = 0; r < band.height(); ++r) {
                 if (r == 0) skip_to_row(std::uint32_t(y0), std::uint16_t(p), row_pitch);
                 void* dst = direct ? static_cast<void*>(band.row_bytes(r)) : row_.data();
-                if (TIFFReadScanline(h_.tif, dst, std::uint32_t(y0 + r), std::uint16_t(p)) < 0)
+                if (TIFFReadScanline(h_.tif, dst, std::uint32_t(y0 + r), std::uint16_t(p)) < 0 || f_.message.damaged)
                     tiff_failed(name_, f_, ("row " + std::to_string(y0 + r)).c_str());
                 if (!direct) copy_block(band, layout_, row_.data(), row_pitch, 0, r, band.width(), 1, p);
             }
@@ -460,7 +475,7 @@ private:
         if (next == y) return;
         skipped_.resize(row_pitch);
         for (; next < y; ++next)
-            if (TIFFReadScanline(h_.tif, skipped_.data(), next, plane) < 0)
+            if (TIFFReadScanline(h_.tif, skipped_.data(), next, plane) < 0 || f_.message.damaged)
                 tiff_failed(name_, f_, ("row " + std::to_string(next)).c_str());
     }
 
@@ -487,7 +502,8 @@ private:
         for (int p = 0; p < layout_.planes(); ++p)
             for (std::uint64_t x = 0; x < std::uint64_t(shape.width); x += tiles_.width) {
                 const std::uint32_t tile = TIFFComputeTile(h_.tif, std::uint32_t(x), std::uint32_t(row0), 0, std::uint16_t(p));
-                if (TIFFReadEncodedTile(h_.tif, tile, tile_.data(), tmsize_t(tile_.size())) != tmsize_t(tile_.size()))
+                if (TIFFReadEncodedTile(h_.tif, tile, tile_.data(), tmsize_t(tile_.size())) != tmsize_t(tile_.size()) ||
+                    f_.message.damaged)
                     tiff_failed(name_, f_, ("tile " + std::to_string(tile)).c_str());
                 copy_block(cached_.view(), layout_, tile_.data(), tiles_.pitch, int(x), 0,
                            int(std::min<std::uint64_t>(tiles_.width, shape.width - x)), rows, p);
@@ -562,6 +578,19 @@ std::unique_ptr<RowSource> open_tiff_rows(std::unique_ptr<ByteSource> file, cons
     return std::make_unique<TiffRows>(std::move(file), name, options);
 }
 
+// WriteOptions::tiff_compression as libtiff's codec, refused by name when unknown or not built into libtiff.
+static std::uint16_t tiff_codec(const std::string& name, const std::string& compression) {
+    const std::uint16_t codec = compression == "deflate" ? COMPRESSION_ADOBE_DEFLATE
+                                : compression == "zstd"  ? COMPRESSION_ZSTD
+                                : compression == "lzw"   ? COMPRESSION_LZW
+                                : compression == "none"  ? COMPRESSION_NONE
+                                                         : 0;
+    if (codec == 0) fail(name, "TIFF compression '" + compression + "' is not none, deflate, zstd or lzw");
+    if (!TIFFIsCODECConfigured(codec))
+        fail(name, "this libtiff has no " + compression + " codec (try --compression deflate, lzw or none)");
+    return codec;
+}
+
 Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOptions& options) {
     Buffer out;
     MemoryFile f;
@@ -574,7 +603,10 @@ Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOpt
     if (!h.tif) tiff_failed(name, f, "cannot encode TIFF");
 
     const int c = image.channels();
-    const bool deflate = TIFFIsCODECConfigured(COMPRESSION_ADOBE_DEFLATE);
+    const std::uint16_t codec = tiff_codec(name, options.tiff_compression);
+    const int tile = options.tiff_tile;
+    if (tile != 0 && (tile < 16 || tile % 16 || tile > 8192))
+        fail(name, "tiles of " + std::to_string(tile) + " pixels: the tile side must be a multiple of 16 from 16 to 8192");
     // About 256 KiB strips: large enough for deflate to work well, small enough to stream.
     const std::uint32_t rows_per_strip =
         std::uint32_t(std::clamp<std::size_t>((256 << 10) / row_bytes, 1, image.height()));
@@ -589,25 +621,45 @@ Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOpt
         const std::uint16_t extra[] = {EXTRASAMPLE_UNASSALPHA};
         TIFFSetField(h.tif, TIFFTAG_EXTRASAMPLES, std::uint16_t(1), extra);
     }
-    TIFFSetField(h.tif, TIFFTAG_ROWSPERSTRIP, rows_per_strip);
+    if (tile) {
+        TIFFSetField(h.tif, TIFFTAG_TILEWIDTH, std::uint32_t(tile));
+        TIFFSetField(h.tif, TIFFTAG_TILELENGTH, std::uint32_t(tile));
+    } else {
+        TIFFSetField(h.tif, TIFFTAG_ROWSPERSTRIP, rows_per_strip);
+    }
     const ImageMetadata& m = options.metadata;
     if (!m.icc_profile.empty())
         TIFFSetField(h.tif, TIFFTAG_ICCPROFILE, std::uint32_t(m.icc_profile.size()), m.icc_profile.data());
     if (const int turn = orientation_of(m); turn >= 1 && turn <= 8)
         TIFFSetField(h.tif, TIFFTAG_ORIENTATION, std::uint16_t(turn));
-    TIFFSetField(h.tif, TIFFTAG_COMPRESSION, deflate ? COMPRESSION_ADOBE_DEFLATE : COMPRESSION_NONE);
-    if (deflate)
+    TIFFSetField(h.tif, TIFFTAG_COMPRESSION, codec);
+    if (codec != COMPRESSION_NONE)
         TIFFSetField(h.tif, TIFFTAG_PREDICTOR,
                      image.type() == PixelType::f32 ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL);
 
-    // The predictor rewrites the buffer it is given, so each strip is first copied out of the image.
-    std::vector<std::uint8_t> strip(row_bytes * rows_per_strip);
-    for (std::uint32_t y = 0, s = 0; y < std::uint32_t(image.height()); y += rows_per_strip, ++s) {
-        const std::uint32_t rows = std::min<std::uint32_t>(rows_per_strip, image.height() - y);
-        for (std::uint32_t r = 0; r < rows; ++r)
-            std::memcpy(strip.data() + r * row_bytes, image.row_bytes(int(y + r)), row_bytes);
-        if (TIFFWriteEncodedStrip(h.tif, s, strip.data(), tmsize_t(rows * row_bytes)) < 0)
-            tiff_failed(name, f, "cannot encode TIFF");
+    // The predictor rewrites the buffer it is given, so each strip or tile is first copied out of the image.
+    if (tile) {
+        const std::size_t px = std::size_t(c) * bytes_per_sample(image.type()), pitch = std::size_t(tile) * px;
+        std::vector<std::uint8_t> block(pitch * std::size_t(tile));
+        for (int ty = 0; ty < image.height(); ty += tile)
+            for (int tx = 0; tx < image.width(); tx += tile) {
+                const int w = std::min(tile, image.width() - tx), rows = std::min(tile, image.height() - ty);
+                if (w < tile || rows < tile) std::fill(block.begin(), block.end(), std::uint8_t(0));  // edge tiles padded
+                for (int r = 0; r < rows; ++r)
+                    std::memcpy(block.data() + std::size_t(r) * pitch, image.row_bytes(ty + r) + std::size_t(tx) * px, std::size_t(w) * px);
+                if (TIFFWriteEncodedTile(h.tif, TIFFComputeTile(h.tif, std::uint32_t(tx), std::uint32_t(ty), 0, 0), block.data(),
+                                         tmsize_t(block.size())) < 0)
+                    tiff_failed(name, f, "cannot encode TIFF");
+            }
+    } else {
+        std::vector<std::uint8_t> strip(row_bytes * rows_per_strip);
+        for (std::uint32_t y = 0, s = 0; y < std::uint32_t(image.height()); y += rows_per_strip, ++s) {
+            const std::uint32_t rows = std::min<std::uint32_t>(rows_per_strip, image.height() - y);
+            for (std::uint32_t r = 0; r < rows; ++r)
+                std::memcpy(strip.data() + r * row_bytes, image.row_bytes(int(y + r)), row_bytes);
+            if (TIFFWriteEncodedStrip(h.tif, s, strip.data(), tmsize_t(rows * row_bytes)) < 0)
+                tiff_failed(name, f, "cannot encode TIFF");
+        }
     }
     if (!TIFFWriteDirectory(h.tif)) tiff_failed(name, f, "cannot encode TIFF");
     TIFFClose(h.tif);

@@ -6,6 +6,7 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,9 @@ inline std::optional<std::uint64_t> tiff_seek_position(std::uint64_t pos, std::u
 // libtiff's first error message on a handle, for apron's one-line error (later ones are consequences).
 struct TiffMessage {
     char text[256] = "";
+    // libjpeg's warnings in a JPEG-compressed TIFF ("Corrupt JPEG data: premature end of data segment")
+    // mean pixels made up in place of the damaged ones: the readers treat them as errors (`damaged`).
+    bool damaged = false;
 };
 
 inline int keep_first_tiff_error(TIFF*, void* user, const char* module, const char* format, va_list args) {
@@ -40,7 +44,15 @@ inline int keep_first_tiff_error(TIFF*, void* user, const char* module, const ch
     }
     return 1;  // handled: libtiff then skips its global handler, which would print to stderr
 }
-inline int drop_tiff_warning(TIFF*, void*, const char*, const char*, va_list) { return 1; }
+// Other warnings (an unknown tag, a count trimmed) are dropped: libtiff has read what it could, rightly.
+inline int keep_damage_warning(TIFF* tif, void* user, const char* module, const char* format, va_list args) {
+    if (module && std::strcmp(module, "JPEGLib") == 0) {
+        TiffMessage& m = *static_cast<TiffMessage*>(user);
+        keep_first_tiff_error(tif, user, module, format, args);
+        m.damaged = true;
+    }
+    return 1;
+}
 
 // Options for TIFFClientOpenExt whose handlers keep the first error in `message` and print nothing.
 using TiffOpenOptions = std::unique_ptr<TIFFOpenOptions, void (*)(TIFFOpenOptions*)>;
@@ -48,7 +60,7 @@ inline TiffOpenOptions quiet_tiff_options(const std::string& name, TiffMessage& 
     TiffOpenOptions opts(TIFFOpenOptionsAlloc(), TIFFOpenOptionsFree);
     if (!opts) fail(name, "out of memory starting the TIFF codec");
     TIFFOpenOptionsSetErrorHandlerExtR(opts.get(), keep_first_tiff_error, &message);
-    TIFFOpenOptionsSetWarningHandlerExtR(opts.get(), drop_tiff_warning, &message);
+    TIFFOpenOptionsSetWarningHandlerExtR(opts.get(), keep_damage_warning, &message);
     return opts;
 }
 

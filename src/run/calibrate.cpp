@@ -16,7 +16,9 @@
 
 #include "apron/devices.hpp"
 #include "apron/errors.hpp"
+#include "apron/memory.hpp"
 #include "plan/cost_model.hpp"
+#include "plan/memory_estimate.hpp"
 #include "plan/plan.hpp"
 
 namespace apron {
@@ -98,6 +100,31 @@ struct Class {
     bool integer_mask;
 };
 constexpr Class classes[] = {{"f32", PixelType::f32, false}, {"u8", PixelType::u8, false}, {"u8-int", PixelType::u8, true}};
+
+// The host memory a Bench of this size and its runs take, checked against the budget before any of it is
+// allocated: the random image it is made from, and on the CPU the u8 and f32 inputs and outputs and what the
+// costliest timed step holds besides (intermediates, tables, scratch; its largest mask on every path).
+void require_bench_memory(const CalibrateOptions& o, Backend backend, int width, int height, int largest_side) {
+    const std::uint64_t pixels = std::uint64_t(width) * std::uint64_t(height);
+    const std::uint64_t host_image = pixels * 4;
+    std::uint64_t buffers = 0, step = 0;
+    if (backend == Backend::cpu) {
+        buffers = 2 * pixels * (1 + 4);
+        for (const Class& c : classes)
+            for (Algorithm path : {Algorithm::direct, Algorithm::separable, Algorithm::fft})
+                for (MaskKind kind : {MaskKind::full, MaskKind::separable}) {
+                    const Mask m = make_mask(largest_side, largest_side, c.integer_mask, kind, 1);
+                    try {
+                        const ExecutionPlan plan = make_plan({correlation(m)}, {width, height, 1, c.in}, c.in, backend, path);
+                        step = std::max(step, estimate_memory(plan, 0, false).total());
+                    } catch (const Error&) {
+                        // a path that declines this case is not timed
+                    }
+                }
+    }
+    require_memory(host_image + buffers + step, o.memory_budget, "calibrate --size " + std::to_string(width) + "x" + std::to_string(height),
+                   "images " + format_bytes(host_image + buffers) + ", the largest step " + format_bytes(step));
+}
 
 // One backend, one image size: inputs of each type and outputs, in the executor's memory.
 class Bench {
@@ -199,6 +226,7 @@ std::string calibrate(const CalibrateOptions& o) {
     std::sort(sides.begin(), sides.end());
     for (int k : sides)
         if (k < 1 || k > 1024) fail("--sides", std::to_string(k) + " is not a mask side in 1..1024");
+    require_bench_memory(o, backend, width, height, sides.back());
     Bench bench(backend, width, height);
     CostTable table;
     table.backend = backend == Backend::cuda ? "cuda" : "cpu";
@@ -244,6 +272,8 @@ PlannerCheck check_planner(const CalibrateOptions& o) {
     const Backend backend = resolve(o.backend);
     const int width = o.width > 0 ? o.width : backend == Backend::cuda ? 4096 : 1024;
     const int height = o.height > 0 ? o.height : width;
+    validate_shape({width, height, 1, PixelType::f32}, "--size");
+    require_bench_memory(o, backend, width, height, 99);  // the largest held-out case
     Bench bench(backend, width, height);
     struct Case {
         const Class* cls;

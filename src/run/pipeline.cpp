@@ -3,6 +3,7 @@
 #include "apron/pipeline.hpp"
 
 #include <chrono>
+#include <cstring>
 #include <utility>
 
 #include "apron/errors.hpp"
@@ -180,8 +181,38 @@ void run_step(Executor& ex, const StepPlan& step, ConstImageView in, ConstImageV
         ex.combine(std::get<CombinePlan>(step.what), in, second, out);
 }
 
+namespace {
+
+// Whether `next` applies the very function `step` applied, to `step`'s result: the same erosion or dilation
+// (element, border, type and path) repeated, as `iterations` expands it.
+bool repeats(const StepPlan& step, const StepPlan& next, int step_index) {
+    const auto* a = std::get_if<MorphPlan>(&step.what);
+    const auto* b = std::get_if<MorphPlan>(&next.what);
+    return a && b && next.input == step_index && next.second == no_operand && a->type == b->type &&
+           a->algorithm == b->algorithm && a->step.kind == b->step.kind && a->step.border == b->step.border &&
+           a->step.border_value == b->step.border_value && a->step.element == b->step.element;  // shared table: no compare
+}
+
+// Whether two host images hold the same bytes (NaN included: equal bytes, equal results).
+bool same_pixels(ConstImageView a, ConstImageView b) {
+    const std::size_t row = a.shape.row_bytes();
+    for (int y = 0; y < a.height(); ++y)
+        if (std::memcmp(a.row_bytes(y), b.row_bytes(y), row) != 0) return false;
+    return true;
+}
+
+}  // namespace
+
 void run_plan(const ExecutionPlan& plan, Executor& ex, ConstImageView input, ImageView output, const RunOptions& options,
               const StepRunner& runner) {
+    // An erosion or dilation whose result equals its input gives that same result every time it is repeated:
+    // the repeats of `iterations` stop there (dilate:se=disk:2048,iterations=1000 saturates after one).
+    // Host memory only (the check reads the images), and only with the plain step runner, whose step is a
+    // function of its input alone.
+    const auto* plain = runner.target<void (*)(Executor&, const StepPlan&, ConstImageView, ConstImageView, ImageView)>();
+    const bool skip_fixed_points = ex.memory() == Memory::host && plain && *plain == &run_step;
+    std::size_t steps_done = 0, steps = 0;
+    for (const OperationPlan& op : plan.operations) steps += op.steps.size();
     Buffer source;
     if (input.memory == ex.memory()) {
         source = Buffer{ImageView{const_cast<std::byte*>(input.data), input.shape, input.pitch, input.memory}, nullptr};
@@ -201,15 +232,32 @@ void run_plan(const ExecutionPlan& plan, Executor& ex, ConstImageView input, Ima
             if (index == no_operand) return {};
             return index == op_input ? source.cview() : results[std::size_t(index)].cview();
         };
+        int fixed_point = -2;  // the step whose result equals its input (-2: none)
         for (std::size_t k = 0; k < op.steps.size(); ++k) {
             const StepPlan& step = op.steps[k];
             const bool last = o + 1 == plan.operations.size() && k + 1 == op.steps.size();
-            ImageShape shape = step.out_shape;
-            shape.height = input.height();  // a band of the image the plan was made for
-            Buffer out = last && write_in_place ? Buffer{output, nullptr} : ex.allocate(shape);
-            timed(options, ex, op.spec + " [" + step.label + "]",
-                  [&] { runner(ex, step, view_of(step.input), view_of(step.second), out.view); });
-            results.push_back(std::move(out));
+            if (options.between_steps) options.between_steps(steps_done, steps);
+            ++steps_done;
+            // A repeat of the step at its fixed point: its result, handed on (the last step still writes the
+            // output). Only its next step reads it, so nothing else sees the move.
+            if (skip_fixed_points && !last && k > 0 && fixed_point == int(k) - 1 && last_reader[k - 1] == int(k) &&
+                repeats(op.steps[k - 1], step, int(k) - 1)) {
+                Buffer same = std::move(results[k - 1]);
+                results.push_back(std::move(same));
+                fixed_point = int(k);
+            } else {
+                ImageShape shape = step.out_shape;
+                shape.height = input.height();  // a band of the image the plan was made for
+                Buffer out = last && write_in_place ? Buffer{output, nullptr} : ex.allocate(shape);
+                timed(options, ex, op.spec + " [" + step.label + "]",
+                      [&] { runner(ex, step, view_of(step.input), view_of(step.second), out.view); });
+                // Compared only where a repeat of this step follows.
+                if (skip_fixed_points && k + 1 < op.steps.size() && repeats(step, op.steps[k + 1], int(k))) {
+                    ex.synchronize();
+                    if (same_pixels(view_of(step.input), out.cview())) fixed_point = int(k);
+                }
+                results.push_back(std::move(out));
+            }
             for (std::size_t j = 0; j < k; ++j)
                 if (last_reader[j] == int(k)) results[j] = Buffer{};
             if (last_reader[op.steps.size()] == int(k) && !last) source = Buffer{};

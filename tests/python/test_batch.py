@@ -639,6 +639,16 @@ def test_resume_skips_only_intact_outputs_of_the_same_pipeline(apron, tmp_path):
     assert summary(r.stderr)["done"] == 5 and summary(r.stderr)["skipped"] == 0, r.stderr
 
 
+def test_resume_skips_an_output_whose_name_starts_with_a_hash(apron, tmp_path):
+    """A manifest line starting with '#' is a comment: an output named "#1.pgm" must still be found done."""
+    names = ["#1.pgm", "#two#.pgm", "plain.pgm"]
+    write_images(tmp_path / "imgs", names, (21, 17), seed=1040)
+    batch(apron, "imgs", "-o", "out", "--op", "dilate:se=rect:3x3", "-q", cwd=tmp_path)
+    r = batch(apron, "imgs", "-o", "out", "--op", "dilate:se=rect:3x3", "--resume", cwd=tmp_path)
+    s = summary(r.stderr)
+    assert (s["done"], s["skipped"], s["failed"]) == (0, 3, 0), r.stderr
+
+
 def test_resume_after_job_padding_change_redoes_the_outputs(apron, tmp_path):
     """The job file's padding decides the output (its size): outputs of a run with other padding are not
     'already done'."""

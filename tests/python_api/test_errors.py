@@ -80,3 +80,25 @@ def test_errors_are_one_line():
     with pytest.raises(ValueError) as e:
         apron.gaussian(IMG, -1)
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda: apron.box(IMG, threads=1.5), TypeError, r"^threads: 1\.5 is not an integer$"),
+    (lambda: apron.box(IMG, threads="2"), TypeError, r"^threads: '2' is not an integer$"),
+    (lambda: apron.box(IMG, threads=2**40), ValueError, r"^threads: 1099511627776 is out of range"),
+    (lambda: apron.box(IMG, memory_budget=2**64), ValueError, r"^memory_budget: 18446744073709551616 bytes is over"),
+    (lambda: apron.box(IMG, backend=3), TypeError, r"^backend: 3 is not a name"),
+    (lambda: apron.box(IMG, algorithm=None), TypeError, r"^algorithm: None is not a name"),
+    (lambda: apron.Pipeline("box").describe(((4, 2**31), np.uint8)), ValueError, r"^shape: width: 2147483648 is out of range"),
+    (lambda: apron.Pipeline("box").memory_needed(((2.5, 4), np.uint8)), TypeError, r"^shape: height: 2\.5 is not an integer"),
+    (lambda: apron.box(np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=(1, 2**31), strides=(0, 1))),
+     ValueError, r"^img: width 2147483648 .* is over apron's limit"),
+    (lambda: apron.batch([], "out", "box", threads=0.5), ValueError, "batch: no inputs"),
+    (lambda: apron.batch(["x.png"], "out", "box", io_threads=0.5), TypeError, r"^io_threads: 0\.5 is not an integer$"),
+])
+def test_out_of_range_arguments_name_the_parameter_in_one_line(call, error, match):
+    """Values the binding's C types cannot hold are refused naming the parameter, not with nanobind's
+    'incompatible function arguments' listing of every overload."""
+    with pytest.raises(error, match=match) as e:
+        call()
+    assert "\n" not in str(e.value) and "incompatible function arguments" not in str(e.value)
