@@ -21,6 +21,7 @@
 
 #include "io/codecs.hpp"
 #include "io/exif.hpp"
+#include "io/metadata_places.hpp"
 
 namespace apron::io {
 
@@ -217,8 +218,9 @@ bool step_decompress(j_decompress_ptr cinfo, ErrorManager& err, std::byte* image
 }
 
 // exif: the APP1 segment's payload ("Exif\0\0" and the block), or empty; icc: the profile, or empty.
+// density: the JFIF density, or null; comment: a COM segment's text, or empty.
 bool step_compress(j_compress_ptr cinfo, ErrorManager& err, Destination& dest, ConstImageView image, JSAMPROW* rows,
-                   int quality, Bytes exif, Bytes icc) {
+                   int quality, Bytes exif, Bytes icc, const JpegDensity* density, Bytes comment) {
     if (setjmp(err.jump)) return false;
     jpeg_create_compress(cinfo);
     dest.base.init_destination = dest_init;
@@ -231,7 +233,13 @@ bool step_compress(j_compress_ptr cinfo, ErrorManager& err, Destination& dest, C
     cinfo->in_color_space = image.channels() == 1 ? JCS_GRAYSCALE : JCS_RGB;
     jpeg_set_defaults(cinfo);
     jpeg_set_quality(cinfo, quality, TRUE);
+    if (density) {
+        cinfo->density_unit = density->unit;
+        cinfo->X_density = density->x;
+        cinfo->Y_density = density->y;
+    }
     jpeg_start_compress(cinfo, TRUE);
+    if (!comment.empty()) jpeg_write_marker(cinfo, JPEG_COM, comment.data(), unsigned(comment.size()));
     if (!exif.empty()) jpeg_write_marker(cinfo, JPEG_APP0 + 1, exif.data(), unsigned(exif.size()));
     if (!icc.empty()) jpeg_write_icc_profile(cinfo, icc.data(), unsigned(icc.size()));
     while (cinfo->next_scanline < cinfo->image_height)
@@ -369,7 +377,13 @@ Buffer encode_jpeg(ConstImageView image, const std::string& name, const WriteOpt
     // A profile is split over at most 255 APP2 segments of 65519 bytes (its sequence numbers are bytes);
     // one larger does not fit a JPEG and is left out.
     const Bytes icc = m.icc_profile.size() <= 255 * std::size_t(65519) ? Bytes(m.icc_profile) : Bytes();
-    if (!step_compress(&c->cinfo, c->err, c->dest, image, rows.data(), options.jpeg_quality, app1_exif(m), icc))
+    JpegDensity density;
+    const bool has_density = jpeg_density(m, density);
+    const Bytes comment = m.description.size() <= max_jpeg_comment
+                              ? Bytes(reinterpret_cast<const std::uint8_t*>(m.description.data()), m.description.size())
+                              : Bytes();
+    if (!step_compress(&c->cinfo, c->err, c->dest, image, rows.data(), options.jpeg_quality, app1_exif(m), icc,
+                       has_density ? &density : nullptr, comment))
         fail(name, std::string("cannot encode JPEG: ") + c->err.message);
     return out;
 }

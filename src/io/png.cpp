@@ -6,14 +6,18 @@
 // objects: each sets its own jump target and returns false on error. The C++ code around them owns the
 // libpng structs, the image and the row pointers, and turns the captured message into an apron::Error.
 #include <png.h>
+#include <zlib.h>
 
 #include <bit>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "io/codecs.hpp"
 #include "io/exif.hpp"
+#include "io/metadata_places.hpp"
 #include "io/png_support.hpp"
 
 namespace apron::io {
@@ -36,6 +40,10 @@ void read_from_source(png_structp png, png_bytep dst, std::size_t n) {
 
 bool step_read_info(png_structp png, png_infop info) {
     if (setjmp(png_jmpbuf(png))) return false;
+    // libpng reads an eXIf chunk a byte at a time (a read callback per byte: 46 s for 20 MB from a file);
+    // apron reads it itself, whole, wherever it lies (png_exif_chunk), so libpng skips it.
+    static constexpr png_byte exif_chunk[] = {'e', 'X', 'I', 'f', 0};
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, exif_chunk, 1);
     png_read_info(png, info);
     return true;
 }
@@ -96,8 +104,9 @@ bool step_read_rows(png_structp png, png_infop info, std::byte* image, std::size
 // exif and icc: the Exif block and the colour profile, or empty. libpng checks a profile against the image
 // (gray or RGB, a sane header) and leaves out one that does not fit, with a warning rather than an error:
 // metadata never stops an image from being written.
+// phys: the resolution (unit -1: none); text: the description and text tags.
 bool step_write(png_structp png, png_infop info, int width, int height, int depth, int color, int level,
-                png_bytepp rows, Bytes exif, Bytes icc) {
+                png_bytepp rows, Bytes exif, Bytes icc, const PngPhys* phys, png_textp text, int texts) {
     if (setjmp(png_jmpbuf(png))) return false;
     png_set_IHDR(png, info, png_uint_32(width), png_uint_32(height), depth, color, PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
@@ -106,11 +115,42 @@ bool step_write(png_structp png, png_infop info, int width, int height, int dept
     if (!icc.empty())
         png_set_iCCP(png, info, "ICC profile", PNG_COMPRESSION_TYPE_BASE, icc.data(), png_uint_32(icc.size()));
     if (!exif.empty()) png_set_eXIf_1(png, info, png_uint_32(exif.size()), const_cast<png_bytep>(exif.data()));
+    if (phys) png_set_pHYs(png, info, phys->x, phys->y, phys->unit == 1 ? PNG_RESOLUTION_METER : PNG_RESOLUTION_UNKNOWN);
+    if (texts > 0) png_set_text(png, info, text, texts);
     png_write_info(png, info);
     if (depth == 16 && little_endian_host) png_set_swap(png);
     png_write_image(png, rows);
     png_write_end(png, nullptr);
     return true;
+}
+
+// The Exif block of a PNG file: the data of its eXIf chunk, each read whole in one read, the chunks between
+// skipped by their lengths. Where the file has several, or one after the pixels (PNG asks for one, before
+// IDAT, but writers differ), the last one whose CRC is right counts, as Pillow reads it (a later eXIf
+// chunk replaces an earlier one; exif_transpose loads the image, so one after IDAT is read too).
+Buffer png_exif_chunk(const ByteSource& source) {
+    Buffer exif;
+    std::uint64_t pos = 8;
+    std::uint8_t header[8];
+    while (pos + 12 <= source.size() && source.read(pos, header, 8) == 8) {
+        const std::uint32_t length = std::uint32_t(header[0]) << 24 | std::uint32_t(header[1]) << 16 |
+                                     std::uint32_t(header[2]) << 8 | header[3];
+        if (length > 0x7fffffffu || pos + 12 + length > source.size()) break;
+        if (std::memcmp(header + 4, "IEND", 4) == 0) break;
+        if (std::memcmp(header + 4, "eXIf", 4) == 0) {
+            Buffer data(std::size_t(length) + 4);  // the data and its CRC
+            if (source.read(pos + 8, data.data(), data.size()) != data.size()) break;
+            const std::uint32_t crc = std::uint32_t(data[length]) << 24 | std::uint32_t(data[length + 1]) << 16 |
+                                      std::uint32_t(data[length + 2]) << 8 | data[length + 3];
+            uLong sum = crc32(crc32(0, header + 4, 4), data.data(), uInt(length));
+            if (sum == crc) {
+                data.resize(length);
+                exif = std::move(data);
+            }
+        }
+        pos += 12 + std::uint64_t(length);
+    }
+    return exif;
 }
 
 // The header (up to the first image data), then on request the pixels. libpng reads from the source as it
@@ -159,11 +199,11 @@ public:
         if (!step_read_info(s_.png, s_.info)) failed();
         png_charp profile_name = nullptr;
         int compression = 0;
-        png_bytep profile = nullptr, exif = nullptr;
-        png_uint_32 profile_bytes = 0, exif_bytes = 0;
+        png_bytep profile = nullptr;
+        png_uint_32 profile_bytes = 0;
         if (png_get_iCCP(s_.png, s_.info, &profile_name, &compression, &profile, &profile_bytes) && profile)
             m.icc_profile.assign(profile, profile + profile_bytes);
-        if (png_get_eXIf_1(s_.png, s_.info, &exif_bytes, &exif) && exif) m.exif.assign(exif, exif + exif_bytes);
+        m.exif = png_exif_chunk(*ctx_.in);
         return m;
     }
 
@@ -219,8 +259,30 @@ Buffer encode_png(ConstImageView image, const std::string& name, const WriteOpti
     const int depth = image.type() == PixelType::u16 ? 16 : 8;
     const ImageMetadata& m = options.metadata;
     const std::vector<std::uint8_t> exif = exif_to_write(m, SIZE_MAX);
+    PngPhys phys;
+    const bool has_phys = png_phys(m, phys);
+    // The description as UTF-8 iTXt (compressed when long), the text tags as tEXt under PNG's keywords.
+    std::vector<png_text> text;
+    std::vector<std::string> values;
+    values.reserve(m.tiff_tags.size() + 1);
+    const auto add = [&](const char* key, std::string value, int compression) {
+        values.push_back(std::move(value));
+        png_text t{};
+        t.compression = compression;
+        t.key = const_cast<png_charp>(key);
+        t.text = values.back().data();
+        t.text_length = values.back().size();
+        t.itxt_length = compression >= PNG_ITXT_COMPRESSION_NONE ? values.back().size() : 0;
+        text.push_back(t);
+    };
+    if (!m.description.empty())
+        add("Description", m.description, m.description.size() > 1024 ? PNG_ITXT_COMPRESSION_zTXt : PNG_ITXT_COMPRESSION_NONE);
+    for (const TiffTag& t : m.tiff_tags)
+        if (const char* key = png_keyword_of(t.number); key && t.type == 2)
+            add(key, std::string(t.bytes.begin(), t.bytes.end()), PNG_TEXT_COMPRESSION_NONE);
     if (!step_write(s.png, s.info, image.width(), image.height(), depth, color_of_channels[image.channels()],
-                    options.png_compression, rows.data(), exif, m.icc_profile))
+                    options.png_compression, rows.data(), exif, m.icc_profile, has_phys ? &phys : nullptr, text.data(),
+                    int(text.size())))
         fail(name, std::string("cannot encode PNG: ") + ctx.message);
     return out;
 }
