@@ -129,7 +129,8 @@ struct WriteOptions {
     int png_compression = 6; // 0..9 (zlib level)
     bool pnm_ascii = false;  // P2/P3 instead of P5/P6
     // Written where the format has a place: JPEG (an Exif block over 64 KiB, JPEG's segment limit, is
-    // reduced to its orientation), PNG, TIFF (the profile and the orientation). PNM and PFM have none.
+    // reduced to its orientation), PNG, TIFF (the profile, the orientation and the carried tags). PNM and
+    // PFM have none. fit_metadata first, to say what is left out.
     ImageMetadata metadata;
 };
 

@@ -96,6 +96,7 @@ std::string fit_metadata(ImageMetadata& m, ImageFormat format, const std::string
     }
     const char* format_name = format == ImageFormat::pnm ? "PNM" : format == ImageFormat::pfm ? "PFM" : format == ImageFormat::png ? "PNG" : format == ImageFormat::jpeg ? "JPEG" : "TIFF";
     const bool nothing = streamed || format == ImageFormat::pnm || format == ImageFormat::pfm;
+    const bool exif_lost = nothing && !m.exif.empty();  // a TIFF output would not keep it either
     if (nothing) {
         if (!m.icc_profile.empty()) lost.push_back("the colour profile");
         if (!m.exif.empty()) lost.push_back("the Exif block");
@@ -156,8 +157,8 @@ std::string fit_metadata(ImageMetadata& m, ImageFormat format, const std::string
     } else if (format == ImageFormat::tiff) {
         line.resize(line.size() - 2);
     } else {
-        line += std::string(format_name) + " has no place for " + (lost.size() > 1 ? "them" : "it") + "; write .tif to keep " +
-                (lost.size() > 1 ? "them" : "it");
+        line += std::string(format_name) + " has no place for " + (lost.size() > 1 ? "them" : "it");
+        if (!exif_lost) line += std::string("; write .tif to keep ") + (lost.size() > 1 ? "them" : "it");
     }
     return line;
 }
