@@ -421,6 +421,16 @@ int run_plan(const PlanArgs& a) {
     const apron::Pipeline pipeline(a.ops);
     apron::ImageShape shape;
     if (!a.input.empty()) {
+        // A multi-page TIFF: every page is planned as apron filter runs it.
+        if (const int pages = apron::count_pages(a.input); pages > 1) {
+            for (int p = 0; p < pages; ++p) {
+                apron::ReadOptions one;
+                one.page = p;
+                std::cout << "page " << p << " of " << pages << ":\n"
+                          << pipeline.describe(apron::probe_image(a.input, one), options, true);
+            }
+            return 0;
+        }
         shape = apron::probe_image(a.input);
     } else {
         int w = 0, h = 0;

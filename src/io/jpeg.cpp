@@ -151,6 +151,7 @@ bool step_read_header(j_decompress_ptr cinfo, ErrorManager& err, const ByteSourc
     if (keep_metadata) {
         jpeg_save_markers(cinfo, JPEG_APP0 + 1, 0xFFFF);
         jpeg_save_markers(cinfo, JPEG_APP0 + 2, 0xFFFF);
+        jpeg_save_markers(cinfo, JPEG_COM, 0xFFFF);
     }
     if (const Bytes bytes = source.memory(); !bytes.empty()) {
         jpeg_mem_src(cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
@@ -301,6 +302,15 @@ public:
             if (s->marker == JPEG_APP0 + 1 && s->data_length > sizeof exif_id &&
                 std::equal(std::begin(exif_id), std::end(exif_id), s->data) && m.exif.empty())
                 m.exif.assign(s->data + sizeof exif_id, s->data + s->data_length);
+            else if (s->marker == JPEG_COM && m.description.empty())
+                m.description.assign(reinterpret_cast<const char*>(s->data), s->data_length);
+        // A JFIF density in dots per inch or per centimetre; the default aspect ratio 1:1 says nothing.
+        const jpeg_decompress_struct& c = d_->cinfo;
+        if (c.saw_JFIF_marker && (c.density_unit == 1 || c.density_unit == 2) && c.X_density > 0 && c.Y_density > 0) {
+            m.x_resolution = c.X_density;
+            m.y_resolution = c.Y_density;
+            m.resolution_unit = c.density_unit == 1 ? ResolutionUnit::inch : ResolutionUnit::centimetre;
+        }
         JOCTET* icc = nullptr;
         unsigned int icc_bytes = 0;
         if (step_read_icc(&d_->cinfo, d_->err, &icc, &icc_bytes) && icc) {

@@ -8,6 +8,7 @@
 #include <png.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstdio>
@@ -204,6 +205,29 @@ public:
         if (png_get_iCCP(s_.png, s_.info, &profile_name, &compression, &profile, &profile_bytes) && profile)
             m.icc_profile.assign(profile, profile + profile_bytes);
         m.exif = png_exif_chunk(*ctx_.in);
+        // pHYs in pixels per metre, kept as per centimetre (TIFF's unit); an aspect ratio alone as unit none.
+        png_uint_32 x = 0, y = 0;
+        int unit = 0;
+        if (png_get_pHYs(s_.png, s_.info, &x, &y, &unit) && x > 0 && y > 0) {
+            const bool metre = unit == PNG_RESOLUTION_METER;
+            m.x_resolution = metre ? x / 100.0 : x;
+            m.y_resolution = metre ? y / 100.0 : y;
+            m.resolution_unit = metre ? ResolutionUnit::centimetre : ResolutionUnit::none;
+        }
+        // The description and the text tags apron writes (metadata_places.hpp), from the chunks before IDAT.
+        png_textp text = nullptr;
+        const int texts = png_get_text(s_.png, s_.info, &text, nullptr);
+        for (int i = 0; i < texts; ++i) {
+            const std::string key = text[i].key ? text[i].key : "";
+            // iTXt gives its length in itxt_length (text_length is 0 there).
+            const std::size_t length = text[i].compression >= PNG_ITXT_COMPRESSION_NONE ? text[i].itxt_length : text[i].text_length;
+            const std::string value(text[i].text ? text[i].text : "", text[i].text ? length : 0);
+            if (key == "Description" && m.description.empty()) m.description = value;
+            for (std::uint16_t tag : {305, 315, 33432})  // not 306: PNG's Creation Time is free text, TIFF's DateTime is not
+                if (key == png_keyword_of(tag))
+                    m.tiff_tags.push_back({tag, 2, std::uint32_t(value.size()), std::vector<std::uint8_t>(value.begin(), value.end())});
+        }
+        std::sort(m.tiff_tags.begin(), m.tiff_tags.end(), [](const TiffTag& a, const TiffTag& b) { return a.number < b.number; });
         return m;
     }
 

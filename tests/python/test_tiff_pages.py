@@ -246,3 +246,39 @@ def test_sweep_of_tiff_kinds_carried_or_refused(apron, tmp_path, kind):
             assert pb.tags["XResolution"].value == pa.tags["XResolution"].value
             assert pb.tags[33550].value == pa.tags[33550].value
             assert pb.shape[:2] == pa.shape[-2:] or pb.shape[:2] == pa.shape[:2]
+
+
+def test_batch_says_what_each_output_cannot_hold(apron, tmp_path, geotiff):
+    src, dem = geotiff
+    (tmp_path / "in").mkdir()
+    tifffile.imwrite(tmp_path / "in" / "dem8.tif", np.clip(dem - 200, 0, 255).astype(np.uint8), extratags=GEO_TAGS,
+                     metadata=None)
+    r = apron.run("batch", tmp_path / "in", "-o", tmp_path / "out", "--op", "box", "-q", "--format", "png")
+    lines = [l for l in r.stderr.splitlines() if "not carried" in l]
+    assert len(lines) == 1 and "GeoTIFF" in lines[0] and "dem8.png" in lines[0], r.stderr
+    r = apron.run("batch", tmp_path / "in", "-o", tmp_path / "tif", "--op", "box", "-q", "--format", "tif")
+    assert "not carried" not in r.stderr
+    assert 33550 in tag_values(tmp_path / "tif" / "dem8.tif")
+
+
+def test_png_and_jpeg_resolution_and_description_into_tiff(apron, tmp_path):
+    rgb = np.random.default_rng(14).integers(0, 256, (12, 10, 3), dtype=np.uint8)
+    from PIL import PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    info.add_itxt("Description", "slide 7")
+    Image.fromarray(rgb).save(tmp_path / "p.png", dpi=(254, 254), pnginfo=info)
+    apron.filter_files(tmp_path / "p.png", tmp_path / "p.tif", "box")
+    tags = tag_values(tmp_path / "p.tif")
+    assert tags[270] == "slide 7" and tags[296] == 3  # per centimetre, as pHYs stores per metre
+    assert tags[282][0] / tags[282][1] == pytest.approx(100.0)
+    Image.fromarray(rgb).save(tmp_path / "j.jpg", dpi=(300, 300), comment=b"scan 3")
+    apron.filter_files(tmp_path / "j.jpg", tmp_path / "j.tif", "box")
+    tags = tag_values(tmp_path / "j.tif")
+    assert tags[270] == "scan 3" and tags[296] == 2 and tags[282] == (300, 1)
+
+
+def test_plan_of_a_multi_page_file_plans_every_page(apron, tmp_path, zstack):
+    src, _ = zstack
+    r = apron.run("plan", "--op", "box", "--input", src)
+    assert r.stdout.count("page ") == 5 and "page 4 of 5" in r.stdout
