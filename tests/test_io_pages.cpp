@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "io/exif.hpp"
+#include "io/row_stream.hpp"
 #include "test_io_support.hpp"
 
 namespace apron::iotest {
@@ -122,6 +123,39 @@ TEST(TiffTags, GeoTiffResolutionAndTextCarriedAsStored) {
     ImageMetadata pnm = back;
     EXPECT_NE(fit_metadata(pnm, ImageFormat::pnm, "o.pgm", img.shape(), img.shape()).find("the resolution"), std::string::npos);
     EXPECT_TRUE(pnm.empty());
+}
+
+// The row sinks of streamed runs write the same directory entries as the whole-image writer: tiles at fixed
+// offsets (apron's own directory) and compressed tiles (libtiff's).
+TEST(TiffTags, StreamedTiffSinksWriteTheMetadata) {
+    ScratchDir dir;
+    ImageMetadata m;
+    m.x_resolution = 300;
+    m.y_resolution = 150.5;
+    m.description = "odd";  // an odd length: the values after it stay on a word
+    m.orientation = 6;
+    m.icc_profile.assign(1000, 7);
+    m.tiff_tags = {numbers_tag<double>(33550, 12, {0.25, 0.5, 0}), ascii_tag(42113, "nan")};
+    const Image img = random_image(40, 21, 3, PixelType::u16, 8);
+    for (const auto compression : {io::TiffCompression::none, io::TiffCompression::deflate}) {
+        io::SinkOptions so;
+        so.tiff_tile_side = 16;
+        so.tiff_compression = compression;
+        so.metadata = m;
+        const std::string path = dir.file(std::string("s-") + io::to_string(compression) + ".tif");
+        auto sink = io::create_row_sink(path, img.shape(), so);
+        sink->write_rows(0, img.view());
+        sink->commit();
+        sink.reset();
+        EXPECT_TRUE(same_pixels(read_image(path).view(), img.view()));
+        const ImageMetadata back = read_metadata(path);
+        EXPECT_EQ(back.x_resolution, 300);
+        EXPECT_EQ(back.y_resolution, 150.5);
+        EXPECT_EQ(back.description, "odd");
+        EXPECT_EQ(back.orientation, 6);
+        EXPECT_EQ(back.icc_profile, m.icc_profile);
+        EXPECT_EQ(back.tiff_tags, m.tiff_tags) << io::to_string(compression);
+    }
 }
 
 TEST(TiffTags, OmeXmlOfAnotherPixelTypeIsLeftOutAndSaid) {

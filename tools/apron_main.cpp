@@ -145,16 +145,24 @@ int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, co
         if (root) std::cout << why << "\n" << apron::describe_stream(a.input, a.output, pipeline, so);
         return 0;
     }
-    if (root) {
-        // A streamed run writes no metadata: say what the input had that the output will not.
-        apron::ImageMetadata m = keep_metadata_option(a.metadata) ? apron::read_metadata(a.input) : apron::ImageMetadata{};
+    // The input's metadata goes into a TIFF output's directory (every rank writes the same header); what an
+    // output cannot hold is said once (the pixels are not turned: only another type makes an OME-XML
+    // description wrong).
+    if (keep_metadata_option(a.metadata) && a.raw.empty()) {
+        so.metadata = apron::read_metadata(a.input);
         apron::ImageFormat format = apron::ImageFormat::pnm;  // .raw holds nothing either
         try {
             format = apron::format_for_path(a.output);
         } catch (const apron::Error&) {
         }
-        if (const std::string note = apron::fit_metadata(m, format, a.output, {}, {}, true); !note.empty())
-            std::fprintf(stderr, "apron: %s\n", note.c_str());
+        apron::ReadOptions header;
+        header.max_pixels = std::uint64_t(1) << 62;  // the stream's own limits apply when it opens the file
+        header.pnm_byte_order = so.pnm_byte_order;
+        const apron::ImageShape in = apron::probe_image(a.input, header);
+        apron::ImageShape out = in;
+        out.type = options.out_type.value_or(in.type);
+        const std::string note = apron::fit_metadata(so.metadata, format, a.output, in, out, true);
+        if (root && !note.empty()) std::fprintf(stderr, "apron: %s\n", note.c_str());
     }
     if (!so.team) so.progress = stream_progress();  // a rank's own rows are not the image's progress
     const apron::StreamReport r = apron::stream_filter(a.input, a.output, pipeline, so);
@@ -536,7 +544,7 @@ int main(int argc, char** argv) {
                                           "refuse input images larger than this (unset: larger ones are streamed)")
                            ->capture_default_str();
     filter->add_option("--quality", fa.quality, "JPEG quality 1..100")->capture_default_str();
-    filter->add_option("--metadata", fa.metadata, std::string(metadata_help) + " (a streamed run writes none, and says so)")
+    filter->add_option("--metadata", fa.metadata, std::string(metadata_help) + " (a streamed run writes it only into .tif, and says what it leaves out)")
         ->capture_default_str()
         ->type_name(metadata_values);
     filter->add_flag("--auto-orient", fa.auto_orient,

@@ -1,6 +1,7 @@
 // fit_metadata (include/apron/io.hpp): what of an input's metadata an output can hold, and one line saying
 // what it cannot. The CLI's filter, the batch and streamed runs all print this line; the writers place what
 // is kept (metadata_places.hpp).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -42,6 +43,42 @@ const char* png_keyword_of(std::uint16_t tag) {
     case 33432: return "Copyright";
     default: return nullptr;
     }
+}
+
+std::vector<TiffTag> tiff_directory_tags(const ImageMetadata& m) {
+    std::vector<TiffTag> tags;
+    const auto add = [&](std::uint16_t number, std::uint16_t type, std::uint32_t count, const void* data, std::size_t bytes) {
+        const auto* first = static_cast<const std::uint8_t*>(data);
+        tags.push_back({number, type, count, std::vector<std::uint8_t>(first, first + bytes)});
+    };
+    const auto ascii = [&](std::uint16_t number, const std::string& text) {
+        add(number, 2, std::uint32_t(text.size() + 1), text.c_str(), text.size() + 1);
+    };
+    if (!m.description.empty()) ascii(270, m.description);
+    if (const int turn = orientation_of(m); turn >= 1 && turn <= 8) {
+        const std::uint16_t v = std::uint16_t(turn);
+        add(274, 3, 1, &v, 2);
+    }
+    if (m.x_resolution > 0 && m.y_resolution > 0) {
+        // As a fraction with the largest power-of-ten denominator that keeps the numerator in 32 bits.
+        const auto rational = [&](std::uint16_t number, double v) {
+            std::uint32_t den = 1;
+            while (den < 1000000 && v * den * 10 < 4294967295.0 && v * den != std::floor(v * den)) den *= 10;
+            const std::uint32_t pair[2] = {std::uint32_t(std::min(std::round(v * den), 4294967295.0)), den};
+            add(number, 5, 1, pair, 8);
+        };
+        rational(282, m.x_resolution);
+        rational(283, m.y_resolution);
+        const std::uint16_t unit = std::uint16_t(m.resolution_unit);
+        add(296, 3, 1, &unit, 2);
+    }
+    for (const TiffTag& t : m.tiff_tags) {
+        if (t.type == 2) ascii(t.number, std::string(t.bytes.begin(), t.bytes.end()));
+        else tags.push_back(t);
+    }
+    if (!m.icc_profile.empty()) add(34675, 7, std::uint32_t(m.icc_profile.size()), m.icc_profile.data(), m.icc_profile.size());
+    std::sort(tags.begin(), tags.end(), [](const TiffTag& a, const TiffTag& b) { return a.number < b.number; });
+    return tags;
 }
 
 namespace {
@@ -95,7 +132,9 @@ std::string fit_metadata(ImageMetadata& m, ImageFormat format, const std::string
                        to_string(to.type) + " " + std::to_string(to.width) + "x" + std::to_string(to.height) + ")");
     }
     const char* format_name = format == ImageFormat::pnm ? "PNM" : format == ImageFormat::pfm ? "PFM" : format == ImageFormat::png ? "PNG" : format == ImageFormat::jpeg ? "JPEG" : "TIFF";
-    const bool nothing = streamed || format == ImageFormat::pnm || format == ImageFormat::pfm;
+    // A streamed run writes metadata only into a TIFF (its sinks write the directory); PNG, PNM and PFM
+    // sinks write none.
+    const bool nothing = (streamed && format != ImageFormat::tiff) || format == ImageFormat::pnm || format == ImageFormat::pfm;
     const bool exif_lost = nothing && !m.exif.empty();  // a TIFF output would not keep it either
     if (nothing) {
         if (!m.icc_profile.empty()) lost.push_back("the colour profile");
@@ -132,16 +171,16 @@ std::string fit_metadata(ImageMetadata& m, ImageFormat format, const std::string
             m.x_resolution = m.y_resolution = 0;
         }
     }
-    if (format != ImageFormat::tiff || streamed) {
+    if (format != ImageFormat::tiff) {
         std::vector<std::string> geo, other;
         for (const TiffTag& t : m.tiff_tags) {
             if (is_geotiff(t.number)) geo.push_back(std::to_string(t.number));
-            else if (!(format == ImageFormat::png && !streamed && png_keyword_of(t.number)))
+            else if (!(format == ImageFormat::png && !nothing && png_keyword_of(t.number)))
                 other.push_back(tag_name(t.number) ? tag_name(t.number) : std::to_string(t.number));
         }
         if (!geo.empty()) lost.push_back("GeoTIFF georeferencing (tags " + join(geo) + ")");
         if (!other.empty()) lost.push_back("the TIFF tag" + std::string(other.size() > 1 ? "s " : " ") + join(other));
-        if (format == ImageFormat::png && !streamed) {
+        if (format == ImageFormat::png && !nothing) {
             std::vector<TiffTag> kept;
             for (TiffTag& t : m.tiff_tags)
                 if (png_keyword_of(t.number)) kept.push_back(std::move(t));
@@ -152,8 +191,8 @@ std::string fit_metadata(ImageMetadata& m, ImageFormat format, const std::string
     }
     if (lost.empty()) return {};
     std::string line = output + ": " + join(lost) + " not carried: ";
-    if (streamed) {
-        line += "a streamed run writes no metadata; filter the image whole (more --memory, --stream off) to keep it";
+    if (streamed && format != ImageFormat::tiff) {
+        line += "a streamed run writes metadata only into a .tif output";
     } else if (format == ImageFormat::tiff) {
         line.resize(line.size() - 2);
     } else {

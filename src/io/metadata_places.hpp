@@ -4,6 +4,7 @@
 // to be carried is what is written.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "apron/io.hpp"
 
@@ -30,6 +31,11 @@ bool is_ome_xml(const std::string& description);
 
 // The PNG keyword for a carried TIFF text tag (Software, DateTime, Artist, Copyright), or nullptr.
 const char* png_keyword_of(std::uint16_t tiff_tag);
+
+// The TIFF directory entries that state `m` (ImageDescription, Orientation, the resolution, the carried
+// tags, the ICC profile), in tag order, as a writer of its own directories stores them: ASCII with its final
+// NUL, RATIONAL as two LONGs, values in this machine's byte order. The tiled TIFF row sink uses them.
+std::vector<TiffTag> tiff_directory_tags(const ImageMetadata& m);
 
 // A JPEG comment holds at most 65533 bytes.
 constexpr std::size_t max_jpeg_comment = 65533;

@@ -79,6 +79,9 @@ struct SinkOptions {
     bool reopen_partial = false;
     // Threads one write_rows may use (rows or rows of tiles written in parts at once, with pwrite).
     int threads = 1;
+    // TIFF outputs: written into the directory (profile, orientation, resolution, description, carried
+    // tags). Other sinks write none (fit_metadata says so).
+    ImageMetadata metadata;
 };
 
 class RowSink {

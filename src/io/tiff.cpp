@@ -131,9 +131,17 @@ void extend_tags(TIFF* tif) {
     if (previous_extender) previous_extender(tif);
 }
 
-TIFF* open_memory_file(MemoryFile& f, const std::string& name, const char* mode, tmsize_t max_alloc) {
+}  // namespace
+
+void register_carried_tiff_tags() {
     static std::once_flag extender_set;
     std::call_once(extender_set, [] { previous_extender = TIFFSetTagExtender(extend_tags); });
+}
+
+namespace {
+
+TIFF* open_memory_file(MemoryFile& f, const std::string& name, const char* mode, tmsize_t max_alloc) {
+    register_carried_tiff_tags();
     const TiffOpenOptions opts = quiet_tiff_options(name, f.message);
     TIFFOpenOptionsSetMaxSingleMemAlloc(opts.get(), max_alloc);
     return TIFFClientOpenExt(name.c_str(), mode, &f, file_read, file_write, file_seek, file_close, file_size, file_map,
@@ -707,10 +715,12 @@ std::unique_ptr<RowSource> open_tiff_rows(std::unique_ptr<ByteSource> file, cons
     return std::make_unique<TiffRows>(std::move(file), name, options);
 }
 
-namespace {
-
-// The carried tags of `m` on the directory being written (the output's own geometry tags are set apart).
-void set_carried_tags(TIFF* tif, const ImageMetadata& m) {
+// The carried tags of `m` on the directory being written (the output's own geometry tags are set apart),
+// the profile and the orientation.
+void set_tiff_metadata(TIFF* tif, const ImageMetadata& m) {
+    if (!m.icc_profile.empty())
+        TIFFSetField(tif, TIFFTAG_ICCPROFILE, std::uint32_t(m.icc_profile.size()), m.icc_profile.data());
+    if (const int turn = orientation_of(m); turn >= 1 && turn <= 8) TIFFSetField(tif, TIFFTAG_ORIENTATION, std::uint16_t(turn));
     if (m.x_resolution > 0 && m.y_resolution > 0) {
         TIFFSetField(tif, TIFFTAG_XRESOLUTION, m.x_resolution);
         TIFFSetField(tif, TIFFTAG_YRESOLUTION, m.y_resolution);
@@ -730,6 +740,8 @@ void set_carried_tags(TIFF* tif, const ImageMetadata& m) {
         }
     }
 }
+
+namespace {
 
 // One page as a directory of strips.
 void write_tiff_page(TIFF* tif, MemoryFile& f, ConstImageView image, const ImageMetadata& m, const std::string& name) {
@@ -751,11 +763,7 @@ void write_tiff_page(TIFF* tif, MemoryFile& f, ConstImageView image, const Image
         TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, std::uint16_t(1), extra);
     }
     TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, rows_per_strip);
-    set_carried_tags(tif, m);
-    if (!m.icc_profile.empty())
-        TIFFSetField(tif, TIFFTAG_ICCPROFILE, std::uint32_t(m.icc_profile.size()), m.icc_profile.data());
-    if (const int turn = orientation_of(m); turn >= 1 && turn <= 8)
-        TIFFSetField(tif, TIFFTAG_ORIENTATION, std::uint16_t(turn));
+    set_tiff_metadata(tif, m);
     TIFFSetField(tif, TIFFTAG_COMPRESSION, deflate ? COMPRESSION_ADOBE_DEFLATE : COMPRESSION_NONE);
     if (deflate)
         TIFFSetField(tif, TIFFTAG_PREDICTOR,

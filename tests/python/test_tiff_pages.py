@@ -181,11 +181,39 @@ def test_geotiff_into_other_formats_says_what_is_not_carried(apron, tmp_path, ge
         assert "resolution" in lines[0] and "description" in lines[0]
 
 
-def test_streamed_run_says_it_writes_no_metadata(apron, tmp_path, geotiff):
-    src, _ = geotiff
-    r = apron.filter_files(src, tmp_path / "s.tif", "box", extra=["--stream", "on"])
+@pytest.mark.parametrize("compression", ["none", "deflate"])
+def test_streamed_tiff_carries_the_tags(apron, tmp_path, geotiff, compression):
+    """The tiled BigTIFF sinks write the same tags as the whole-image writer (finding 12)."""
+    src, dem = geotiff
+    dst = tmp_path / "s.tif"
+    r = apron.filter_files(src, dst, "box:width=3,height=3",
+                           extra=["--stream", "on", "--tile", "16", "--compression", compression])
+    assert "not carried" not in r.stderr
+    before, after = tag_values(src), tag_values(dst)
+    for code in (33550, 33922, 34735, 34736, 34737, 42113, 270, 305, 306, 315, 33432, 282, 283, 296):
+        assert code in after, code
+        if isinstance(before[code], tuple) and before[code] and isinstance(before[code][0], float):
+            np.testing.assert_array_equal(np.array(after[code]), np.array(before[code]))
+        else:
+            assert after[code] == before[code], code
+    with tifffile.TiffFile(dst) as tif:
+        assert tif.pages[0].is_tiled and tif.pages[0].geotiff_tags["ProjectedCSTypeGeoKey"] == 32633
+        np.testing.assert_allclose(tif.pages[0].asarray(), box3(dem), rtol=1e-5, atol=1e-3)
+
+
+def test_streamed_profile_and_orientation_into_tiff(apron, tmp_path):
+    """A 1 MB colour profile and the orientation of a photo survive a streamed run into TIFF; into PNG they
+    are said to be left out."""
+    rgb = np.random.default_rng(15).integers(0, 256, (40, 33, 3), dtype=np.uint8)
+    icc = bytes(np.random.default_rng(16).integers(0, 256, 1 << 20, dtype=np.uint8))
+    src = tmp_path / "photo.tif"
+    tifffile.imwrite(src, rgb, photometric="rgb", iccprofile=icc, extratags=[(274, "H", 1, 6)], metadata=None)
+    apron.filter_files(src, tmp_path / "s.tif", "box", extra=["--stream", "on", "--tile", "16"])
+    tags = tag_values(tmp_path / "s.tif")
+    assert tags[34675] == icc and tags[274] == 6
+    r = apron.filter_files(src, tmp_path / "s.png", "box", extra=["--stream", "on"])
     lines = [l for l in r.stderr.splitlines() if "not carried" in l]
-    assert len(lines) == 1 and "streamed" in lines[0] and "GeoTIFF" in lines[0]
+    assert len(lines) == 1 and "colour profile" in lines[0] and "orientation" in lines[0] and "streamed" in lines[0]
 
 
 def test_reduced_resolution_pages_are_refused(apron, tmp_path):
