@@ -63,6 +63,36 @@ TEST(TiffPages, OneImageOfSeveralPagesIsRefusedByName) {
     EXPECT_FALSE(std::filesystem::exists(dir.file("o.png")));
 }
 
+// Hundreds of pages, each its own size and description: every page found in order (pages are walked one after
+// another, not from the first each time: 2000 pages took 8 million reads that way).
+TEST(TiffPages, ManyPagesInOrder) {
+    ScratchDir dir;
+    const std::string path = dir.file("many.tif");
+    std::vector<Image> pages;
+    std::vector<ImageMetadata> meta(300);
+    for (int k = 0; k < 300; ++k) {
+        pages.push_back(random_image(1 + k % 7, 1 + k % 5, 1, PixelType::u8, unsigned(k)));
+        meta[std::size_t(k)].description = "page " + std::to_string(k);
+    }
+    std::vector<ConstImageView> views;
+    for (const Image& p : pages) views.push_back(p.view());
+    write_pages(path, views, {}, meta);
+    const std::vector<ImageShape> shapes = probe_pages(path);
+    const std::vector<ImageMetadata> back = read_pages_metadata(path);
+    const std::vector<Image> read = read_pages(path);
+    ASSERT_EQ(shapes.size(), 300u);
+    ASSERT_EQ(back.size(), 300u);
+    ASSERT_EQ(read.size(), 300u);
+    for (std::size_t k = 0; k < 300; ++k) {
+        EXPECT_EQ(shapes[k], pages[k].shape()) << k;
+        EXPECT_EQ(back[k].description, meta[k].description) << k;
+        EXPECT_TRUE(same_pixels(read[k].view(), pages[k].view())) << k;
+    }
+    ReadOptions one;
+    one.page = 299;
+    EXPECT_EQ(read_metadata(path, one).description, "page 299");
+}
+
 TEST(TiffPages, TheBudgetHoldsEveryPage) {
     ScratchDir dir;
     const std::string path = dir.file("big.tif");

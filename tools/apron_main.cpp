@@ -191,10 +191,10 @@ int run_filter_pages(const FilterArgs& a, const apron::Pipeline& pipeline, apron
     metadata.resize(std::size_t(pages));
     std::vector<apron::ImageShape> stored(static_cast<std::size_t>(pages)), outputs(static_cast<std::size_t>(pages));
     std::uint64_t held = 0, work = 0;
+    stored = apron::probe_pages(a.input, read);
+    if (int(stored.size()) != pages) throw apron::Error(a.input + ": the file changed while it was read");
     for (int p = 0; p < pages; ++p) {
-        apron::ReadOptions one = read;
-        one.page = p;
-        apron::ImageShape in = stored[std::size_t(p)] = apron::probe_image(a.input, one);
+        apron::ImageShape in = stored[std::size_t(p)];
         const int turn = a.auto_orient ? metadata[std::size_t(p)].orientation : 0;
         if (turn >= 5) std::swap(in.width, in.height);
         apron::ImageShape out = in;

@@ -148,6 +148,8 @@ std::vector<Image> read_pages(const std::string& path, const ReadOptions& option
 std::vector<ImageMetadata> read_pages_metadata(const std::string& path, const ReadOptions& options = {});
 // How many pages the file holds (a TIFF's directories; 1 for other formats), from its directories alone.
 int count_pages(const std::string& path, const ReadOptions& options = {});
+// The shape of every page (probe_image of each, in one pass over the directories).
+std::vector<ImageShape> probe_pages(const std::string& path, const ReadOptions& options = {});
 // Decodes an image held in memory (the fuzz targets and tests use this); `name` is used in errors.
 Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options = {});
 

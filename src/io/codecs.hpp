@@ -117,6 +117,7 @@ ImageShape probe_tiff(const ByteSource& source, const std::string& name, const R
 // the number of pages, every page's metadata, and pages written as one directory each.
 std::vector<Image> decode_tiff_pages(Bytes bytes, const std::string& name, const ReadOptions& options);
 int count_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options);
+std::vector<ImageShape> probe_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options);
 std::vector<ImageMetadata> metadata_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options);
 Buffer encode_tiff_pages(std::span<const ConstImageView> pages, std::span<const ImageMetadata> metadata,
                          const std::string& name);

@@ -378,6 +378,21 @@ int count_pages(const std::string& path, const ReadOptions& options) {
     });
 }
 
+std::vector<ImageShape> probe_pages(const std::string& path, const ReadOptions& options) {
+    return read_file_header(path, options, [](const io::ByteSource& source, const std::string& name, const ReadOptions& o) {
+        if (magic_of(io::read_prefix(source, 8)) == Magic::tiff) {
+#if APRON_HAVE_TIFF
+            return io::probe_tiff_pages(source, name, o);
+#else
+            tiff_not_built(name);
+#endif
+        }
+        ReadOptions one = o;
+        one.page = 0;
+        return std::vector<ImageShape>{probe_source(source, name, one)};
+    });
+}
+
 std::vector<ImageMetadata> read_pages_metadata(const std::string& path, const ReadOptions& options) {
     return read_file_header(path, options, [](const io::ByteSource& source, const std::string& name, const ReadOptions& o) {
         if (magic_of(io::read_prefix(source, 8)) == Magic::tiff) {

@@ -422,7 +422,10 @@ public:
         const int p = std::max(page, 0);
         if (p >= std::max(count, 1))
             fail(name_, "no page " + std::to_string(p) + " (the TIFF file has " + std::to_string(count) + ")");
-        if (p != int(TIFFCurrentDirectory(h_.tif)) && !TIFFSetDirectory(h_.tif, tdir_t(p)))
+        // The next page from the current one (TIFFSetDirectory walks the chain from the first: pages one
+        // after another would read it N^2 / 2 times).
+        const int current = int(TIFFCurrentDirectory(h_.tif));
+        if (p != current && !(p == current + 1 ? TIFFReadDirectory(h_.tif) : TIFFSetDirectory(h_.tif, tdir_t(p))))
             tiff_failed(name_, f_, ("bad TIFF file: page " + std::to_string(p)).c_str());
         std::uint32_t subfile = 0;
         TIFFGetField(h_.tif, TIFFTAG_SUBFILETYPE, &subfile);
@@ -663,6 +666,16 @@ ImageShape probe_tiff(const ByteSource& source, const std::string& name, const R
     return reader.read_header(options, source.size());
 }
 
+std::vector<ImageShape> probe_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    TiffReader reader(source, name, options);
+    std::vector<ImageShape> shapes;
+    for (int p = 0, count = std::max(reader.pages(), 1); p < count; ++p) {
+        reader.select_page(p, true);
+        shapes.push_back(reader.read_header(options, source.size()));
+    }
+    return shapes;
+}
+
 int count_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options) {
     TiffReader reader(source, name, options);
     return std::max(reader.pages(), 1);
@@ -830,6 +843,9 @@ std::vector<Image> decode_tiff_pages(Bytes, const std::string& name, const ReadO
     fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
 int count_tiff_pages(const ByteSource&, const std::string& name, const ReadOptions&) {
+    fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
+}
+std::vector<ImageShape> probe_tiff_pages(const ByteSource&, const std::string& name, const ReadOptions&) {
     fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
 std::vector<ImageMetadata> metadata_tiff_pages(const ByteSource&, const std::string& name, const ReadOptions&) {
