@@ -248,6 +248,14 @@ KINDS = [
     dict(dtype=np.float64, shape=(2, 11, 9)),
     dict(dtype=bool, shape=(2, 16, 9)),
     dict(dtype=np.uint8, shape=(2, 11, 9, 5), photometric="minisblack", planarconfig="contig"),
+    dict(dtype=np.uint8, shape=(2, 11, 9), photometric="palette", colormap=np.arange(768, dtype=np.uint16).reshape(3, 256) * 85),
+    dict(dtype=np.uint8, shape=(2, 16, 16, 3), photometric="rgb", compression="jpeg"),
+    dict(dtype=np.uint16, shape=(2, 11, 9), compression="lzw", predictor=True),
+    dict(dtype=np.float32, shape=(2, 32, 32), compression="zstd", tile=(16, 16)),
+    dict(dtype=np.int8, shape=(2, 11, 9)),
+    dict(dtype=np.uint16, shape=(3, 11, 9), byteorder=">"),
+    dict(dtype=np.uint8, shape=(2, 11, 9), bigtiff=True),
+    dict(dtype=np.uint8, shape=(2, 11, 9, 4), photometric="separated"),
 ]
 
 
@@ -258,7 +266,8 @@ def test_sweep_of_tiff_kinds_carried_or_refused(apron, tmp_path, kind):
     rng = np.random.default_rng(kind)
     data = (rng.random(shape) > 0.5) if dtype is bool else rng.integers(0, 100, shape).astype(dtype)
     src = tmp_path / "in.tif"
-    with tifffile.TiffWriter(src) as w:
+    options = {key: k.pop(key) for key in ("byteorder", "bigtiff") if key in k}
+    with tifffile.TiffWriter(src, **options) as w:
         for page in data:
             w.write(page, description="kind %d" % kind, resolution=(3.0, 3.0), extratags=GEO_TAGS[:1], metadata=None, **k)
     dst = tmp_path / "out.tif"
