@@ -117,10 +117,13 @@ struct ImageMetadata {
     // TIFF tags carried only into TIFF: Software (305), DateTime (306), Artist (315), Copyright (33432), the
     // GeoTIFF tags and GDAL_METADATA / GDAL_NODATA, in tag order.
     std::vector<TiffTag> tiff_tags;
+    // Other tags of a TIFF's page that no output carries (Make, Model, PageName, XMP, the Exif directory...),
+    // as "Name (number)": fit_metadata names them, so that none is dropped unsaid.
+    std::vector<std::string> tiff_tags_not_carried;
 
     bool empty() const {
         return icc_profile.empty() && exif.empty() && orientation == 0 && x_resolution == 0 && y_resolution == 0 &&
-               description.empty() && tiff_tags.empty();
+               description.empty() && tiff_tags.empty() && tiff_tags_not_carried.empty();
     }
 };
 

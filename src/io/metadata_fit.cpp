@@ -135,7 +135,8 @@ std::string fit_metadata(ImageMetadata& m, ImageFormat format, const std::string
     // A streamed run writes metadata only into a TIFF (its sinks write the directory); PNG, PNM and PFM
     // sinks write none.
     const bool nothing = (streamed && format != ImageFormat::tiff) || format == ImageFormat::pnm || format == ImageFormat::pfm;
-    const bool exif_lost = nothing && !m.exif.empty();  // a TIFF output would not keep it either
+    // What a TIFF output would not keep either: then the line does not send the user to .tif.
+    const bool tiff_would_lose = (nothing && !m.exif.empty()) || !m.tiff_tags_not_carried.empty();
     if (nothing) {
         if (!m.icc_profile.empty()) lost.push_back("the colour profile");
         if (!m.exif.empty()) lost.push_back("the Exif block");
@@ -189,6 +190,11 @@ std::string fit_metadata(ImageMetadata& m, ImageFormat format, const std::string
             m.tiff_tags.clear();
         }
     }
+    if (!m.tiff_tags_not_carried.empty()) {
+        lost.push_back("the TIFF tag" + std::string(m.tiff_tags_not_carried.size() > 1 ? "s " : " ") + join(m.tiff_tags_not_carried) +
+                       " (apron carries no others than the resolution, description, text, GeoTIFF and GDAL tags)");
+        m.tiff_tags_not_carried.clear();
+    }
     if (lost.empty()) return {};
     std::string line = output + ": " + join(lost) + " not carried: ";
     if (streamed && format != ImageFormat::tiff) {
@@ -197,7 +203,7 @@ std::string fit_metadata(ImageMetadata& m, ImageFormat format, const std::string
         line.resize(line.size() - 2);
     } else {
         line += std::string(format_name) + " has no place for " + (lost.size() > 1 ? "them" : "it");
-        if (!exif_lost) line += std::string("; write .tif to keep ") + (lost.size() > 1 ? "them" : "it");
+        if (!tiff_would_lose) line += std::string("; write .tif to keep ") + (lost.size() > 1 ? "them" : "it");
     }
     return line;
 }

@@ -513,6 +513,18 @@ public:
             m.tiff_tags.push_back({tag, std::uint16_t(field.field_type), count, std::vector<std::uint8_t>(first, first + bytes)});
         }
         std::sort(m.tiff_tags.begin(), m.tiff_tags.end(), [](const TiffTag& a, const TiffTag& b) { return a.number < b.number; });
+        // The page's other tags beyond its geometry, named for fit_metadata's line. libtiff lists the tags
+        // it keeps as custom values: the text and private tags, never the layout's own (sizes, strips,
+        // samples, compression), which the output writes anew.
+        for (int i = 0, n = TIFFGetTagListCount(h_.tif); i < n; ++i) {
+            const std::uint32_t tag = TIFFGetTagListEntry(h_.tif, i);
+            const bool carried = std::any_of(m.tiff_tags.begin(), m.tiff_tags.end(), [&](const TiffTag& t) { return t.number == tag; });
+            if (carried || tag == TIFFTAG_IMAGEDESCRIPTION || tag == TIFFTAG_ICCPROFILE || tag == TIFFTAG_ORIENTATION) continue;
+            const TIFFField* field = TIFFFieldWithTag(h_.tif, tag);
+            const char* name = field ? TIFFFieldName(field) : nullptr;
+            m.tiff_tags_not_carried.push_back((name && *name && std::strncmp(name, "Tag ", 4) != 0 ? std::string(name) + " (" : "tag (") +
+                                              std::to_string(tag) + ")");
+        }
         return m;
     }
 

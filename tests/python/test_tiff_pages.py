@@ -319,3 +319,16 @@ def test_plan_of_a_multi_page_file_plans_every_page(apron, tmp_path, zstack):
     src, _ = zstack
     r = apron.run("plan", "--op", "box", "--input", src)
     assert r.stdout.count("page ") == 5 and "page 4 of 5" in r.stdout
+
+
+def test_other_tags_are_named_not_dropped_silently(apron, tmp_path):
+    """Tags apron does not carry (a microscope's Make and Model, a PageName, a private tag) are named on stderr."""
+    src = tmp_path / "scope.tif"
+    tifffile.imwrite(src, np.zeros((8, 8), np.uint8), metadata=None,
+                     extratags=[(271, "s", 0, "ACME"), (272, "s", 0, "Scope 9"), (285, "s", 0, "slice"), (65000, "I", 2, (1, 2))])
+    for out in ("o.tif", "o.png"):
+        r = apron.filter_files(src, tmp_path / out, "box")
+        lines = [l for l in r.stderr.splitlines() if "not carried" in l]
+        assert len(lines) == 1, r.stderr
+        for name in ("Make (271)", "Model (272)", "PageName (285)", "65000"):
+            assert name in lines[0], lines[0]
