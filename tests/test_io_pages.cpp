@@ -59,6 +59,12 @@ TEST(TiffPages, OneImageOfSeveralPagesIsRefusedByName) {
     far.page = 3;
     EXPECT_TRUE(fails_naming([&] { read_image(path, far); }, path, "no page 3"));
     // Only TIFF holds several images.
+    const Image img = random_image(3, 2, 1, PixelType::u8, 6);
+    write_image(dir.file("one.png"), img.view());
+    EXPECT_TRUE(fails_naming([&] { read_image(dir.file("one.png"), far); }, dir.file("one.png"), "no page 3"));
+    EXPECT_TRUE(fails_naming([&] { probe_image(dir.file("one.png"), far); }, dir.file("one.png"), "no page 3"));
+    EXPECT_EQ(count_pages(dir.file("one.png")), 1);
+    EXPECT_EQ(read_pages(dir.file("one.png")).size(), 1u);
     EXPECT_TRUE(fails_naming([&] { write_pages(dir.file("o.png"), views); }, dir.file("o.png"), ".tif"));
     EXPECT_FALSE(std::filesystem::exists(dir.file("o.png")));
 }

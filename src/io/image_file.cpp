@@ -255,8 +255,15 @@ private:
     FileSource source_;
 };
 
+// Only a TIFF has pages beyond the first.
+void check_page(Magic magic, const std::string& name, const ReadOptions& options) {
+    if (options.page > 0 && magic != Magic::tiff && magic != Magic::unknown)
+        fail(name, "no page " + std::to_string(options.page) + " (only a TIFF holds several images)");
+}
+
 ImageShape probe_source(const io::ByteSource& source, const std::string& name, const ReadOptions& options) {
     const io::Buffer first = io::read_prefix(source, 8);
+    check_page(magic_of(first), name, options);
     switch (magic_of(first)) {
     case Magic::pnm: return io::probe_pnm(source, name, options);
     case Magic::pfm: return io::probe_pfm(source, name, options);
@@ -327,6 +334,7 @@ std::unique_ptr<io::ByteSource> io::open_file_source(const std::string& path) {
 }
 
 Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options) {
+    check_page(magic_of(bytes), name, options);
     switch (magic_of(bytes)) {
     case Magic::pnm: return io::decode_pnm(bytes, name, options);
     case Magic::pfm: return io::decode_pfm(bytes, name, options);
