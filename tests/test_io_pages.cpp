@@ -192,6 +192,25 @@ TEST(TiffTags, StreamedTiffSinksWriteTheMetadata) {
         EXPECT_EQ(back.icc_profile, m.icc_profile);
         EXPECT_EQ(back.tiff_tags, m.tiff_tags) << io::to_string(compression);
     }
+    // The PNG sink writes the chunks encode_image writes: Exif, pHYs, the description and text tags.
+    ImageMetadata p;
+    p.exif = io::exif_with_orientation(8);
+    p.x_resolution = p.y_resolution = 50;  // per centimetre: 5000 per metre, exact in pHYs
+    p.resolution_unit = ResolutionUnit::centimetre;
+    p.description = "streamed";
+    p.tiff_tags = {ascii_tag(305, "apron")};
+    io::SinkOptions so;
+    so.metadata = p;
+    auto sink = io::create_row_sink(dir.file("s.png"), img.shape(), so);
+    sink->write_rows(0, img.view());
+    sink->commit();
+    sink.reset();
+    const ImageMetadata back = read_metadata(dir.file("s.png"));
+    EXPECT_EQ(back.orientation, 8);
+    EXPECT_EQ(back.x_resolution, 50);
+    EXPECT_EQ(back.resolution_unit, ResolutionUnit::centimetre);
+    EXPECT_EQ(back.description, "streamed");
+    EXPECT_EQ(back.tiff_tags, p.tiff_tags);
 }
 
 TEST(TiffTags, OmeXmlOfAnotherPixelTypeIsLeftOutAndSaid) {

@@ -145,7 +145,7 @@ int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, co
         if (root) std::cout << why << "\n" << apron::describe_stream(a.input, a.output, pipeline, so);
         return 0;
     }
-    // The input's metadata goes into a TIFF output's directory (every rank writes the same header); what an
+    // The input's metadata goes into a TIFF or PNG output (every rank writes the same header); what an
     // output cannot hold is said once (the pixels are not turned: only another type makes an OME-XML
     // description wrong).
     if (keep_metadata_option(a.metadata) && a.raw.empty()) {
@@ -544,7 +544,7 @@ int main(int argc, char** argv) {
                                           "refuse input images larger than this (unset: larger ones are streamed)")
                            ->capture_default_str();
     filter->add_option("--quality", fa.quality, "JPEG quality 1..100")->capture_default_str();
-    filter->add_option("--metadata", fa.metadata, std::string(metadata_help) + " (a streamed run writes it only into .tif, and says what it leaves out)")
+    filter->add_option("--metadata", fa.metadata, std::string(metadata_help) + " (a streamed run writes it into .tif and .png, and says what it leaves out)")
         ->capture_default_str()
         ->type_name(metadata_values);
     filter->add_flag("--auto-orient", fa.auto_orient,

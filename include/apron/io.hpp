@@ -192,8 +192,8 @@ void write_pages(const std::string& path, std::span<const ConstImageView> pages,
 // OME-XML description that would state another pixel type or size than the output's. Returns one line
 // for the caller to print on stderr, e.g. "out.png: GeoTIFF georeferencing (tags 33550, 33922, 34735) not
 // carried: PNG has no place for it; write .tif to keep it", or "" when everything is carried. `streamed`:
-// the output is written by rows (apron/stream.hpp): a TIFF sink writes what a whole TIFF holds, the others
-// (PNG, PNM, PFM, raw) nothing.
+// the output is written by rows (apron/stream.hpp): the TIFF and PNG sinks write what write_image writes,
+// the others (PNM, PFM, raw) nothing.
 std::string fit_metadata(ImageMetadata& metadata, ImageFormat format, const std::string& output, const ImageShape& from,
                          const ImageShape& to, bool streamed = false);
 std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image, const std::string& name,

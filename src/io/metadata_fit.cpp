@@ -132,9 +132,10 @@ std::string fit_metadata(ImageMetadata& m, ImageFormat format, const std::string
                        to_string(to.type) + " " + std::to_string(to.width) + "x" + std::to_string(to.height) + ")");
     }
     const char* format_name = format == ImageFormat::pnm ? "PNM" : format == ImageFormat::pfm ? "PFM" : format == ImageFormat::png ? "PNG" : format == ImageFormat::jpeg ? "JPEG" : "TIFF";
-    // A streamed run writes metadata only into a TIFF (its sinks write the directory); PNG, PNM and PFM
-    // sinks write none.
-    const bool nothing = (streamed && format != ImageFormat::tiff) || format == ImageFormat::pnm || format == ImageFormat::pfm;
+    // A streamed run writes metadata into TIFF and PNG as a whole-image run does (the sinks write the
+    // directory, the chunks before IDAT); PNM, PFM and raw hold none. JPEG is never written by rows.
+    const bool nothing = (streamed && format != ImageFormat::tiff && format != ImageFormat::png) || format == ImageFormat::pnm ||
+                         format == ImageFormat::pfm;
     // What a TIFF output would not keep either: then the line does not send the user to .tif.
     const bool tiff_would_lose = (nothing && !m.exif.empty()) || !m.tiff_tags_not_carried.empty();
     if (nothing) {
@@ -197,8 +198,8 @@ std::string fit_metadata(ImageMetadata& m, ImageFormat format, const std::string
     }
     if (lost.empty()) return {};
     std::string line = output + ": " + join(lost) + " not carried: ";
-    if (streamed && format != ImageFormat::tiff) {
-        line += "a streamed run writes metadata only into a .tif output";
+    if (nothing && streamed) {
+        line += "a streamed run writes metadata only into .tif and .png outputs";
     } else if (format == ImageFormat::tiff) {
         line.resize(line.size() - 2);
     } else {

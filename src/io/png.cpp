@@ -25,6 +25,40 @@ namespace apron::io {
 
 namespace png_detail {
 
+PngMetadata png_metadata_of(const ImageMetadata& m) {
+    PngMetadata p;
+    p.exif = exif_to_write(m, SIZE_MAX);
+    p.icc = m.icc_profile;
+    p.has_phys = png_phys(m, p.phys);
+    p.values.reserve(m.tiff_tags.size() + 1);  // text points into values: no reallocation
+    const auto add = [&](const char* key, std::string value, int compression) {
+        p.values.push_back(std::move(value));
+        png_text t{};
+        t.compression = compression;
+        t.key = const_cast<png_charp>(key);
+        t.text = p.values.back().data();
+        t.text_length = p.values.back().size();
+        t.itxt_length = compression >= PNG_ITXT_COMPRESSION_NONE ? p.values.back().size() : 0;
+        p.text.push_back(t);
+    };
+    if (!m.description.empty())
+        add("Description", m.description, m.description.size() > 1024 ? PNG_ITXT_COMPRESSION_zTXt : PNG_ITXT_COMPRESSION_NONE);
+    for (const TiffTag& t : m.tiff_tags)
+        if (const char* key = png_keyword_of(t.number); key && t.type == 2)
+            add(key, std::string(t.bytes.begin(), t.bytes.end()), PNG_TEXT_COMPRESSION_NONE);
+    return p;
+}
+
+void set_png_metadata(png_structp png, png_infop info, const PngMetadata& m) {
+    png_set_benign_errors(png, 1);
+    if (!m.icc.empty())
+        png_set_iCCP(png, info, "ICC profile", PNG_COMPRESSION_TYPE_BASE, m.icc.data(), png_uint_32(m.icc.size()));
+    if (!m.exif.empty()) png_set_eXIf_1(png, info, png_uint_32(m.exif.size()), const_cast<png_bytep>(m.exif.data()));
+    if (m.has_phys)
+        png_set_pHYs(png, info, m.phys.x, m.phys.y, m.phys.unit == 1 ? PNG_RESOLUTION_METER : PNG_RESOLUTION_UNKNOWN);
+    if (!m.text.empty()) png_set_text(png, info, const_cast<png_textp>(m.text.data()), int(m.text.size()));
+}
+
 void on_error(png_structp png, png_const_charp message) {
     auto* ctx = static_cast<PngContext*>(png_get_error_ptr(png));
     std::snprintf(ctx->message, sizeof ctx->message, "%s", message);
@@ -105,19 +139,13 @@ bool step_read_rows(png_structp png, png_infop info, std::byte* image, std::size
 // exif and icc: the Exif block and the colour profile, or empty. libpng checks a profile against the image
 // (gray or RGB, a sane header) and leaves out one that does not fit, with a warning rather than an error:
 // metadata never stops an image from being written.
-// phys: the resolution (unit -1: none); text: the description and text tags.
 bool step_write(png_structp png, png_infop info, int width, int height, int depth, int color, int level,
-                png_bytepp rows, Bytes exif, Bytes icc, const PngPhys* phys, png_textp text, int texts) {
+                png_bytepp rows, const PngMetadata& metadata) {
     if (setjmp(png_jmpbuf(png))) return false;
     png_set_IHDR(png, info, png_uint_32(width), png_uint_32(height), depth, color, PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_set_compression_level(png, level);
-    png_set_benign_errors(png, 1);
-    if (!icc.empty())
-        png_set_iCCP(png, info, "ICC profile", PNG_COMPRESSION_TYPE_BASE, icc.data(), png_uint_32(icc.size()));
-    if (!exif.empty()) png_set_eXIf_1(png, info, png_uint_32(exif.size()), const_cast<png_bytep>(exif.data()));
-    if (phys) png_set_pHYs(png, info, phys->x, phys->y, phys->unit == 1 ? PNG_RESOLUTION_METER : PNG_RESOLUTION_UNKNOWN);
-    if (texts > 0) png_set_text(png, info, text, texts);
+    set_png_metadata(png, info, metadata);
     png_write_info(png, info);
     if (depth == 16 && little_endian_host) png_set_swap(png);
     png_write_image(png, rows);
@@ -281,32 +309,9 @@ Buffer encode_png(ConstImageView image, const std::string& name, const WriteOpti
     for (int y = 0; y < image.height(); ++y)
         rows[y] = reinterpret_cast<png_bytep>(const_cast<std::byte*>(image.row_bytes(y)));
     const int depth = image.type() == PixelType::u16 ? 16 : 8;
-    const ImageMetadata& m = options.metadata;
-    const std::vector<std::uint8_t> exif = exif_to_write(m, SIZE_MAX);
-    PngPhys phys;
-    const bool has_phys = png_phys(m, phys);
-    // The description as UTF-8 iTXt (compressed when long), the text tags as tEXt under PNG's keywords.
-    std::vector<png_text> text;
-    std::vector<std::string> values;
-    values.reserve(m.tiff_tags.size() + 1);
-    const auto add = [&](const char* key, std::string value, int compression) {
-        values.push_back(std::move(value));
-        png_text t{};
-        t.compression = compression;
-        t.key = const_cast<png_charp>(key);
-        t.text = values.back().data();
-        t.text_length = values.back().size();
-        t.itxt_length = compression >= PNG_ITXT_COMPRESSION_NONE ? values.back().size() : 0;
-        text.push_back(t);
-    };
-    if (!m.description.empty())
-        add("Description", m.description, m.description.size() > 1024 ? PNG_ITXT_COMPRESSION_zTXt : PNG_ITXT_COMPRESSION_NONE);
-    for (const TiffTag& t : m.tiff_tags)
-        if (const char* key = png_keyword_of(t.number); key && t.type == 2)
-            add(key, std::string(t.bytes.begin(), t.bytes.end()), PNG_TEXT_COMPRESSION_NONE);
+    const PngMetadata metadata = png_metadata_of(options.metadata);
     if (!step_write(s.png, s.info, image.width(), image.height(), depth, color_of_channels[image.channels()],
-                    options.png_compression, rows.data(), exif, m.icc_profile, has_phys ? &phys : nullptr, text.data(),
-                    int(text.size())))
+                    options.png_compression, rows.data(), metadata))
         fail(name, std::string("cannot encode PNG: ") + ctx.message);
     return out;
 }

@@ -80,7 +80,8 @@ struct SinkOptions {
     // Threads one write_rows may use (rows or rows of tiles written in parts at once, with pwrite).
     int threads = 1;
     // TIFF outputs: written into the directory (profile, orientation, resolution, description, carried
-    // tags). Other sinks write none (fit_metadata says so).
+    // tags); PNG: into the chunks before IDAT, as encode_image writes them. PNM, PFM and raw hold none
+    // (fit_metadata says so).
     ImageMetadata metadata;
 };
 

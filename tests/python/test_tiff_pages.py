@@ -202,16 +202,22 @@ def test_streamed_tiff_carries_the_tags(apron, tmp_path, geotiff, compression):
 
 
 def test_streamed_profile_and_orientation_into_tiff(apron, tmp_path):
-    """A 1 MB colour profile and the orientation of a photo survive a streamed run into TIFF; into PNG they
-    are said to be left out."""
+    """The colour profile and the orientation of a photo survive a streamed run into TIFF and PNG; into PPM
+    they are said to be left out."""
+    from PIL import ImageCms
+
     rgb = np.random.default_rng(15).integers(0, 256, (40, 33, 3), dtype=np.uint8)
-    icc = bytes(np.random.default_rng(16).integers(0, 256, 1 << 20, dtype=np.uint8))
+    icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
     src = tmp_path / "photo.tif"
     tifffile.imwrite(src, rgb, photometric="rgb", iccprofile=icc, extratags=[(274, "H", 1, 6)], metadata=None)
     apron.filter_files(src, tmp_path / "s.tif", "box", extra=["--stream", "on", "--tile", "16"])
     tags = tag_values(tmp_path / "s.tif")
     assert tags[34675] == icc and tags[274] == 6
     r = apron.filter_files(src, tmp_path / "s.png", "box", extra=["--stream", "on"])
+    assert "not carried" not in r.stderr
+    with Image.open(tmp_path / "s.png") as im:
+        assert im.info.get("icc_profile") == icc and im.getexif().get(0x0112) == 6
+    r = apron.filter_files(src, tmp_path / "s.ppm", "box", extra=["--stream", "on"])
     lines = [l for l in r.stderr.splitlines() if "not carried" in l]
     assert len(lines) == 1 and "colour profile" in lines[0] and "orientation" in lines[0] and "streamed" in lines[0]
 
