@@ -167,6 +167,10 @@ std::string fit_metadata(ImageMetadata& m, ImageFormat format, const std::string
             m.description.clear();
         }
     } else if (format == ImageFormat::png) {
+        if (std::string why; !m.icc_profile.empty() && !png_keeps_profile(m.icc_profile, to.channels, &why)) {
+            lost.push_back("the colour profile (libpng refuses it: " + why + ")");
+            m.icc_profile.clear();
+        }
         PngPhys p;
         if (m.x_resolution > 0 && !png_phys(m, p)) {
             lost.push_back("the resolution (" + resolution_text(m) + ", beyond PNG's pHYs)");

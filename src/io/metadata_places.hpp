@@ -26,6 +26,11 @@ struct JpegDensity {
 };
 bool jpeg_density(const ImageMetadata& m, JpegDensity& out);
 
+// Whether a PNG of `channels` channels would keep this colour profile: libpng checks it against the image
+// (a gray profile for gray, RGB for colour, a sane header) and leaves out, with a mere warning, one that does
+// not fit; `why` then holds libpng's reason (png.cpp).
+bool png_keeps_profile(const std::vector<std::uint8_t>& icc, int channels, std::string* why = nullptr);
+
 // Whether a description is OME-XML (an OME-TIFF's ImageDescription).
 bool is_ome_xml(const std::string& description);
 

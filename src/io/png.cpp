@@ -139,6 +139,16 @@ bool step_read_rows(png_structp png, png_infop info, std::byte* image, std::size
 // exif and icc: the Exif block and the colour profile, or empty. libpng checks a profile against the image
 // (gray or RGB, a sane header) and leaves out one that does not fit, with a warning rather than an error:
 // metadata never stops an image from being written.
+// The profile set on a 1x1 image of `color`, as the writer sets it: *kept tells whether libpng took it.
+bool step_try_profile(png_structp png, png_infop info, int color, const std::vector<std::uint8_t>* icc, bool* kept) {
+    if (setjmp(png_jmpbuf(png))) return false;
+    png_set_IHDR(png, info, 1, 1, 8, color, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_set_benign_errors(png, 1);
+    png_set_iCCP(png, info, "ICC profile", PNG_COMPRESSION_TYPE_BASE, icc->data(), png_uint_32(icc->size()));
+    *kept = png_get_valid(png, info, PNG_INFO_iCCP) != 0;
+    return true;
+}
+
 bool step_write(png_structp png, png_infop info, int width, int height, int depth, int color, int level,
                 png_bytepp rows, const PngMetadata& metadata) {
     if (setjmp(png_jmpbuf(png))) return false;
@@ -288,6 +298,31 @@ ImageShape probe_png(const ByteSource& source, const std::string& name, const Re
 ImageMetadata metadata_png(const ByteSource& source, const std::string& name) {
     PngReader reader(source, name);
     return reader.metadata();
+}
+
+namespace {
+
+// Warnings kept (the reason libpng leaves a profile out), for png_keeps_profile.
+void keep_warning(png_structp png, png_const_charp message) {
+    auto* ctx = static_cast<PngContext*>(png_get_error_ptr(png));
+    if (!ctx->message[0]) std::snprintf(ctx->message, sizeof ctx->message, "%s", message);
+}
+
+}  // namespace
+
+bool png_keeps_profile(const std::vector<std::uint8_t>& icc, int channels, std::string* why) {
+    if (icc.empty() || icc.size() > 0x7fffffff) return icc.empty();
+    PngContext ctx;
+    WriteStructs s;
+    s.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &ctx, on_error, keep_warning);
+    if (s.png) s.info = png_create_info_struct(s.png);
+    if (!s.png || !s.info) return true;  // out of memory: the writer will say so
+    static constexpr int color_of_channels[] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
+                                                PNG_COLOR_TYPE_RGB_ALPHA};
+    bool kept = false;
+    const bool ran = step_try_profile(s.png, s.info, color_of_channels[std::clamp(channels, 1, 4)], &icc, &kept);
+    if (!(ran && kept) && why) *why = ctx.message[0] ? ctx.message : "libpng refuses it";
+    return ran && kept;
 }
 
 Buffer encode_png(ConstImageView image, const std::string& name, const WriteOptions& options) {

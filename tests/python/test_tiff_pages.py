@@ -338,3 +338,15 @@ def test_other_tags_are_named_not_dropped_silently(apron, tmp_path):
         assert len(lines) == 1, r.stderr
         for name in ("Make (271)", "Model (272)", "PageName (285)", "65000"):
             assert name in lines[0], lines[0]
+
+
+def test_a_profile_png_refuses_is_said(apron, tmp_path):
+    """libpng leaves out a profile that does not fit (here bytes that are no ICC profile) with a mere warning:
+    the run says so rather than drop it unsaid."""
+    src = tmp_path / "odd.tif"
+    tifffile.imwrite(src, np.zeros((6, 5, 3), np.uint8), photometric="rgb", iccprofile=b"not a profile" * 20, metadata=None)
+    r = apron.filter_files(src, tmp_path / "o.png", "box")
+    lines = [l for l in r.stderr.splitlines() if "not carried" in l]
+    assert len(lines) == 1 and "colour profile" in lines[0], r.stderr
+    r = apron.filter_files(src, tmp_path / "o.tif", "box")
+    assert "not carried" not in r.stderr and tag_values(tmp_path / "o.tif")[34675] == b"not a profile" * 20
