@@ -184,7 +184,7 @@ def test_auto_orient_agrees_with_pillow(apron, tmp_path, case):
 
 
 @pytest.mark.parametrize("bad", [0, 9, 255, 65535])
-@pytest.mark.parametrize("out", ["o.png", "o.jpg", "o.tif"])
+@pytest.mark.parametrize("out", ["o.png", "o.jpg"])  # a TIFF output already wrote only 1..8 as its own tag
 def test_out_of_range_orientation_is_not_copied(apron, tmp_path, bad, out):
     gray = np.random.default_rng(13).integers(0, 256, (9, 7), dtype=np.uint8)
     src = tmp_path / "p.png"
