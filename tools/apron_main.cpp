@@ -213,6 +213,25 @@ int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, co
         if (root) std::cout << why << "\n" << apron::describe_stream(a.input, a.output, pipeline, so);
         return 0;
     }
+    // The input's metadata goes into a TIFF or PNG output (every rank writes the same header); what an
+    // output cannot hold is said once (the pixels are not turned: only another type makes an OME-XML
+    // description wrong).
+    if (keep_metadata_option(a.metadata) && a.raw.empty()) {
+        so.metadata = apron::read_metadata(a.input);
+        apron::ImageFormat format = apron::ImageFormat::pnm;  // .raw holds nothing either
+        try {
+            format = apron::format_for_path(a.output);
+        } catch (const apron::Error&) {
+        }
+        apron::ReadOptions header;
+        header.max_pixels = std::uint64_t(1) << 62;  // the stream's own limits apply when it opens the file
+        header.pnm_byte_order = so.pnm_byte_order;
+        const apron::ImageShape in = apron::probe_image(a.input, header);
+        apron::ImageShape out = in;
+        out.type = options.out_type.value_or(in.type);
+        const std::string note = apron::fit_metadata(so.metadata, format, a.output, in, out, true);
+        if (root && !note.empty()) std::fprintf(stderr, "apron: %s\n", note.c_str());
+    }
     if (!so.team) so.progress = stream_progress();  // a rank's own rows are not the image's progress
     const apron::StreamReport r = apron::stream_filter(a.input, a.output, pipeline, so);
     if (root && a.timing)
@@ -223,6 +242,70 @@ int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, co
         std::fprintf(stderr, "%10.3f ms  busy reading, %.3f ms filtering, %.3f ms writing (summed over threads%s)\n",
                      r.read_seconds * 1e3, r.filter_seconds * 1e3, r.write_seconds * 1e3,
                      so.team ? ("; rank 0's bands of " + std::to_string(world->size) + " ranks'").c_str() : "");
+    return 0;
+}
+
+// Prints fit_metadata's line, if any, once.
+void say_not_carried(const std::string& note) {
+    if (!note.empty()) std::fprintf(stderr, "apron: %s\n", note.c_str());
+}
+
+// A multi-page TIFF filtered whole, page by page, every page written to the TIFF output, each with its own
+// metadata. The budget holds every page read, every result, and the largest page's filtering.
+int run_filter_pages(const FilterArgs& a, const apron::Pipeline& pipeline, apron::RunOptions options,
+                     const apron::ReadOptions& read, int pages, bool keep_metadata) {
+    std::vector<apron::ImageMetadata> metadata;
+    if (keep_metadata || a.auto_orient) metadata = apron::read_pages_metadata(a.input, read);
+    metadata.resize(std::size_t(pages));
+    std::vector<apron::ImageShape> stored(static_cast<std::size_t>(pages)), outputs(static_cast<std::size_t>(pages));
+    std::uint64_t held = 0, work = 0;
+    stored = apron::probe_pages(a.input, read);
+    if (int(stored.size()) != pages) throw apron::Error(a.input + ": the file changed while it was read");
+    for (int p = 0; p < pages; ++p) {
+        apron::ImageShape in = stored[std::size_t(p)];
+        const int turn = a.auto_orient ? metadata[std::size_t(p)].orientation : 0;
+        if (turn >= 5) std::swap(in.width, in.height);
+        apron::ImageShape out = in;
+        out.type = options.out_type.value_or(in.type);
+        outputs[std::size_t(p)] = out;
+        held += image_bytes(in) + image_bytes(out);
+        work = std::max(work, pipeline.memory_needed(in, options) + (turn >= 2 ? image_bytes(in) : 0));
+        if (a.plan_only) std::cout << "page " << p << " of " << pages << ":\n" << pipeline.describe(in, options);
+    }
+    if (a.plan_only) return 0;
+    apron::require_memory(held + work, options.memory_budget, a.input,
+                          std::to_string(pages) + " pages and their results " + apron::format_bytes(held) +
+                              ", filtering " + apron::format_bytes(work));
+    std::vector<apron::StageTiming> stages;
+    auto t = Clock::now();
+    std::vector<apron::Image> inputs = apron::read_pages(a.input, read);
+    stages.push_back({"read " + a.input + " (" + std::to_string(pages) + " pages)", ms_since(t)});
+    if (int(inputs.size()) != pages) throw apron::Error(a.input + ": the file changed while it was read");
+    std::vector<apron::Image> results;
+    std::vector<std::string> notes;
+    for (int p = 0; p < pages; ++p) {
+        apron::ImageMetadata& m = metadata[std::size_t(p)];
+        if (a.auto_orient) apron::turn_upright(inputs[std::size_t(p)], m);
+        warn_of_long_reference_run(pipeline, inputs[std::size_t(p)].shape(), options);
+        options.timings = &stages;
+        results.push_back(pipeline.run(inputs[std::size_t(p)], options));
+        inputs[std::size_t(p)] = apron::Image();  // the page's memory goes back before the next
+        if (!keep_metadata) m = {};
+        std::string note = apron::fit_metadata(m, apron::ImageFormat::tiff, a.output + " (page " + std::to_string(p) + ")",
+                                               stored[std::size_t(p)], results.back().shape());
+        if (!note.empty()) notes.push_back(std::move(note));
+    }
+    for (const std::string& note : notes) say_not_carried(note);
+    t = Clock::now();
+    std::vector<apron::ConstImageView> views;
+    for (const apron::Image& r : results) views.push_back(r.view());
+    apron::WriteOptions wo;
+    wo.jpeg_quality = a.quality;
+    if (a.compression_given) wo.tiff_compression = a.compression;
+    if (a.tile_given) wo.tiff_tile = a.tile;
+    apron::write_pages(a.output, views, wo, metadata);
+    stages.push_back({"write " + a.output, ms_since(t)});
+    if (a.timing) print_timing(stages);
     return 0;
 }
 
@@ -256,6 +339,17 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
     const auto refuse_auto_orient = [&](const std::string& why) {
         if (a.auto_orient) throw apron::Error("--auto-orient: needs a whole-image run, and this one is " + why);
     };
+    // A multi-page TIFF is filtered whole, every page, into a TIFF: never its first page alone.
+    if (const int pages = a.raw.empty() ? apron::count_pages(a.input, read) : 1; pages > 1) {
+        const std::string what = a.input + ": a TIFF file of " + std::to_string(pages) + " pages";
+        if ((world && world->size > 1) || a.stream == "on" || a.resume)
+            throw apron::Error(what + "; a streamed run filters one image (filter it whole, without --stream on, --resume or MPI ranks, to keep every page)");
+        const apron::ImageFormat format = apron::format_for_path(a.output);
+        if (format != apron::ImageFormat::tiff)
+            throw apron::Error(a.output + ": " + what + ", and " + apron::to_string(format) +
+                               " holds one image; a .tif output keeps every page");
+        return run_filter_pages(a, pipeline, options, read, pages, keep_metadata);
+    }
     if (world && world->size > 1) {
         if (a.stream == "off") throw apron::Error("--stream off: several MPI ranks filter one image only by streaming it");
         refuse_auto_orient("streamed (several MPI ranks)");
@@ -288,6 +382,7 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
     // input, the pipeline's intermediates and tables, and the encoded output).
     apron::ImageShape in_shape = apron::probe_image(a.input, read);
     apron::ImageMetadata metadata = keep_metadata || a.auto_orient ? apron::read_metadata(a.input, read) : apron::ImageMetadata{};
+    const apron::ImageShape stored_shape = in_shape;
     const int turn = a.auto_orient ? metadata.orientation : 0;  // 2-8: the pixels are turned upright first
     const std::uint64_t turned_bytes = turn >= 2 ? image_bytes(in_shape) : 0;  // the turned copy
     if (turn >= 5) std::swap(in_shape.width, in_shape.height);
@@ -336,7 +431,10 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
     // A whole-image TIFF is deflate strips unless asked otherwise; asked, it is what a streamed one would be.
     if (a.compression_given) wo.tiff_compression = a.compression;
     if (a.tile_given) wo.tiff_tile = a.tile;
-    if (keep_metadata) wo.metadata = std::move(metadata);
+    if (keep_metadata) {
+        wo.metadata = std::move(metadata);
+        say_not_carried(apron::fit_metadata(wo.metadata, out_format, a.output, stored_shape, result.shape()));
+    }
     apron::write_image(a.output, result, wo);
     stages.push_back({"write " + a.output, ms_since(t)});
     if (a.timing) print_timing(stages);
@@ -420,6 +518,16 @@ int run_plan(const PlanArgs& a) {
     const apron::Pipeline pipeline(a.ops);
     apron::ImageShape shape;
     if (!a.input.empty()) {
+        // A multi-page TIFF: every page is planned as apron filter runs it.
+        if (const int pages = apron::count_pages(a.input); pages > 1) {
+            for (int p = 0; p < pages; ++p) {
+                apron::ReadOptions one;
+                one.page = p;
+                std::cout << "page " << p << " of " << pages << ":\n"
+                          << pipeline.describe(apron::probe_image(a.input, one), options, true);
+            }
+            return 0;
+        }
         shape = apron::probe_image(a.input);
     } else {
         const auto [w, h] = size_option(a.size);
@@ -514,7 +622,7 @@ int main(int argc, char** argv) {
                                           "refuse input images larger than this (unset: larger ones are streamed)")
                            ->capture_default_str();
     auto* quality = filter->add_option("--quality", fa.quality, "JPEG quality 1..100 (JPEG output only)")->capture_default_str();
-    filter->add_option("--metadata", fa.metadata, std::string(metadata_help) + " (a streamed run writes none)")
+    filter->add_option("--metadata", fa.metadata, std::string(metadata_help) + " (a streamed run writes it into .tif and .png, and says what it leaves out)")
         ->capture_default_str()
         ->type_name(metadata_values);
     filter->add_flag("--auto-orient", fa.auto_orient,

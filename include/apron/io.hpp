@@ -40,16 +40,25 @@
 //         -> u8/u16, 1-4 channels.
 //   JPEG  gray, YCbCr/RGB (CMYK refused); corrupt or truncated data is refused, not patched -> u8, 1 or 3.
 //   TIFF  8/16-bit unsigned and 32-bit float, 1-4 samples, gray/RGB, strips or tiles, contiguous or separate
-//         planes, first page only; converted exactly as read: palette -> RGB u8, 1/2/4-bit gray -> u8
+//         planes, every page (read_pages; read_image refuses a file of several pages unless
+//         ReadOptions::page picks one); converted exactly as read: palette -> RGB u8, 1/2/4-bit gray -> u8
 //         (0..255), min-is-white gray inverted, 8/16-bit signed -> f32, JPEG-compressed YCbCr -> RGB
 //         -> u8/u16/f32, 1-4 channels, deflate-compressed strips unless WriteOptions says another codec
-//         (zstd, lzw, none) or tiles.
+//         (zstd, lzw, none) or tiles, one directory per page (write_pages).
+//         Reduced-resolution pages (NewSubfileType bit 0: pyramid levels, overviews), transparency-mask
+//         pages (bit 2) and SubIFDs are refused by name: filtering a pyramid level as an image of its own
+//         would write it back as a page, and dropping it would lose data silently.
 // Multi-byte samples are native-endian in memory.
 //
 // Metadata (read_metadata, WriteOptions::metadata): the colour profile and the Exif block of JPEG, PNG and
 // TIFF files, carried from an input to the output written from it, as libvips does, so that a filtered photo
 // shows in a viewer with the colours and the turn of the original. apron filters the pixels as stored
-// unless asked to turn them upright first (apply_orientation, `--auto-orient`).
+// unless asked to turn them upright first (apply_orientation, `--auto-orient`). From a TIFF also the pixel
+// size (XResolution, YResolution, ResolutionUnit), ImageDescription (OME-XML included), Software, DateTime,
+// Artist, Copyright, the GeoTIFF tags (33550, 33922, 34264, 34735, 34736, 34737) and GDAL's (42112, 42113):
+// all into a TIFF output (which keeps its own size, samples and compression tags); the resolution into
+// PNG pHYs and JPEG JFIF density, the description into PNG iTXt and a JPEG comment, where they fit.
+// fit_metadata says in one line what an output cannot hold.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -70,7 +79,25 @@ struct ReadOptions {
     // either is allocated). 0: no limit but max_pixels. The CLI passes its --memory budget here.
     std::uint64_t memory_budget = 0;
     ByteOrder pnm_byte_order = ByteOrder::big;  // 16-bit binary PNM samples (P5/P6/P7)
+    // Which image of a multi-page TIFF: -1 (the default) the file's only one, refusing a file of several
+    // pages by name (never page 0 alone, silently); 0.. that page (other formats have page 0 only).
+    // read_metadata with -1 gives the first page's.
+    int page = -1;
 };
+
+// A TIFF tag carried from a TIFF input into a TIFF output as stored, for tags libtiff does not interpret
+// (GeoTIFF, GDAL) and text tags: its number, TIFF field type (2 ASCII, 3 SHORT, 12 DOUBLE), count of values
+// (ASCII: characters, without the final NUL) and the values' bytes in native byte order.
+struct TiffTag {
+    std::uint16_t number = 0;
+    std::uint16_t type = 0;
+    std::uint32_t count = 0;
+    std::vector<std::uint8_t> bytes;
+    bool operator==(const TiffTag&) const = default;
+};
+
+// TIFF's ResolutionUnit: none (only the aspect ratio is known), inch, centimetre.
+enum class ResolutionUnit : unsigned char { none = 1, inch = 2, centimetre = 3 };
 
 // What a file says of its pixels besides their values.
 struct ImageMetadata {
@@ -81,8 +108,24 @@ struct ImageMetadata {
     // How a viewer turns the picture: Exif/TIFF Orientation 1..8 (1: as stored), 0: not said. Read from
     // the Exif block, or from a TIFF's own tag.
     int orientation = 0;
+    // Pixels per resolution_unit across and down (a microscope's or scanner's pixel size); 0: not said.
+    // From TIFF XResolution/YResolution/ResolutionUnit, PNG pHYs, JPEG JFIF density.
+    double x_resolution = 0, y_resolution = 0;
+    ResolutionUnit resolution_unit = ResolutionUnit::inch;
+    // TIFF ImageDescription (OME-XML, tifffile's shape JSON, free text), PNG iTXt/tEXt "Description", a
+    // JPEG comment.
+    std::string description;
+    // TIFF tags carried only into TIFF: Software (305), DateTime (306), Artist (315), Copyright (33432), the
+    // GeoTIFF tags and GDAL_METADATA / GDAL_NODATA, in tag order.
+    std::vector<TiffTag> tiff_tags;
+    // Other tags of a TIFF's page that no output carries (Make, Model, PageName, XMP, the Exif directory...),
+    // as "Name (number)": fit_metadata names them, so that none is dropped unsaid.
+    std::vector<std::string> tiff_tags_not_carried;
 
-    bool empty() const { return icc_profile.empty() && exif.empty() && orientation == 0; }
+    bool empty() const {
+        return icc_profile.empty() && exif.empty() && orientation == 0 && x_resolution == 0 && y_resolution == 0 &&
+               description.empty() && tiff_tags.empty() && tiff_tags_not_carried.empty();
+    }
 };
 
 struct WriteOptions {
@@ -95,14 +138,27 @@ struct WriteOptions {
     std::string tiff_compression = "deflate";
     int tiff_tile = 0;
     // Written where the format has a place: JPEG (an Exif block over 64 KiB, JPEG's segment limit, is
-    // reduced to its orientation), PNG, TIFF (the profile and the orientation). PNM and PFM have none.
+    // reduced to its orientation), PNG, TIFF (the profile, the orientation and the carried tags). PNM and
+    // PFM have none. fit_metadata first, to say what is left out.
     ImageMetadata metadata;
 };
 
 enum class ImageFormat { pnm, pfm, png, jpeg, tiff };
 const char* to_string(ImageFormat f);
 
+// The image of a file (options.page: which page of a multi-page TIFF; a file of several pages without it
+// is refused, naming the file and its page count).
 Image read_image(const std::string& path, const ReadOptions& options = {});
+// Every page of a file, each an image of its own (pages may differ in size and type); one page for formats
+// other than TIFF. The file and all the pages must fit options.memory_budget together. options.page is
+// ignored.
+std::vector<Image> read_pages(const std::string& path, const ReadOptions& options = {});
+// The metadata of every page (read_metadata of each), as read_pages reads them.
+std::vector<ImageMetadata> read_pages_metadata(const std::string& path, const ReadOptions& options = {});
+// How many pages the file holds (a TIFF's directories; 1 for other formats), from its directories alone.
+int count_pages(const std::string& path, const ReadOptions& options = {});
+// The shape of every page (probe_image of each, in one pass over the directories).
+std::vector<ImageShape> probe_pages(const std::string& path, const ReadOptions& options = {});
 // Decodes an image held in memory (the fuzz targets and tests use this); `name` is used in errors.
 Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options = {});
 
@@ -130,6 +186,22 @@ void mark_upright(ImageMetadata& metadata);
 void turn_upright(Image& image, ImageMetadata& metadata, HostMemory memory = HostMemory::pageable);
 
 void write_image(const std::string& path, ConstImageView image, const WriteOptions& options = {});
+// Several images as the pages of one file, each its own TIFF directory with its own metadata (metadata[i],
+// or options.metadata for every page when metadata is empty). Only TIFF holds several images: another
+// format is refused by name unless there is one page.
+void write_pages(const std::string& path, std::span<const ConstImageView> pages, const WriteOptions& options = {},
+                 std::span<const ImageMetadata> metadata = {});
+
+// Fits metadata read from an input (whose image had shape `from`) to an output in `format` whose image
+// has shape `to`, and says what it could not keep: removes what the format has no place for (GeoTIFF tags
+// outside TIFF; everything in PNM and PFM; a resolution JPEG's 16-bit density cannot state), and an
+// OME-XML description that would state another pixel type or size than the output's. Returns one line
+// for the caller to print on stderr, e.g. "out.png: GeoTIFF georeferencing (tags 33550, 33922, 34735) not
+// carried: PNG has no place for it; write .tif to keep it", or "" when everything is carried. `streamed`:
+// the output is written by rows (apron/stream.hpp): the TIFF and PNG sinks write what write_image writes,
+// the others (PNM, PFM, raw) nothing.
+std::string fit_metadata(ImageMetadata& metadata, ImageFormat format, const std::string& output, const ImageShape& from,
+                         const ImageShape& to, bool streamed = false);
 std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image, const std::string& name,
                                        const WriteOptions& options = {});
 

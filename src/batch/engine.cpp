@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <mutex>
@@ -365,9 +366,11 @@ private:
                                                                bytes.size());
                 w.image = decode_image(file_bytes, item.input, ro);
                 if (o_.keep_metadata || o_.auto_orient) w.metadata = read_metadata(file_bytes, item.input, ro);
+                const ImageShape stored = w.image.shape();
                 // The turned copy replaces the decoded image at once: for a moment the image is held twice.
                 if (o_.auto_orient) turn_upright(w.image, w.metadata, ro.memory);
                 if (!o_.keep_metadata) w.metadata = {};
+                if (o_.keep_metadata && !o_.sink) say_not_carried(item, stored, w.image.shape(), w.metadata);
             }  // the file's bytes are freed
             w.view = w.image.view();
             const Charge real = charge_of(0, w.view.shape, o_, run_);
@@ -382,6 +385,17 @@ private:
             throw;
         }
         return true;
+    }
+
+    // Fits an image's metadata to its output (fit_metadata) and says on stderr what the output cannot hold.
+    void say_not_carried(const BatchItem& item, const ImageShape& stored, const ImageShape& upright, ImageMetadata& m) {
+        ImageShape out = o_.pipeline.output_shape(upright, run_);
+        out.width -= 2 * item.pad_x;
+        out.height -= 2 * item.pad_y;
+        const std::string note = fit_metadata(m, format_for_path(item.output), item.output, stored, out);
+        if (note.empty()) return;
+        std::lock_guard<std::mutex> lock(mutex_);
+        std::fprintf(stderr, "apron: %s\n", note.c_str());
     }
 
     // Waits until `bytes` fit in the budget, writing finished images meanwhile (they free memory, and this

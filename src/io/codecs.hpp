@@ -73,6 +73,7 @@ auto parse_from_prefix(const ByteSource& source, Parse parse) {
 struct Held {
     std::uint64_t file_bytes = 0;
     std::uint64_t decoder_bytes = 0;
+    std::uint64_t pages_bytes = 0;  // the pages of a multi-page file decoded before this one (read_pages)
 };
 
 // Where the samples of a binary Netpbm-family file lie, for reading rows straight from the file
@@ -117,6 +118,15 @@ ImageShape probe_pfm(const ByteSource& source, const std::string& name, const Re
 ImageShape probe_png(const ByteSource& source, const std::string& name, const ReadOptions& options);
 ImageShape probe_jpeg(const ByteSource& source, const std::string& name, const ReadOptions& options);
 ImageShape probe_tiff(const ByteSource& source, const std::string& name, const ReadOptions& options);
+
+// Multi-page TIFF: every page (decode_tiff_pages: the file and every page within options.memory_budget),
+// the number of pages, every page's metadata, and pages written as one directory each.
+std::vector<Image> decode_tiff_pages(Bytes bytes, const std::string& name, const ReadOptions& options);
+int count_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options);
+std::vector<ImageShape> probe_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options);
+std::vector<ImageMetadata> metadata_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options);
+Buffer encode_tiff_pages(std::span<const ConstImageView> pages, std::span<const ImageMetadata> metadata,
+                         const std::string& name, const WriteOptions& options);
 
 // The colour profile and Exif block of a file (and a TIFF's orientation tag), from its segments before the
 // pixels (read_metadata takes the orientation from the Exif block otherwise); errors as the decoder's, for a

@@ -11,10 +11,17 @@
 
 namespace apron::io {
 
-// The Orientation of an Exif block (1..8), or 0 when it has none or the block is damaged.
+// The Orientation of an Exif block (1..8), or 0 when it has none, one out of range or the block is damaged.
+// Read as Pillow's exif_transpose reads it: the directory's last Orientation entry, of any numeric type
+// (SHORT, LONG, BYTE...), its first value when there are several.
 int exif_orientation(std::span<const std::uint8_t> exif);
 
-// Sets the Orientation of an Exif block in place; false when it has no Orientation entry to set (a viewer
+// An Orientation entry outside 1..8 (0, 9, 255, 65535, or not a number) set to 1 (as stored), so that no
+// output repeats it; true when the block changed.
+bool drop_bad_exif_orientation(std::vector<std::uint8_t>& exif);
+
+// Sets the Orientation of an Exif block in place (as a SHORT of count 1, whatever the entry was); false when
+// it has no Orientation entry to set (a viewer
 // then shows the picture as stored) or `orientation` is outside 1..8.
 bool set_exif_orientation(std::vector<std::uint8_t>& exif, int orientation);
 

@@ -164,13 +164,14 @@ ImageShape io::check_image(const std::string& name, std::uint64_t width, std::ui
     if (options.memory_budget == 0) return shape;
     const std::uint64_t pixels = image_bytes(width, height, channels, type);
     const auto add = [](std::uint64_t a, std::uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; };
-    const std::uint64_t needed = add(add(held.file_bytes, held.decoder_bytes), pixels);
+    const std::uint64_t needed = add(add(add(held.file_bytes, held.decoder_bytes), held.pages_bytes), pixels);
     if (needed > options.memory_budget) {
         const auto [need, budget] = two_sizes(needed, options.memory_budget);
         fail(name, "decoding " + std::to_string(width) + "x" + std::to_string(height) + " " + std::to_string(channels) +
                        "-channel " + to_string(type) + " needs " + need + " (file " + format_bytes(held.file_bytes) +
                        " + pixels " + format_bytes(pixels) +
                        (held.decoder_bytes ? " + decoder buffers " + format_bytes(held.decoder_bytes) : "") +
+                       (held.pages_bytes ? " + the pages before it " + format_bytes(held.pages_bytes) : "") +
                        "), over the memory budget of " + budget + " (raise it with --memory)");
     }
     return shape;
@@ -255,8 +256,15 @@ private:
     FileSource source_;
 };
 
+// Only a TIFF has pages beyond the first.
+void check_page(Magic magic, const std::string& name, const ReadOptions& options) {
+    if (options.page > 0 && magic != Magic::tiff && magic != Magic::unknown)
+        fail(name, "no page " + std::to_string(options.page) + " (only a TIFF holds several images)");
+}
+
 ImageShape probe_source(const io::ByteSource& source, const std::string& name, const ReadOptions& options) {
     const io::Buffer first = io::read_prefix(source, 8);
+    check_page(magic_of(first), name, options);
     switch (magic_of(first)) {
     case Magic::pnm: return io::probe_pnm(source, name, options);
     case Magic::pfm: return io::probe_pfm(source, name, options);
@@ -295,6 +303,7 @@ ImageMetadata metadata_by_format(const io::ByteSource& source, const std::string
 ImageMetadata metadata_of_source(const io::ByteSource& source, const std::string& name, const ReadOptions& options) {
     try {
         ImageMetadata m = metadata_by_format(source, name, options);
+        io::drop_bad_exif_orientation(m.exif);  // never copied into an output
         m.orientation = io::orientation_of(m);
         return m;
     } catch (const Error&) {
@@ -326,6 +335,7 @@ std::unique_ptr<io::ByteSource> io::open_file_source(const std::string& path) {
 }
 
 Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options) {
+    check_page(magic_of(bytes), name, options);
     switch (magic_of(bytes)) {
     case Magic::pnm: return io::decode_pnm(bytes, name, options);
     case Magic::pfm: return io::decode_pfm(bytes, name, options);
@@ -346,6 +356,97 @@ Image read_image(const std::string& path, const ReadOptions& options) {
     const std::string bytes =
         io::read_file(path, "", [&](std::uint64_t size) { check_file_budget(path, size, options); });
     return decode_image({reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()}, path, options);
+}
+
+std::vector<Image> read_pages(const std::string& path, const ReadOptions& options) {
+    const std::string bytes =
+        io::read_file(path, "", [&](std::uint64_t size) { check_file_budget(path, size, options); });
+    const io::Bytes view{reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()};
+    if (magic_of(view) == Magic::tiff) {
+#if APRON_HAVE_TIFF
+        return io::decode_tiff_pages(view, path, options);
+#else
+        tiff_not_built(path);
+#endif
+    }
+    ReadOptions one = options;
+    one.page = 0;
+    std::vector<Image> pages;
+    pages.push_back(decode_image(view, path, one));
+    return pages;
+}
+
+int count_pages(const std::string& path, const ReadOptions& options) {
+    return read_file_header(path, options, [](const io::ByteSource& source, const std::string& name, const ReadOptions& o) {
+        if (magic_of(io::read_prefix(source, 8)) != Magic::tiff) return 1;
+#if APRON_HAVE_TIFF
+        return io::count_tiff_pages(source, name, o);
+#else
+        tiff_not_built(name);
+#endif
+    });
+}
+
+std::vector<ImageShape> probe_pages(const std::string& path, const ReadOptions& options) {
+    return read_file_header(path, options, [](const io::ByteSource& source, const std::string& name, const ReadOptions& o) {
+        if (magic_of(io::read_prefix(source, 8)) == Magic::tiff) {
+#if APRON_HAVE_TIFF
+            return io::probe_tiff_pages(source, name, o);
+#else
+            tiff_not_built(name);
+#endif
+        }
+        ReadOptions one = o;
+        one.page = 0;
+        return std::vector<ImageShape>{probe_source(source, name, one)};
+    });
+}
+
+std::vector<ImageMetadata> read_pages_metadata(const std::string& path, const ReadOptions& options) {
+    return read_file_header(path, options, [](const io::ByteSource& source, const std::string& name, const ReadOptions& o) {
+        if (magic_of(io::read_prefix(source, 8)) == Magic::tiff) {
+#if APRON_HAVE_TIFF
+            try {
+                std::vector<ImageMetadata> pages = io::metadata_tiff_pages(source, name, o);
+                for (ImageMetadata& m : pages) {
+                    io::drop_bad_exif_orientation(m.exif);
+                    m.orientation = io::orientation_of(m);
+                }
+                return pages;
+            } catch (const Error&) {
+                // metadata is a courtesy: read_pages judges the file
+            }
+#endif
+        }
+        return std::vector<ImageMetadata>{metadata_of_source(source, name, o)};
+    });
+}
+
+void write_pages(const std::string& path, std::span<const ConstImageView> pages, const WriteOptions& options,
+                 std::span<const ImageMetadata> metadata) {
+    if (pages.empty()) fail(path, "no pages to write");
+    if (!metadata.empty() && metadata.size() != pages.size())
+        fail(path, "write_pages: " + std::to_string(metadata.size()) + " metadata for " + std::to_string(pages.size()) + " pages");
+    const ImageFormat format = format_for_path(path);
+    if (pages.size() == 1) {
+        WriteOptions one = options;
+        if (!metadata.empty()) one.metadata = metadata[0];
+        return write_image(path, pages[0], one);
+    }
+    if (format != ImageFormat::tiff)
+        fail(path, std::string(to_string(format)) + " holds one image, and there are " + std::to_string(pages.size()) +
+                       " pages (write .tif to keep them all)");
+    std::vector<ImageMetadata> each;
+    for (std::size_t p = 0; p < pages.size(); ++p) {
+        const std::string name = path + " (page " + std::to_string(p) + ")";
+        const ConstImageView& image = pages[p];
+        if (image.memory != Memory::host) fail(name, "image is in device memory; copy it to the host before writing");
+        if (!image.data || image.empty()) fail(name, "cannot write an empty image");
+        validate_shape(image.shape, name.c_str());
+        if (image.pitch < image.shape.row_bytes()) fail(name, "image view has a row pitch smaller than a row");
+        each.push_back(metadata.empty() ? options.metadata : metadata[p]);
+    }
+    write_file_atomically(path, io::encode_tiff_pages(pages, each, path, options));
 }
 
 ImageShape probe_image(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options) {

@@ -21,6 +21,7 @@
 
 #include "io/codecs.hpp"
 #include "io/exif.hpp"
+#include "io/metadata_places.hpp"
 
 namespace apron::io {
 
@@ -150,6 +151,7 @@ bool step_read_header(j_decompress_ptr cinfo, ErrorManager& err, const ByteSourc
     if (keep_metadata) {
         jpeg_save_markers(cinfo, JPEG_APP0 + 1, 0xFFFF);
         jpeg_save_markers(cinfo, JPEG_APP0 + 2, 0xFFFF);
+        jpeg_save_markers(cinfo, JPEG_COM, 0xFFFF);
     }
     if (const Bytes bytes = source.memory(); !bytes.empty()) {
         jpeg_mem_src(cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
@@ -217,8 +219,9 @@ bool step_decompress(j_decompress_ptr cinfo, ErrorManager& err, std::byte* image
 }
 
 // exif: the APP1 segment's payload ("Exif\0\0" and the block), or empty; icc: the profile, or empty.
+// density: the JFIF density, or null; comment: a COM segment's text, or empty.
 bool step_compress(j_compress_ptr cinfo, ErrorManager& err, Destination& dest, ConstImageView image, JSAMPROW* rows,
-                   int quality, Bytes exif, Bytes icc) {
+                   int quality, Bytes exif, Bytes icc, const JpegDensity* density, Bytes comment) {
     if (setjmp(err.jump)) return false;
     jpeg_create_compress(cinfo);
     dest.base.init_destination = dest_init;
@@ -231,7 +234,13 @@ bool step_compress(j_compress_ptr cinfo, ErrorManager& err, Destination& dest, C
     cinfo->in_color_space = image.channels() == 1 ? JCS_GRAYSCALE : JCS_RGB;
     jpeg_set_defaults(cinfo);
     jpeg_set_quality(cinfo, quality, TRUE);
+    if (density) {
+        cinfo->density_unit = density->unit;
+        cinfo->X_density = density->x;
+        cinfo->Y_density = density->y;
+    }
     jpeg_start_compress(cinfo, TRUE);
+    if (!comment.empty()) jpeg_write_marker(cinfo, JPEG_COM, comment.data(), unsigned(comment.size()));
     if (!exif.empty()) jpeg_write_marker(cinfo, JPEG_APP0 + 1, exif.data(), unsigned(exif.size()));
     if (!icc.empty()) jpeg_write_icc_profile(cinfo, icc.data(), unsigned(icc.size()));
     while (cinfo->next_scanline < cinfo->image_height)
@@ -293,6 +302,15 @@ public:
             if (s->marker == JPEG_APP0 + 1 && s->data_length > sizeof exif_id &&
                 std::equal(std::begin(exif_id), std::end(exif_id), s->data) && m.exif.empty())
                 m.exif.assign(s->data + sizeof exif_id, s->data + s->data_length);
+            else if (s->marker == JPEG_COM && m.description.empty())
+                m.description.assign(reinterpret_cast<const char*>(s->data), s->data_length);
+        // A JFIF density in dots per inch or per centimetre; the default aspect ratio 1:1 says nothing.
+        const jpeg_decompress_struct& c = d_->cinfo;
+        if (c.saw_JFIF_marker && (c.density_unit == 1 || c.density_unit == 2) && c.X_density > 0 && c.Y_density > 0) {
+            m.x_resolution = c.X_density;
+            m.y_resolution = c.Y_density;
+            m.resolution_unit = c.density_unit == 1 ? ResolutionUnit::inch : ResolutionUnit::centimetre;
+        }
         JOCTET* icc = nullptr;
         unsigned int icc_bytes = 0;
         if (step_read_icc(&d_->cinfo, d_->err, &icc, &icc_bytes) && icc) {
@@ -369,7 +387,13 @@ Buffer encode_jpeg(ConstImageView image, const std::string& name, const WriteOpt
     // A profile is split over at most 255 APP2 segments of 65519 bytes (its sequence numbers are bytes);
     // one larger does not fit a JPEG and is left out.
     const Bytes icc = m.icc_profile.size() <= 255 * std::size_t(65519) ? Bytes(m.icc_profile) : Bytes();
-    if (!step_compress(&c->cinfo, c->err, c->dest, image, rows.data(), options.jpeg_quality, app1_exif(m), icc))
+    JpegDensity density;
+    const bool has_density = jpeg_density(m, density);
+    const Bytes comment = m.description.size() <= max_jpeg_comment
+                              ? Bytes(reinterpret_cast<const std::uint8_t*>(m.description.data()), m.description.size())
+                              : Bytes();
+    if (!step_compress(&c->cinfo, c->err, c->dest, image, rows.data(), options.jpeg_quality, app1_exif(m), icc,
+                       has_density ? &density : nullptr, comment))
         fail(name, std::string("cannot encode JPEG: ") + c->err.message);
     return out;
 }

@@ -131,7 +131,7 @@ void write_to_file(png_structp png, png_bytep src, std::size_t n) {
 }
 void flush_file(png_structp) {}
 
-bool step_write_header(png_structp png, png_infop info, const ImageShape& s, int level) {
+bool step_write_header(png_structp png, png_infop info, const ImageShape& s, int level, const PngMetadata& metadata) {
     if (setjmp(png_jmpbuf(png))) return false;
     static constexpr int color_of_channels[] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
                                                 PNG_COLOR_TYPE_RGB_ALPHA};
@@ -139,6 +139,7 @@ bool step_write_header(png_structp png, png_infop info, const ImageShape& s, int
     png_set_IHDR(png, info, png_uint_32(s.width), png_uint_32(s.height), depth, color_of_channels[s.channels],
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_set_compression_level(png, level);
+    set_png_metadata(png, info, metadata);
     png_write_info(png, info);
     if (depth == 16 && little_endian_host) png_set_swap(png);  // PNG stores 16-bit samples big-endian
     return true;
@@ -169,7 +170,8 @@ public:
         if (s_.png) s_.info = png_create_info_struct(s_.png);
         if (!s_.png || !s_.info) fail(path, "out of memory starting the PNG encoder");
         png_set_write_fn(s_.png, &ctx_, write_to_file, flush_file);
-        if (!step_write_header(s_.png, s_.info, shape_, options.png_compression)) failed("the PNG header");
+        metadata_ = png_metadata_of(options.metadata);  // libpng keeps pointers into it until the header is out
+        if (!step_write_header(s_.png, s_.info, shape_, options.png_compression, metadata_)) failed("the PNG header");
     }
     const ImageShape& shape() const override { return shape_; }
     const std::string& path() const override { return path_; }
@@ -204,7 +206,8 @@ private:
     ImageShape shape_;
     detail::PartialFile file_;
     PngContext ctx_;
-    WriteStructs s_;  // after ctx_ and file_: destroyed before them
+    PngMetadata metadata_;
+    WriteStructs s_;  // after ctx_, file_ and metadata_: destroyed before them
     int written_ = 0;
 };
 

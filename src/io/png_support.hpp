@@ -7,7 +7,11 @@
 #include <bit>
 #include <cstdint>
 
+#include <string>
+#include <vector>
+
 #include "io/codecs.hpp"
+#include "io/metadata_places.hpp"
 
 namespace apron::io::png_detail {
 
@@ -33,6 +37,22 @@ bool step_read_info(png_structp png, png_infop info);
 bool step_set_transforms(png_structp png, png_infop info, int* passes);
 // The channels those transforms give, from the header.
 int channels_after_transforms(png_structp png, png_infop info);
+
+// What a PNG writer stores of ImageMetadata (metadata_places.hpp says where): the Exif block, the profile,
+// pHYs, the description as UTF-8 iTXt (compressed when long) and the text tags as tEXt. Built in C++
+// (png_metadata_of), then set inside a step function (set_png_metadata), which owns nothing.
+struct PngMetadata {
+    std::vector<std::uint8_t> exif;
+    std::vector<std::uint8_t> icc;
+    PngPhys phys;
+    bool has_phys = false;
+    std::vector<std::string> values;  // the texts png_text points into
+    std::vector<png_text> text;
+};
+PngMetadata png_metadata_of(const ImageMetadata& m);
+// Inside a step function (libpng may longjmp). libpng checks a profile against the image (gray or RGB, a
+// sane header) and leaves out one that does not fit, with a warning: metadata never stops a write.
+void set_png_metadata(png_structp png, png_infop info, const PngMetadata& m);
 
 struct ReadStructs {
     png_structp png = nullptr;

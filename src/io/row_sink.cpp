@@ -24,6 +24,7 @@
 
 #include "apron/errors.hpp"
 #include "io/codecs.hpp"
+#include "io/metadata_places.hpp"
 #include "io/file_io.hpp"
 #include "io/output_target.hpp"
 #include "io/parallel_parts.hpp"
@@ -135,7 +136,7 @@ private:
 class TiledTiffSink final : public RowSink {
 public:
     TiledTiffSink(const std::string& path, const ImageShape& shape, const SinkOptions& options)
-        : path_(path), shape_(shape), side_(options.tiff_tile_side), layout_(make_layout(path, shape, options.tiff_tile_side)),
+        : path_(path), shape_(shape), side_(options.tiff_tile_side), layout_(make_layout(path, shape, options.tiff_tile_side, options.metadata)),
           file_(path, layout_.file_bytes, options), threads_(std::max(1, options.threads)),
           // Runs of about 1 MiB of tiles: few syscalls, and parts enough for every thread on a band.
           run_tiles_(int(std::clamp<std::uint64_t>((std::uint64_t(1) << 20) / layout_.tile_bytes, 1, std::uint64_t(layout_.tiles_x)))) {
@@ -209,7 +210,9 @@ private:
         int count = 0;
     };
 
-    static Layout make_layout(const std::string& path, const ImageShape& s, int side) {
+    // The directory holds the image's own tags and the metadata's (tiff_directory_tags), in tag order; values
+    // over 8 bytes (the metadata's, and the tile arrays) follow it, then the tiles from a 4 KiB boundary.
+    static Layout make_layout(const std::string& path, const ImageShape& s, int side, const ImageMetadata& metadata) {
         detail::check_tile_side(path, side);
         Layout l;
         l.tiles_x = (s.width + side - 1) / side;
@@ -223,39 +226,72 @@ private:
         auto put = [&](std::uint64_t v, int bytes) {
             for (int k = 0; k < bytes; ++k) h.push_back(std::uint8_t(v >> (8 * k)));
         };
-        // Header: "II", 43, offset size 8, 0, first directory at 16.
-        put('I', 1), put('I', 1), put(43, 2), put(8, 2), put(0, 2), put(16, 8);
-        const int entries = 12 + (alpha ? 1 : 0);
-        const std::uint64_t after_ifd = 16 + 8 + std::uint64_t(entries) * 20 + 8;
-        const std::uint64_t offsets_at = after_ifd, counts_at = after_ifd + (n > 1 ? 8 * n : 0);
-        l.data_offset = (counts_at + (n > 1 ? 8 * n : 0) + 4095) / 4096 * 4096;
-        put(std::uint64_t(entries), 8);
-        auto entry = [&](int tag, int type, std::uint64_t count, std::uint64_t value) {
-            put(std::uint64_t(tag), 2), put(std::uint64_t(type), 2), put(count, 8), put(value, 8);
-        };
         auto shorts = [&](int value) {  // up to four SHORTs, left-justified in the 8-byte value
             std::uint64_t v = 0;
             for (int c = 0; c < s.channels; ++c) v |= std::uint64_t(value) << (16 * c);
             return v;
         };
         constexpr int SHORT = 3, LONG = 4, LONG8 = 16;
-        entry(256, LONG, 1, std::uint64_t(s.width));
-        entry(257, LONG, 1, std::uint64_t(s.height));
-        entry(258, SHORT, std::uint64_t(s.channels), shorts(sb * 8));
-        entry(259, SHORT, 1, 1);                                 // no compression
-        entry(262, SHORT, 1, s.channels >= 3 ? 2 : 1);           // RGB or min-is-black
-        entry(277, SHORT, 1, std::uint64_t(s.channels));
-        entry(284, SHORT, 1, 1);                                 // contiguous samples
-        entry(322, LONG, 1, std::uint64_t(side));
-        entry(323, LONG, 1, std::uint64_t(side));
-        entry(324, LONG8, n, n > 1 ? offsets_at : l.data_offset);
-        entry(325, LONG8, n, n > 1 ? counts_at : l.tile_bytes);
-        if (alpha) entry(338, SHORT, 1, 2);                      // the last channel: unassociated alpha
-        entry(339, SHORT, std::uint64_t(s.channels), shorts(s.type == PixelType::f32 ? 3 : 1));
+        enum Value { inline_value, tile_offsets, tile_counts };
+        struct Entry {
+            int tag, type;
+            std::uint64_t count, value;
+            Value kind = inline_value;
+            const std::vector<std::uint8_t>* data = nullptr;  // the metadata's bytes
+        };
+        std::vector<Entry> e = {
+            {256, LONG, 1, std::uint64_t(s.width)},
+            {257, LONG, 1, std::uint64_t(s.height)},
+            {258, SHORT, std::uint64_t(s.channels), shorts(sb * 8)},
+            {259, SHORT, 1, 1},                                  // no compression
+            {262, SHORT, 1, std::uint64_t(s.channels >= 3 ? 2 : 1)},  // RGB or min-is-black
+            {277, SHORT, 1, std::uint64_t(s.channels)},
+            {284, SHORT, 1, 1},                                  // contiguous samples
+            {322, LONG, 1, std::uint64_t(side)},
+            {323, LONG, 1, std::uint64_t(side)},
+            {324, LONG8, n, 0, tile_offsets},
+            {325, LONG8, n, 0, tile_counts},
+            {339, SHORT, std::uint64_t(s.channels), shorts(s.type == PixelType::f32 ? 3 : 1)},
+        };
+        if (alpha) e.push_back({338, SHORT, 1, 2});  // the last channel: unassociated alpha
+        const std::vector<TiffTag> extra = tiff_directory_tags(metadata);
+        for (const TiffTag& t : extra) e.push_back({t.number, t.type, t.count, 0, inline_value, &t.bytes});
+        std::sort(e.begin(), e.end(), [](const Entry& a, const Entry& b) { return a.tag < b.tag; });
+        // Header: "II", 43, offset size 8, 0, first directory at 16.
+        put('I', 1), put('I', 1), put(43, 2), put(8, 2), put(0, 2), put(16, 8);
+        const std::uint64_t after_ifd = 16 + 8 + std::uint64_t(e.size()) * 20 + 8;
+        const std::uint64_t offsets_at = after_ifd, counts_at = after_ifd + (n > 1 ? 8 * n : 0);
+        std::uint64_t at = counts_at + (n > 1 ? 8 * n : 0);
+        std::vector<const Entry*> blocks;  // metadata values stored after the directory, in order
+        for (Entry& x : e)
+            if (x.data && x.data->size() > 8) {
+                x.value = at;
+                at += (x.data->size() + 1) / 2 * 2;  // values start on a word
+                blocks.push_back(&x);
+            }
+        l.data_offset = (at + 4095) / 4096 * 4096;
+        put(std::uint64_t(e.size()), 8);
+        for (const Entry& x : e) {
+            put(std::uint64_t(x.tag), 2), put(std::uint64_t(x.type), 2), put(x.count, 8);
+            if (x.data && x.data->size() <= 8) {  // left-justified in the value field
+                h.insert(h.end(), x.data->begin(), x.data->end());
+                h.insert(h.end(), 8 - x.data->size(), 0);
+            } else if (x.kind == tile_offsets) {
+                put(n > 1 ? offsets_at : l.data_offset, 8);
+            } else if (x.kind == tile_counts) {
+                put(n > 1 ? counts_at : l.tile_bytes, 8);
+            } else {
+                put(x.value, 8);
+            }
+        }
         put(0, 8);  // no next directory
         if (n > 1) {
             for (std::uint64_t t = 0; t < n; ++t) put(l.data_offset + t * l.tile_bytes, 8);
             for (std::uint64_t t = 0; t < n; ++t) put(l.tile_bytes, 8);
+        }
+        for (const Entry* x : blocks) {
+            h.insert(h.end(), x->data->begin(), x->data->end());
+            if (x->data->size() % 2) h.push_back(0);
         }
         l.file_bytes = l.data_offset + n * l.tile_bytes;
         return l;

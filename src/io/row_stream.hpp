@@ -88,6 +88,10 @@ struct SinkOptions {
     bool reopen_partial = false;
     // Threads one write_rows may use (rows or rows of tiles written in parts at once, with pwrite).
     int threads = 1;
+    // TIFF outputs: written into the directory (profile, orientation, resolution, description, carried
+    // tags); PNG: into the chunks before IDAT, as encode_image writes them. PNM, PFM and raw hold none
+    // (fit_metadata says so).
+    ImageMetadata metadata;
 };
 
 class RowSink {

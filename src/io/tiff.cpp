@@ -1,8 +1,13 @@
 // TIFF through libtiff: 8/16-bit unsigned and 32-bit float samples, 1 to 4 per pixel, gray or RGB (extra
 // samples such as alpha are kept as channels), strips or tiles, contiguous or separate planes, any
-// compression libtiff was built with. Only the first image of a multi-page file is read. Written as
-// contiguous strips or tiles (WriteOptions::tiff_tile), deflate-, zstd- or LZW-compressed with a predictor, or
-// uncompressed (WriteOptions::tiff_compression).
+// compression libtiff was built with. Every page of a multi-page file is an image of its own (decode_tiff_pages);
+// one image asked of a file of several pages is refused by name. Written as contiguous strips or tiles
+// (WriteOptions::tiff_tile), deflate-, zstd- or LZW-compressed with a predictor, or uncompressed
+// (WriteOptions::tiff_compression), one directory per page.
+//
+// Tags carried from a TIFF input to a TIFF output (ImageMetadata): the resolution, ImageDescription, the
+// text tags and the GeoTIFF and GDAL tags, which libtiff does not know: a tag extender registers them with
+// their types (GeoTIFF's own definitions: doubles and shorts of any count, ASCII), for reading and writing.
 //
 // Files whose samples are not apron's types are converted as they are read, exactly (SampleMap): palette
 // images to RGB u8, 1/2/4-bit gray (bilevel scans, fax) to u8 0..255, min-is-white gray inverted, 8/16-bit
@@ -25,9 +30,11 @@
 #include "io/tiff_client.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 
 namespace apron::io {
@@ -47,7 +54,13 @@ MemoryFile& file_of(thandle_t h) { return *static_cast<MemoryFile*>(h); }
 
 tmsize_t file_read(thandle_t h, void* dst, tmsize_t n) {
     MemoryFile& f = file_of(h);
-    if (f.out || n < 0 || f.pos >= f.in->size()) return 0;
+    if (n < 0 || f.pos >= f.size()) return 0;
+    if (f.out) {  // writing a page links it to the one before: libtiff reads that directory back
+        const std::size_t count = std::size_t(std::min<std::uint64_t>(std::uint64_t(n), f.out->size() - f.pos));
+        std::memcpy(dst, f.out->data() + f.pos, count);
+        f.pos += count;
+        return tmsize_t(count);
+    }
     const std::size_t count = f.in->read(f.pos, dst, std::size_t(n));
     f.pos += count;
     return tmsize_t(count);
@@ -98,7 +111,38 @@ struct TiffHandle {
     }
 };
 
+// The GeoTIFF and GDAL tags as libgeotiff and GDAL define them, so that libtiff reads them typed and writes
+// them back.
+const TIFFFieldInfo carried_fields[] = {
+    {33550, TIFF_VARIABLE2, TIFF_VARIABLE2, TIFF_DOUBLE, FIELD_CUSTOM, 1, 1, const_cast<char*>("ModelPixelScaleTag")},
+    {33922, TIFF_VARIABLE2, TIFF_VARIABLE2, TIFF_DOUBLE, FIELD_CUSTOM, 1, 1, const_cast<char*>("ModelTiepointTag")},
+    {34264, TIFF_VARIABLE2, TIFF_VARIABLE2, TIFF_DOUBLE, FIELD_CUSTOM, 1, 1, const_cast<char*>("ModelTransformationTag")},
+    {34735, TIFF_VARIABLE2, TIFF_VARIABLE2, TIFF_SHORT, FIELD_CUSTOM, 1, 1, const_cast<char*>("GeoKeyDirectoryTag")},
+    {34736, TIFF_VARIABLE2, TIFF_VARIABLE2, TIFF_DOUBLE, FIELD_CUSTOM, 1, 1, const_cast<char*>("GeoDoubleParamsTag")},
+    {34737, TIFF_VARIABLE, TIFF_VARIABLE, TIFF_ASCII, FIELD_CUSTOM, 1, 0, const_cast<char*>("GeoAsciiParamsTag")},
+    {42112, TIFF_VARIABLE, TIFF_VARIABLE, TIFF_ASCII, FIELD_CUSTOM, 1, 0, const_cast<char*>("GDAL_METADATA")},
+    {42113, TIFF_VARIABLE, TIFF_VARIABLE, TIFF_ASCII, FIELD_CUSTOM, 1, 0, const_cast<char*>("GDAL_NODATA")},
+};
+// libtiff's own text tags carried as they are.
+constexpr std::uint16_t carried_text_tags[] = {TIFFTAG_SOFTWARE, TIFFTAG_DATETIME, TIFFTAG_ARTIST, TIFFTAG_COPYRIGHT};
+
+TIFFExtendProc previous_extender = nullptr;
+void extend_tags(TIFF* tif) {
+    TIFFMergeFieldInfo(tif, carried_fields, sizeof carried_fields / sizeof carried_fields[0]);
+    if (previous_extender) previous_extender(tif);
+}
+
+}  // namespace
+
+void register_carried_tiff_tags() {
+    static std::once_flag extender_set;
+    std::call_once(extender_set, [] { previous_extender = TIFFSetTagExtender(extend_tags); });
+}
+
+namespace {
+
 TIFF* open_memory_file(MemoryFile& f, const std::string& name, const char* mode, tmsize_t max_alloc) {
+    register_carried_tiff_tags();
     const TiffOpenOptions opts = quiet_tiff_options(name, f.message);
     TIFFOpenOptionsSetMaxSingleMemAlloc(opts.get(), max_alloc);
     return TIFFClientOpenExt(name.c_str(), mode, &f, file_read, file_write, file_seek, file_close, file_size, file_map,
@@ -375,7 +419,48 @@ public:
         if (!h_.tif) tiff_failed(name, f_, "bad TIFF file");
     }
 
+    int pages() {
+        if (pages_ < 0) pages_ = int(TIFFNumberOfDirectories(h_.tif));
+        return pages_;
+    }
+
+    // Makes `page` the current directory: -1 the file's only one (a file of several pages is refused, never
+    // read as its first page alone). `all_pages`: every page is being read, and a page that is another
+    // page's reduced copy or mask is refused rather than filtered as an image of its own.
+    void select_page(int page, bool all_pages) {
+        const int count = pages();
+        if (page < 0 && count > 1)
+            fail(name_, "a TIFF file of " + std::to_string(count) +
+                            " pages, and one image was asked for (apron filter writes every page to a .tif output; "
+                            "the library reads them with read_pages, or one with ReadOptions::page)");
+        const int p = std::max(page, 0);
+        if (p >= std::max(count, 1))
+            fail(name_, "no page " + std::to_string(p) + " (the TIFF file has " + std::to_string(count) + ")");
+        // The next page from the current one (TIFFSetDirectory walks the chain from the first: pages one
+        // after another would read it N^2 / 2 times).
+        const int current = int(TIFFCurrentDirectory(h_.tif));
+        if (p != current && !(p == current + 1 ? TIFFReadDirectory(h_.tif) : TIFFSetDirectory(h_.tif, tdir_t(p))))
+            tiff_failed(name_, f_, ("bad TIFF file: page " + std::to_string(p)).c_str());
+        std::uint32_t subfile = 0;
+        TIFFGetField(h_.tif, TIFFTAG_SUBFILETYPE, &subfile);
+        const std::string which = count > 1 ? "page " + std::to_string(p) + " of " + std::to_string(count) : "the image";
+        if (all_pages && count > 1 && (subfile & (FILETYPE_REDUCEDIMAGE | FILETYPE_MASK)))
+            fail(name_, which + " is " +
+                            ((subfile & FILETYPE_MASK) ? "a transparency mask" : "a reduced-resolution copy (a pyramid level or overview)") +
+                            " of another page (NewSubfileType " + std::to_string(subfile) +
+                            "); apron does not filter pyramids or masks (extract the full-resolution pages first)");
+        std::uint16_t subifds = 0;
+        void* offsets = nullptr;
+        if (TIFFGetField(h_.tif, TIFFTAG_SUBIFD, &subifds, &offsets) && subifds > 0)
+            fail(name_, which + " has " + std::to_string(subifds) +
+                            " SubIFDs (reduced-resolution copies or other images), which apron does not read");
+        page_ = p;
+    }
+
     ImageShape read_header(const ReadOptions& options, std::uint64_t file_bytes) {
+        if (page_ < 0) select_page(options.page, false);
+        layout_ = Layout{};
+        tiles_ = Tiles{};
         std::uint32_t width = 0, height = 0;
         std::uint16_t spp = 1, planar = PLANARCONFIG_CONTIG;
         TIFFGetField(h_.tif, TIFFTAG_IMAGEWIDTH, &width);
@@ -410,6 +495,51 @@ public:
         std::uint16_t orientation = 0;
         if (TIFFGetField(h_.tif, TIFFTAG_ORIENTATION, &orientation) && orientation >= 1 && orientation <= 8)
             m.orientation = orientation;
+        float xres = 0, yres = 0;
+        std::uint16_t unit = RESUNIT_INCH;
+        if (TIFFGetField(h_.tif, TIFFTAG_XRESOLUTION, &xres) && TIFFGetField(h_.tif, TIFFTAG_YRESOLUTION, &yres) &&
+            xres > 0 && yres > 0 && std::isfinite(xres) && std::isfinite(yres)) {
+            TIFFGetFieldDefaulted(h_.tif, TIFFTAG_RESOLUTIONUNIT, &unit);
+            m.x_resolution = xres;
+            m.y_resolution = yres;
+            m.resolution_unit = unit == RESUNIT_CENTIMETER ? ResolutionUnit::centimetre
+                                : unit == RESUNIT_NONE     ? ResolutionUnit::none
+                                                           : ResolutionUnit::inch;
+        }
+        if (char* text = nullptr; TIFFGetField(h_.tif, TIFFTAG_IMAGEDESCRIPTION, &text) && text) m.description = text;
+        const auto add_text = [&](std::uint16_t tag) {
+            char* text = nullptr;
+            if (!TIFFGetField(h_.tif, tag, &text) || !text) return;
+            const std::size_t n = std::strlen(text);
+            m.tiff_tags.push_back({tag, TIFF_ASCII, std::uint32_t(n), std::vector<std::uint8_t>(text, text + n)});
+        };
+        for (std::uint16_t tag : carried_text_tags) add_text(tag);
+        for (const TIFFFieldInfo& field : carried_fields) {
+            const std::uint16_t tag = std::uint16_t(field.field_tag);
+            if (field.field_type == TIFF_ASCII) {
+                add_text(tag);
+                continue;
+            }
+            std::uint32_t count = 0;
+            void* values = nullptr;
+            if (!TIFFGetField(h_.tif, tag, &count, &values) || !values || count == 0) continue;
+            const std::size_t bytes = std::size_t(count) * std::size_t(TIFFDataWidth(field.field_type));
+            const auto* first = static_cast<const std::uint8_t*>(values);
+            m.tiff_tags.push_back({tag, std::uint16_t(field.field_type), count, std::vector<std::uint8_t>(first, first + bytes)});
+        }
+        std::sort(m.tiff_tags.begin(), m.tiff_tags.end(), [](const TiffTag& a, const TiffTag& b) { return a.number < b.number; });
+        // The page's other tags beyond its geometry, named for fit_metadata's line. libtiff lists the tags
+        // it keeps as custom values: the text and private tags, never the layout's own (sizes, strips,
+        // samples, compression), which the output writes anew.
+        for (int i = 0, n = TIFFGetTagListCount(h_.tif); i < n; ++i) {
+            const std::uint32_t tag = TIFFGetTagListEntry(h_.tif, i);
+            const bool carried = std::any_of(m.tiff_tags.begin(), m.tiff_tags.end(), [&](const TiffTag& t) { return t.number == tag; });
+            if (carried || tag == TIFFTAG_IMAGEDESCRIPTION || tag == TIFFTAG_ICCPROFILE || tag == TIFFTAG_ORIENTATION) continue;
+            const TIFFField* field = TIFFFieldWithTag(h_.tif, tag);
+            const char* name = field ? TIFFFieldName(field) : nullptr;
+            m.tiff_tags_not_carried.push_back((name && *name && std::strncmp(name, "Tag ", 4) != 0 ? std::string(name) + " (" : "tag (") +
+                                              std::to_string(tag) + ")");
+        }
         return m;
     }
 
@@ -512,6 +642,7 @@ private:
     }
 
     const std::string& name_;
+    int pages_ = -1, page_ = -1;  // the file's pages (-1: not counted yet); the page read (-1: none chosen)
     MemoryFile f_;
     TiffHandle h_;  // after f_: closed before the file it reads goes away
     Layout layout_;
@@ -538,16 +669,63 @@ Image decode_tiff(Bytes bytes, const std::string& name, const ReadOptions& optio
     return img;
 }
 
+std::vector<Image> decode_tiff_pages(Bytes bytes, const std::string& name, const ReadOptions& options) {
+    const MemorySource source(bytes);
+    TiffReader reader(source, name, options);
+    std::vector<Image> pages;
+    std::uint64_t held_pages = 0;  // the pages decoded so far stay held with the next one
+    const int count = std::max(reader.pages(), 1);
+    for (int p = 0; p < count; ++p) {
+        reader.select_page(p, true);
+        const ImageShape shape = reader.read_header(options, bytes.size());
+        Held held = reader.held();
+        held.pages_bytes = held_pages;
+        Image img = allocate_image(name, std::uint64_t(shape.width), std::uint64_t(shape.height), shape.channels,
+                                   shape.type, options, held);
+        reader.read_pixels(img);
+        held_pages += image_bytes(std::uint64_t(shape.width), std::uint64_t(shape.height), shape.channels, shape.type);
+        pages.push_back(std::move(img));
+    }
+    return pages;
+}
+
 ImageShape probe_tiff(const ByteSource& source, const std::string& name, const ReadOptions& options) {
     TiffReader reader(source, name, options);
     return reader.read_header(options, source.size());
 }
 
-// The profile and the orientation tags of the first directory. A TIFF's Exif lives in a directory of its
-// own, of tags that describe the camera rather than the pixels; it is not carried.
+std::vector<ImageShape> probe_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    TiffReader reader(source, name, options);
+    std::vector<ImageShape> shapes;
+    for (int p = 0, count = std::max(reader.pages(), 1); p < count; ++p) {
+        reader.select_page(p, true);
+        shapes.push_back(reader.read_header(options, source.size()));
+    }
+    return shapes;
+}
+
+int count_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    TiffReader reader(source, name, options);
+    return std::max(reader.pages(), 1);
+}
+
+// The profile, orientation, resolution, description and carried tags of a page (the first for page -1).
+// A TIFF's Exif lives in a directory of its own, of tags that describe the camera rather than the pixels;
+// it is not carried.
 ImageMetadata metadata_tiff(const ByteSource& source, const std::string& name, const ReadOptions& options) {
     TiffReader reader(source, name, options);
+    reader.select_page(std::max(options.page, 0), false);
     return reader.metadata();
+}
+
+std::vector<ImageMetadata> metadata_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    TiffReader reader(source, name, options);
+    std::vector<ImageMetadata> pages;
+    for (int p = 0, count = std::max(reader.pages(), 1); p < count; ++p) {
+        reader.select_page(p, false);
+        pages.push_back(reader.metadata());
+    }
+    return pages;
 }
 
 namespace {
@@ -578,8 +756,36 @@ std::unique_ptr<RowSource> open_tiff_rows(std::unique_ptr<ByteSource> file, cons
     return std::make_unique<TiffRows>(std::move(file), name, options);
 }
 
+// The carried tags of `m` on the directory being written (the output's own geometry tags are set apart),
+// the profile and the orientation.
+void set_tiff_metadata(TIFF* tif, const ImageMetadata& m) {
+    if (!m.icc_profile.empty())
+        TIFFSetField(tif, TIFFTAG_ICCPROFILE, std::uint32_t(m.icc_profile.size()), m.icc_profile.data());
+    if (const int turn = orientation_of(m); turn >= 1 && turn <= 8) TIFFSetField(tif, TIFFTAG_ORIENTATION, std::uint16_t(turn));
+    if (m.x_resolution > 0 && m.y_resolution > 0) {
+        TIFFSetField(tif, TIFFTAG_XRESOLUTION, m.x_resolution);
+        TIFFSetField(tif, TIFFTAG_YRESOLUTION, m.y_resolution);
+        TIFFSetField(tif, TIFFTAG_RESOLUTIONUNIT, std::uint16_t(m.resolution_unit));
+    }
+    if (!m.description.empty()) TIFFSetField(tif, TIFFTAG_IMAGEDESCRIPTION, m.description.c_str());
+    for (const TiffTag& t : m.tiff_tags) {
+        const TIFFField* field = TIFFFindField(tif, t.number, TIFF_ANY);
+        if (!field) continue;
+        if (t.type == TIFF_ASCII) {
+            const std::string text(t.bytes.begin(), t.bytes.end());
+            TIFFSetField(tif, t.number, text.c_str());
+        } else if (TIFFFieldPassCount(field) && t.count > 0 &&
+                   t.bytes.size() == std::size_t(t.count) * std::size_t(TIFFDataWidth(TIFFDataType(t.type))) &&
+                   TIFFFieldDataType(field) == TIFFDataType(t.type)) {
+            TIFFSetField(tif, t.number, t.count, t.bytes.data());
+        }
+    }
+}
+
+namespace {
+
 // WriteOptions::tiff_compression as libtiff's codec, refused by name when unknown or not built into libtiff.
-static std::uint16_t tiff_codec(const std::string& name, const std::string& compression) {
+std::uint16_t tiff_codec(const std::string& name, const std::string& compression) {
     const std::uint16_t codec = compression == "deflate" ? COMPRESSION_ADOBE_DEFLATE
                                 : compression == "zstd"  ? COMPRESSION_ZSTD
                                 : compression == "lzw"   ? COMPRESSION_LZW
@@ -591,51 +797,35 @@ static std::uint16_t tiff_codec(const std::string& name, const std::string& comp
     return codec;
 }
 
-Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOptions& options) {
-    Buffer out;
-    MemoryFile f;
-    f.out = &out;
+// One page as a directory of strips or tiles.
+void write_tiff_page(TIFF* tif, MemoryFile& f, ConstImageView image, const ImageMetadata& m, std::uint16_t codec,
+                     int tile, const std::string& name) {
     const std::size_t row_bytes = image.shape.row_bytes();
-    // Classic TIFF offsets are 32-bit; leave room for the directory and switch to BigTIFF ("8") beyond.
-    const bool big = std::uint64_t(row_bytes) * image.height() > (std::uint64_t(1) << 32) - (std::uint64_t(1) << 24);
-    TiffHandle h;
-    h.tif = open_memory_file(f, name, big ? "w8" : "w", 0);
-    if (!h.tif) tiff_failed(name, f, "cannot encode TIFF");
-
     const int c = image.channels();
-    const std::uint16_t codec = tiff_codec(name, options.tiff_compression);
-    const int tile = options.tiff_tile;
-    if (tile != 0 && (tile < 16 || tile % 16 || tile > 8192))
-        fail(name, "tiles of " + std::to_string(tile) + " pixels: the tile side must be a multiple of 16 from 16 to 8192");
     // About 256 KiB strips: large enough for deflate to work well, small enough to stream.
     const std::uint32_t rows_per_strip =
         std::uint32_t(std::clamp<std::size_t>((256 << 10) / row_bytes, 1, image.height()));
-    TIFFSetField(h.tif, TIFFTAG_IMAGEWIDTH, std::uint32_t(image.width()));
-    TIFFSetField(h.tif, TIFFTAG_IMAGELENGTH, std::uint32_t(image.height()));
-    TIFFSetField(h.tif, TIFFTAG_SAMPLESPERPIXEL, std::uint16_t(c));
-    TIFFSetField(h.tif, TIFFTAG_BITSPERSAMPLE, std::uint16_t(8 * bytes_per_sample(image.type())));
-    TIFFSetField(h.tif, TIFFTAG_SAMPLEFORMAT, image.type() == PixelType::f32 ? SAMPLEFORMAT_IEEEFP : SAMPLEFORMAT_UINT);
-    TIFFSetField(h.tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
-    TIFFSetField(h.tif, TIFFTAG_PHOTOMETRIC, c >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK);
+    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, std::uint32_t(image.width()));
+    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, std::uint32_t(image.height()));
+    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, std::uint16_t(c));
+    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, std::uint16_t(8 * bytes_per_sample(image.type())));
+    TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, image.type() == PixelType::f32 ? SAMPLEFORMAT_IEEEFP : SAMPLEFORMAT_UINT);
+    TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, c >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK);
     if (c == 2 || c == 4) {
         const std::uint16_t extra[] = {EXTRASAMPLE_UNASSALPHA};
-        TIFFSetField(h.tif, TIFFTAG_EXTRASAMPLES, std::uint16_t(1), extra);
+        TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, std::uint16_t(1), extra);
     }
     if (tile) {
-        TIFFSetField(h.tif, TIFFTAG_TILEWIDTH, std::uint32_t(tile));
-        TIFFSetField(h.tif, TIFFTAG_TILELENGTH, std::uint32_t(tile));
+        TIFFSetField(tif, TIFFTAG_TILEWIDTH, std::uint32_t(tile));
+        TIFFSetField(tif, TIFFTAG_TILELENGTH, std::uint32_t(tile));
     } else {
-        TIFFSetField(h.tif, TIFFTAG_ROWSPERSTRIP, rows_per_strip);
+        TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, rows_per_strip);
     }
-    const ImageMetadata& m = options.metadata;
-    if (!m.icc_profile.empty())
-        TIFFSetField(h.tif, TIFFTAG_ICCPROFILE, std::uint32_t(m.icc_profile.size()), m.icc_profile.data());
-    if (const int turn = orientation_of(m); turn >= 1 && turn <= 8)
-        TIFFSetField(h.tif, TIFFTAG_ORIENTATION, std::uint16_t(turn));
-    TIFFSetField(h.tif, TIFFTAG_COMPRESSION, codec);
+    set_tiff_metadata(tif, m);
+    TIFFSetField(tif, TIFFTAG_COMPRESSION, codec);
     if (codec != COMPRESSION_NONE)
-        TIFFSetField(h.tif, TIFFTAG_PREDICTOR,
-                     image.type() == PixelType::f32 ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL);
+        TIFFSetField(tif, TIFFTAG_PREDICTOR, image.type() == PixelType::f32 ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL);
 
     // The predictor rewrites the buffer it is given, so each strip or tile is first copied out of the image.
     if (tile) {
@@ -647,7 +837,7 @@ Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOpt
                 if (w < tile || rows < tile) std::fill(block.begin(), block.end(), std::uint8_t(0));  // edge tiles padded
                 for (int r = 0; r < rows; ++r)
                     std::memcpy(block.data() + std::size_t(r) * pitch, image.row_bytes(ty + r) + std::size_t(tx) * px, std::size_t(w) * px);
-                if (TIFFWriteEncodedTile(h.tif, TIFFComputeTile(h.tif, std::uint32_t(tx), std::uint32_t(ty), 0, 0), block.data(),
+                if (TIFFWriteEncodedTile(tif, TIFFComputeTile(tif, std::uint32_t(tx), std::uint32_t(ty), 0, 0), block.data(),
                                          tmsize_t(block.size())) < 0)
                     tiff_failed(name, f, "cannot encode TIFF");
             }
@@ -657,14 +847,39 @@ Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOpt
             const std::uint32_t rows = std::min<std::uint32_t>(rows_per_strip, image.height() - y);
             for (std::uint32_t r = 0; r < rows; ++r)
                 std::memcpy(strip.data() + r * row_bytes, image.row_bytes(int(y + r)), row_bytes);
-            if (TIFFWriteEncodedStrip(h.tif, s, strip.data(), tmsize_t(rows * row_bytes)) < 0)
+            if (TIFFWriteEncodedStrip(tif, s, strip.data(), tmsize_t(rows * row_bytes)) < 0)
                 tiff_failed(name, f, "cannot encode TIFF");
         }
     }
-    if (!TIFFWriteDirectory(h.tif)) tiff_failed(name, f, "cannot encode TIFF");
+    if (!TIFFWriteDirectory(tif)) tiff_failed(name, f, "cannot encode TIFF");
+}
+
+}  // namespace
+
+Buffer encode_tiff_pages(std::span<const ConstImageView> pages, std::span<const ImageMetadata> metadata,
+                         const std::string& name, const WriteOptions& options) {
+    const std::uint16_t codec = tiff_codec(name, options.tiff_compression);
+    const int tile = options.tiff_tile;
+    if (tile != 0 && (tile < 16 || tile % 16 || tile > 8192))
+        fail(name, "tiles of " + std::to_string(tile) + " pixels: the tile side must be a multiple of 16 from 16 to 8192");
+    Buffer out;
+    MemoryFile f;
+    f.out = &out;
+    std::uint64_t bytes = 0;
+    for (const ConstImageView& page : pages) bytes += std::uint64_t(page.shape.row_bytes()) * page.height();
+    // Classic TIFF offsets are 32-bit; leave room for the directories and switch to BigTIFF ("8") beyond.
+    const bool big = bytes > (std::uint64_t(1) << 32) - (std::uint64_t(1) << 24);
+    TiffHandle h;
+    h.tif = open_memory_file(f, name, big ? "w8" : "w", 0);
+    if (!h.tif) tiff_failed(name, f, "cannot encode TIFF");
+    for (std::size_t p = 0; p < pages.size(); ++p) write_tiff_page(h.tif, f, pages[p], metadata[p], codec, tile, name);
     TIFFClose(h.tif);
     h.tif = nullptr;
     return out;
+}
+
+Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOptions& options) {
+    return encode_tiff_pages(std::span(&image, 1), std::span(&options.metadata, 1), name, options);
 }
 
 }  // namespace apron::io
@@ -686,6 +901,22 @@ std::unique_ptr<RowSource> open_tiff_rows(std::unique_ptr<ByteSource>, const std
     fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
 ImageMetadata metadata_tiff(const ByteSource&, const std::string& name, const ReadOptions&) {
+    fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
+}
+std::vector<Image> decode_tiff_pages(Bytes, const std::string& name, const ReadOptions&) {
+    fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
+}
+int count_tiff_pages(const ByteSource&, const std::string& name, const ReadOptions&) {
+    fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
+}
+std::vector<ImageShape> probe_tiff_pages(const ByteSource&, const std::string& name, const ReadOptions&) {
+    fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
+}
+std::vector<ImageMetadata> metadata_tiff_pages(const ByteSource&, const std::string& name, const ReadOptions&) {
+    fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
+}
+Buffer encode_tiff_pages(std::span<const ConstImageView>, std::span<const ImageMetadata>, const std::string& name,
+                         const WriteOptions&) {
     fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
 

@@ -12,8 +12,15 @@
 #include <string>
 
 #include "apron/errors.hpp"
+#include "apron/io.hpp"
 
 namespace apron::io {
+
+// Registers the GeoTIFF and GDAL tags with libtiff (a tag extender, once per process), so that handles
+// opened after it read and write them typed (tiff.cpp).
+void register_carried_tiff_tags();
+// The metadata's tags, profile and orientation on the directory being written (tiff.cpp).
+void set_tiff_metadata(TIFF* tif, const ImageMetadata& m);
 
 // Where a client seek (the seek procedure of TIFFClientOpen) lands. toff_t is unsigned: SEEK_CUR and
 // SEEK_END with a negative offset arrive as its two's complement. Nothing for a seek before the start.

@@ -81,7 +81,7 @@ int codec_of(TiffCompression c) {
 class CompressedTiffSink final : public RowSink {
 public:
     CompressedTiffSink(const std::string& path, const ImageShape& shape, const SinkOptions& options)
-        : path_(path), shape_(shape), side_(options.tiff_tile_side), file_(path, 0, options) {
+        : path_(path), shape_(shape), side_(options.tiff_tile_side), file_(path, 0, options), metadata_(options.metadata) {
         detail::check_tile_side(path, side_);
         const int codec = codec_of(options.tiff_compression);
         if (!TIFFIsCODECConfigured(std::uint16_t(codec)))
@@ -127,6 +127,7 @@ public:
 
 private:
     void open(int codec) {
+        register_carried_tiff_tags();
         const TiffOpenOptions opts = quiet_tiff_options(path_, f_.message);
         tif_.reset(TIFFClientOpenExt(path_.c_str(), "w8", &f_, fd_read, fd_write, fd_seek, fd_close, fd_size, fd_map,
                                      fd_unmap, opts.get()));
@@ -151,6 +152,7 @@ private:
             const std::uint16_t extra[] = {EXTRASAMPLE_UNASSALPHA};  // the last channel: unassociated alpha
             if (!TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, std::uint16_t(1), extra)) failed("the TIFF header");
         }
+        set_tiff_metadata(tif, metadata_);
     }
 
     // Every tile of row of tiles `ty` from rows_, each a full tile (edge tiles padded with zeros).
@@ -180,6 +182,7 @@ private:
     int side_, tiles_x_ = 0, written_ = 0;
     std::size_t px_ = 0;
     detail::PartialFile file_;
+    ImageMetadata metadata_;  // written into the directory (SinkOptions::metadata)
     FdFile f_;
     // After file_ and f_: freed before them. Without commit, TIFFCleanup still writes a directory into the
     // partial file, which is removed anyway (or was the cause of the failure: its error is captured).

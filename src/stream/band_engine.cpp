@@ -431,6 +431,7 @@ io::SinkOptions sink_options_for(const StreamOptions& o) {
     io::SinkOptions so;
     so.tiff_tile_side = o.tile_side;
     so.tiff_compression = io::parse_tiff_compression(o.compression);
+    so.metadata = o.metadata;
     return so;
 }
 

@@ -132,3 +132,75 @@ def test_batch_auto_orient(apron, tmp_path, photo):
     np.testing.assert_array_equal(read_png(tmp_path / "out" / "p.png"), np.rot90(rgb, k=-1))
     with Image.open(tmp_path / "out" / "p.png") as out:
         assert out.getexif().get(ORIENTATION) == 1
+
+
+# --- Exif read as Pillow reads it (finding 10, 11): PNG eXIf chunks written by hand, wherever and however
+# many; orientation entries of other counts and types; out-of-range values.
+import struct  # noqa: E402
+import zlib  # noqa: E402
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def _exif(orientation: int, type_: int = 3, count: int = 1, little: bool = True) -> bytes:
+    e = "<" if little else ">"
+    if type_ == 3:
+        value = struct.pack(e + "H", orientation) + (struct.pack(e + "H", 3) if count == 2 else b"\0\0")
+    else:
+        value = struct.pack(e + "I", orientation)
+    return ((b"II" if little else b"MM") + struct.pack(e + "HI", 42, 8) + struct.pack(e + "H", 1)
+            + struct.pack(e + "HHI", ORIENTATION, type_, count) + value + b"\0\0\0\0")
+
+
+def _png_with_exif(path, gray: np.ndarray, before=(), after=()):
+    h, w = gray.shape
+    raw = b"".join(b"\0" + gray[y].tobytes() for y in range(h))
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+                     + b"".join(_chunk(b"eXIf", e) for e in before) + _chunk(b"IDAT", zlib.compress(raw))
+                     + b"".join(_chunk(b"eXIf", e) for e in after) + _chunk(b"IEND", b""))
+
+
+@pytest.mark.parametrize("case", ["after_idat", "two_chunks", "before_and_after", "count_2", "long", "long_big_endian"])
+def test_auto_orient_agrees_with_pillow(apron, tmp_path, case):
+    from PIL import ImageOps
+
+    gray = np.random.default_rng(12).integers(0, 256, (64, 48), dtype=np.uint8)
+    before, after = {
+        "after_idat": ([], [_exif(6)]),
+        "two_chunks": ([_exif(6), _exif(3)], []),
+        "before_and_after": ([_exif(6)], [_exif(8)]),
+        "count_2": ([_exif(6, 3, 2)], []),
+        "long": ([_exif(6, 4)], []),
+        "long_big_endian": ([_exif(8, 4, 1, little=False)], []),
+    }[case]
+    src = tmp_path / "p.png"
+    _png_with_exif(src, gray, before, after)
+    apron.filter_files(src, tmp_path / "o.png", "dilate:se=rect:1x1", extra=["--auto-orient"])
+    with Image.open(src) as im:
+        ref = np.asarray(ImageOps.exif_transpose(im))
+    np.testing.assert_array_equal(read_png(tmp_path / "o.png"), ref)
+
+
+@pytest.mark.parametrize("bad", [0, 9, 255, 65535])
+@pytest.mark.parametrize("out", ["o.png", "o.jpg"])  # a TIFF output already wrote only 1..8 as its own tag
+def test_out_of_range_orientation_is_not_copied(apron, tmp_path, bad, out):
+    gray = np.random.default_rng(13).integers(0, 256, (9, 7), dtype=np.uint8)
+    src = tmp_path / "p.png"
+    _png_with_exif(src, gray, [_exif(bad)])
+    apron.filter_files(src, tmp_path / out, "box")
+    with Image.open(tmp_path / out) as im:
+        assert im.getexif().get(ORIENTATION, 1) == 1
+    r = apron.filter_files(src, tmp_path / "turned.png", "box", extra=["--auto-orient"])
+    np.testing.assert_array_equal(read_png(tmp_path / "turned.png").shape, gray.shape)
+
+
+def test_large_png_exif_is_read_quickly(apron, tmp_path):
+    """20 MB of Exif (a big maker note): read in one read, not a pread per byte (that took 46 s)."""
+    gray = np.zeros((4, 4), dtype=np.uint8)
+    src = tmp_path / "p.png"
+    _png_with_exif(src, gray, [_exif(6) + b"\xab" * (20 << 20)])
+    apron.filter_files(src, tmp_path / "o.png", "box", extra=["--auto-orient"])
+    with Image.open(tmp_path / "o.png") as im:
+        assert im.getexif().get(ORIENTATION) == 1
