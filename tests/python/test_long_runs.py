@@ -87,17 +87,3 @@ def test_a_streamed_run_shows_progress_in_a_log(apron, tmp_path):
     assert lines and all(re.fullmatch(r"apron: \d+ of 40 rows \(\d+ %\)", line) for line in lines), r.stderr
     quiet = apron.run("filter", tmp_path / "in.pgm", tmp_path / "out.pgm", "--op", "box", "--stream", "on")
     assert quiet.stderr == ""  # a log hears nothing of a run shorter than 30 s
-
-
-def test_the_reference_note_uses_the_measured_rate_of_large_masks(apron, tmp_path):
-    """2.01e12 taps of a 4097x4097 mask at the measured 1e8 taps a second: about 336 minutes."""
-    p = tmp_path / "in.pgm"
-    write_pnm(p, random_image((300, 400), np.uint8, 2))
-    proc = subprocess.Popen([str(APRON_PATH), "filter", p, tmp_path / "o.pgm", "--backend", "reference",
-                             "--op", "box:width=4097"], stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stderr.readline()
-    finally:
-        proc.kill()
-        proc.wait()
-    assert "about 336 minutes" in line, line

@@ -118,6 +118,7 @@ def test_a_long_reference_run_says_so(apron, tmp_path):
         proc.kill()
         proc.wait()
     assert line.startswith("apron: note: the reference backend computes 2.01e+12 taps"), line
+    assert "about 336 minutes" in line, line  # at the measured 1e8 taps a second of masks this large
     assert "4097x4097" in line and "minutes" in line and "--backend cpu" in line, line
     assert not (tmp_path / "o.pgm").exists() and leftovers(tmp_path) == []
     quick = apron.run("filter", p, tmp_path / "o.pgm", "--backend", "reference", "--op", "box:width=3")
