@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# The first command on a fresh machine: install what is missing, build apron, and filter the bundled
-# sample image with a few operations into out/.
+# The first command on a fresh machine: install what is missing, build the apron command, and filter the
+# bundled sample image with a few operations into out/.
+# The CUDA backend is built where a GPU is found (APRON_CUDA=AUTO); APRON_CUDA=ON scripts/quickstart.sh builds
+# it wherever the CUDA toolkit is, APRON_CUDA=OFF never. Only the command is built: the tests, benchmarks and
+# Python extension follow with `cmake --build build` (scripts/test.sh does it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$SECONDS
 scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)"
+log=$(mktemp)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DAPRON_CUDA="${APRON_CUDA:-AUTO}" > "$log" 2>&1 ||
+  { cat "$log"; rm -f "$log"; exit 1; }
+grep -E "apron: (CUDA|compiling)" "$log" | sed 's/^-- //' || true  # whether CUDA is built, and why
+rm -f "$log"
+cmake --build build -j"$(nproc)" --target apron
+echo "apron: built in $((SECONDS - started)) s"
 mkdir -p out
 apron=build/tools/apron
 $apron info
