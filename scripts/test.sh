@@ -59,10 +59,10 @@ if grep -q "^APRON_CUDA_BUILT:INTERNAL=ON" build/CMakeCache.txt 2>/dev/null; the
 elif [ "${APRON_CHECK_CUDA:-auto}" = 0 ]; then
   echo "skipped (APRON_CHECK_CUDA=0)"
 elif command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || [ -n "${CUDACXX:-}" ]; then
-  # PTX only (90-virtual): the whole C++ of the kernels compiles (cudafe++, cicc), ptxas does not run. Measured
-  # on 2 shared cores: the CUDA layer for sm_90 took 2,458 s of CPU, this step as PTX 908 s with the GPU tests
-  # and benchmark (about 20 against 7.5 minutes on an idle 2-core machine). What only ptxas sees (inline PTX,
-  # resource limits) is compiled by every GPU-machine build (scripts/gpu-run.sh, sm_90);
+  # PTX only (90-virtual): the whole C++ of the kernels compiles (cudafe++, cicc), ptxas does not run. On 2
+  # cores the CUDA layer for sm_90 took 2,458 s of CPU (a shared machine); this step as PTX, with the GPU tests
+  # and benchmark, 908 s there and 6.4 minutes (758 s of CPU) on a quiet one. What only ptxas sees (inline
+  # PTX, resource limits) is compiled by every GPU-machine build (scripts/gpu-run.sh, sm_90);
   # APRON_CHECK_CUDA_ARCHS=90 checks it here too.
   configure build-cuda -DCMAKE_BUILD_TYPE=Release -DAPRON_CUDA=ON -DAPRON_PYTHON=OFF -DAPRON_TESTS=ON -DAPRON_BENCH=ON \
     -DCMAKE_CUDA_ARCHITECTURES="${APRON_CHECK_CUDA_ARCHS:-90-virtual}"
