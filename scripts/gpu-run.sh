@@ -68,7 +68,9 @@ echo "commit ${APRON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}" | tee -
 
 case " $steps " in *" build "*)
   log "build"
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  # APRON_CUDA=ON: the CUDA backend whatever the GPU detection of APRON_CUDA=AUTO finds (a failed detection
+  # fails the configure here instead of building a CPU-only apron whose GPU tests all skip).
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DAPRON_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DPython_EXECUTABLE="$(command -v python3)" > "$OUT/build.log" 2>&1 ||
     { tail -30 "$OUT/build.log"; exit 1; }
   cmake --build build-gpu -j"$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
@@ -151,7 +153,7 @@ case " $steps " in *" wheel "*)
   site=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
   { rm -rf /tmp/apron-venv && python3 -m venv /tmp/apron-venv &&
     /tmp/apron-venv/bin/python -m pip install -q --no-index --find-links "$carry/wheels" scikit-build-core nanobind &&
-    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 420 /tmp/apron-venv/bin/python -m pip install --no-index --no-deps \
+    APRON_CUDA=ON CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 420 /tmp/apron-venv/bin/python -m pip install --no-index --no-deps \
       --no-build-isolation . 2>&1 | tail -3 &&
     (cd /tmp && export PYTHONPATH=$site && /tmp/apron-venv/bin/python -c "import apron; print(apron.__file__, apron.info())" &&
      APRON_BIN=$root/build-gpu/tools/apron timeout 240 /tmp/apron-venv/bin/python -m pytest -q -p no:cacheprovider \

@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
-# The first command on a fresh machine: install what is missing, build apron, and filter the bundled
-# sample image with a few operations into out/.
+# The first command on a fresh machine: install what is missing, build the apron command, and filter the
+# bundled sample image with a few operations into out/.
+# The CUDA backend is built where a GPU is found (APRON_CUDA=AUTO); APRON_CUDA=ON scripts/quickstart.sh builds
+# it wherever the CUDA toolkit is, APRON_CUDA=OFF never. Only what `cmake --install build` installs is built
+# (the command, its man page and completions, the libraries), not the Python extension (APRON_PYTHON=OFF:
+# pip install . makes the package): the tests and benchmarks follow with `cmake --build build`, and
+# scripts/test.sh builds all of it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$SECONDS
 scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)"
+log=$(mktemp)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DAPRON_CUDA="${APRON_CUDA:-AUTO}" \
+  -DAPRON_PYTHON="${APRON_PYTHON:-OFF}" > "$log" 2>&1 ||
+  { cat "$log"; rm -f "$log"; exit 1; }
+grep -E "apron: (CUDA|compiling)" "$log" | sed 's/^-- //' || true  # whether CUDA is built, and why
+rm -f "$log"
+cmake --build build -j"$(nproc)" --target apron apron_cli_docs libapron_shared
+echo "apron: built in $((SECONDS - started)) s"
 mkdir -p out
 apron=build/tools/apron
 $apron info

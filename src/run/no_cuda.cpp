@@ -1,4 +1,4 @@
-// The CUDA backend's entry points when apron is built without the CUDA toolkit: no devices, no executor.
+// The CUDA backend's entry points when apron is built without it: no devices, no executor.
 #include "apron/devices.hpp"
 #include "apron/errors.hpp"
 #include "core/host_memory.hpp"
@@ -8,7 +8,10 @@
 namespace apron {
 
 std::vector<std::string> cuda_devices() { return {}; }
-std::string cuda_status() { return "not built (no CUDA toolkit at configure time)"; }
+#ifndef APRON_CUDA_WHY
+#define APRON_CUDA_WHY "configured without the CUDA backend"
+#endif
+std::string cuda_status() { return "not built (" APRON_CUDA_WHY ")"; }
 std::unique_ptr<Executor> make_cuda_executor(void*) { return nullptr; }
 bool cuda_available() { return false; }
 std::shared_ptr<void> use_cuda_device(int device) {
