@@ -286,7 +286,9 @@ case " $steps " in *" report "*)
   # Figures once reached are held: every row more than 10 % slower than this GPU model's baseline.
   model=$(echo "$gpu" | grep -oE 'H[0-9]{3}' | head -1 | tr 'H' 'h')
   baseline=${APRON_BASELINE:-$(ls -d bench/baselines/"${model:-none}"-*/bench_gpu.csv 2>/dev/null | tail -1)}
-  if [ -n "$baseline" ] && [ -s "$OUT/bench_gpu.csv" ]; then
+  if [ ! -s "$OUT/bench_gpu.csv" ]; then
+    echo "no bench_gpu.csv in this call: nothing to hold against a baseline" | tee -a "$OUT/summary.txt"
+  elif [ -n "$baseline" ]; then
     { echo; echo "## Against the baseline $baseline"; echo
       python3 bench/baseline_check.py "$OUT/bench_gpu.csv" "$baseline" --markdown; } >> "$OUT/report.md" 2>&1
     grep -E "rows matched|slower:" "$OUT/report.md" | tee -a "$OUT/summary.txt"
