@@ -19,13 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using iotest::fails_naming;
 using iotest::ScratchDir;
-
-void write_text(const std::string& path, const std::string& content) {
-    if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path());
-    std::ofstream out(path, std::ios::binary);
-    out << content;
-    ASSERT_TRUE(out.good()) << path;
-}
+using iotest::write_text;
 
 std::vector<std::string> paths_of(const InputSet& set) {
     std::vector<std::string> paths;

@@ -24,18 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 using iotest::fails_naming;
 using iotest::ScratchDir;
-
-std::string read_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void write_text(const std::string& path, const std::string& text) {
-    fs::create_directories(fs::path(path).parent_path());
-    std::ofstream(path, std::ios::binary) << text;
-}
+using iotest::write_text;
+using iotest::read_text;
 
 TEST(BatchLock, SecondLockFailsAtOnceNamingTheLockFileAndTheHolder) {
     ScratchDir dir;

@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,20 @@ namespace apron::iotest {
 using ByteVec = std::vector<std::uint8_t>;
 
 inline ByteVec bytes(const std::string& s) { return ByteVec(s.begin(), s.end()); }
+// A whole file as text, and text written as a whole file (its folders made first).
+inline std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+inline void write_text(const std::string& path, const std::string& text) {
+    if (std::filesystem::path(path).has_parent_path()) std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    ASSERT_TRUE(out.good()) << path;
+}
+
 inline ByteVec concat(ByteVec a, const ByteVec& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;

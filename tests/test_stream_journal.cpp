@@ -24,15 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 using iotest::fails_naming;
 using iotest::ScratchDir;
-
-std::string read_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+using iotest::write_text;
+using iotest::read_text;
 
 TEST(StreamJournal, BandLinesRoundTripAndParseOnlyExactly) {
     const JournalEntry e{256, 128, -30, 188, 0x7e02e021u, 0x0000abcdu};

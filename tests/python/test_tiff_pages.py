@@ -134,19 +134,27 @@ def tag_values(path):
     with tifffile.TiffFile(path) as tif:
         return {t.code: t.value for t in tif.pages[0].tags.values()}
 
+GEOTIFF_CARRIED = (33550, 33922, 34735, 34736, 34737, 42113, 270, 305, 306, 315, 33432, 282, 283, 296)
+
+
+def assert_geotiff_tags_carried(src, dst):
+    """Every carried tag of the GeoTIFF input is in the output with the same values."""
+    before, after = tag_values(src), tag_values(dst)
+    for code in GEOTIFF_CARRIED:
+        assert code in after, code
+        if isinstance(before[code], tuple) and before[code] and isinstance(before[code][0], float):
+            np.testing.assert_array_equal(np.array(after[code]), np.array(before[code]))
+        else:
+            assert after[code] == before[code], code
+
+
 
 def test_geotiff_tags_are_carried_into_tiff(apron, tmp_path, geotiff):
     src, dem = geotiff
     dst = tmp_path / "out.tif"
     r = apron.filter_files(src, dst, "gaussian:sigma=1")
     assert "not carried" not in r.stderr
-    before, after = tag_values(src), tag_values(dst)
-    for code in (33550, 33922, 34735, 34736, 34737, 42113, 270, 305, 306, 315, 33432, 282, 283, 296):
-        assert code in after, code
-        if isinstance(before[code], tuple) and before[code] and isinstance(before[code][0], float):
-            np.testing.assert_array_equal(np.array(after[code]), np.array(before[code]))
-        else:
-            assert after[code] == before[code], code
+    assert_geotiff_tags_carried(src, dst)
     with tifffile.TiffFile(dst) as tif:
         assert tif.pages[0].geotiff_tags["ModelPixelScale"] == [0.5, 0.5, 0.0]
         np.testing.assert_allclose(tif.pages[0].asarray(), ndimage.gaussian_filter(dem.astype(np.float64), 1, mode="reflect", truncate=3.0), rtol=1e-4, atol=1e-3)
@@ -189,13 +197,7 @@ def test_streamed_tiff_carries_the_tags(apron, tmp_path, geotiff, compression):
     r = apron.filter_files(src, dst, "box:width=3,height=3",
                            extra=["--stream", "on", "--tile", "16", "--compression", compression])
     assert "not carried" not in r.stderr
-    before, after = tag_values(src), tag_values(dst)
-    for code in (33550, 33922, 34735, 34736, 34737, 42113, 270, 305, 306, 315, 33432, 282, 283, 296):
-        assert code in after, code
-        if isinstance(before[code], tuple) and before[code] and isinstance(before[code][0], float):
-            np.testing.assert_array_equal(np.array(after[code]), np.array(before[code]))
-        else:
-            assert after[code] == before[code], code
+    assert_geotiff_tags_carried(src, dst)
     with tifffile.TiffFile(dst) as tif:
         assert tif.pages[0].is_tiled and tif.pages[0].geotiff_tags["ProjectedCSTypeGeoKey"] == 32633
         np.testing.assert_allclose(tif.pages[0].asarray(), box3(dem), rtol=1e-5, atol=1e-3)
