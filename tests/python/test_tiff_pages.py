@@ -134,6 +134,7 @@ def tag_values(path):
     with tifffile.TiffFile(path) as tif:
         return {t.code: t.value for t in tif.pages[0].tags.values()}
 
+
 GEOTIFF_CARRIED = (33550, 33922, 34735, 34736, 34737, 42113, 270, 305, 306, 315, 33432, 282, 283, 296)
 
 
