@@ -11,6 +11,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -253,6 +254,20 @@ TEST(MorphNaN, LargeImageWithNaNHoles) {
         }
 }
 
+// The plan of one dilate or erode of element `e` on `in`, with an optional constant border value.
+MorphPlan plan_morph(const Element& e, MorphKind kind, const Image& in, std::optional<float> constant_border = {}) {
+    MorphStep s;
+    s.element = Mask(e.w, e.h, std::vector<double>(e.on.begin(), e.on.end()));
+    s.kind = kind;
+    if (constant_border) {
+        s.border = BorderMode::constant;
+        s.border_value = *constant_border;
+    }
+    Step step;
+    step.action = s;
+    return std::get<MorphPlan>(test::plan_step(step, in.shape(), in.type()).what);
+}
+
 // A constant border of NaN (the library's MorphStep; the command line takes finite values only) is outside
 // pixels that are missing: the same result as ignoring them, on the reference and the fast executor.
 TEST(MorphNaN, ConstantNaNBorderIsIgnoredOutsidePixels) {
@@ -261,16 +276,8 @@ TEST(MorphNaN, ConstantNaNBorderIsIgnoredOutsidePixels) {
     auto fast = make_cpu_executor(2);
     for (const Element& e : elements())
         for (MorphKind kind : {MorphKind::dilate, MorphKind::erode}) {
-            MorphStep s;
-            s.element = Mask(e.w, e.h, std::vector<double>(e.on.begin(), e.on.end()));
-            s.kind = kind;
-            Step step;
-            step.action = s;
-            const MorphPlan ignored = std::get<MorphPlan>(test::plan_step(step, in.shape(), in.type()).what);
-            s.border = BorderMode::constant;
-            s.border_value = nan_v;
-            step.action = s;
-            const MorphPlan nan_border = std::get<MorphPlan>(test::plan_step(step, in.shape(), in.type()).what);
+            const MorphPlan ignored = plan_morph(e, kind, in);
+            const MorphPlan nan_border = plan_morph(e, kind, in, nan_v);
             const Plane want = extremum(to_plane(in), e, kind == MorphKind::dilate, "", 0);
             for (Executor* ex : {reference.get(), fast.get()})
                 for (const MorphPlan* p : {&ignored, &nan_border}) {
@@ -292,12 +299,7 @@ TEST(MorphNaN, EverySimdTarget) {
         auto fast = make_cpu_executor(2);
         for (const Element& e : {make_element("rect", 5, 7), make_element("rect", 3, 3), make_element("ellipse", 7, 5)})
             for (MorphKind kind : {MorphKind::dilate, MorphKind::erode}) {
-                MorphStep s;
-                s.element = Mask(e.w, e.h, std::vector<double>(e.on.begin(), e.on.end()));
-                s.kind = kind;
-                Step step;
-                step.action = s;
-                const MorphPlan p = std::get<MorphPlan>(test::plan_step(step, in.shape(), in.type()).what);
+                const MorphPlan p = plan_morph(e, kind, in);
                 Image got(in.shape());
                 fast->morph(p, in.view(), got.view());
                 std::string where;
