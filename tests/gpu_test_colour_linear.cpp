@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -126,6 +127,7 @@ struct Case {
     PixelType type;
     int offset = 0;          // samples from the buffer start (input and output)
     bool odd_pitch = false;  // pitch no multiple of 4 samples
+    std::optional<PixelType> out = {};  // the output type, if not the input's
 };
 
 // Runs one family on device copies of a random image and compares with the reference executor.
@@ -134,11 +136,12 @@ LinearPlan expect_matches_reference(Family family, const Case& c, std::uint32_t 
     const Image host = test::random_image(c.width, c.height, c.channels, c.type, seed);
     SCOPED_TRACE(c.spec + " " + to_string(c.type) + " " + std::to_string(c.width) + "x" + std::to_string(c.height) + "x" +
                  std::to_string(c.channels) + " offset " + std::to_string(c.offset) + (c.odd_pitch ? " odd pitch" : ""));
+    const PixelType out_type = c.out.value_or(c.type);
     const LinearPlan lp =
-        plan_of(c.spec, host.shape(), c.type, family == Family::direct ? Algorithm::direct : Algorithm::separable);
+        plan_of(c.spec, host.shape(), out_type, family == Family::direct ? Algorithm::direct : Algorithm::separable);
     if (family == Family::direct) EXPECT_TRUE(cuda::direct_tiled_supports(lp));
     else EXPECT_TRUE(cuda::separable_fused_supports(lp));
-    const Image ref = Pipeline({c.spec}).run(host, {.backend = Backend::reference, .out_type = c.type});
+    const Image ref = Pipeline({c.spec}).run(host, {.backend = Backend::reference, .out_type = out_type});
     const DeviceImage in(host.view(), c.offset, c.odd_pitch);
     const DeviceImage out(ref.shape(), c.offset, c.odd_pitch);
     if (family == Family::direct) cuda::launch_direct_tiled(lp, in.cview(), out.view(), nullptr);
@@ -147,7 +150,7 @@ LinearPlan expect_matches_reference(Family family, const Case& c, std::uint32_t 
     const Image got = out.download();
     if (lp.exact) {
         EXPECT_TRUE(test::identical(got, ref)) << "max diff " << test::max_abs_diff(got, ref);
-    } else if (c.type == PixelType::f32) {
+    } else if (out_type == PixelType::f32) {
         // Each result lies within 1e-5 * sum|m| * max|in| of float64 (SPEC); the reference is float64.
         const double scale = std::max({1.0, test::max_abs(host), std::fabs(lp.step.border_value)});
         EXPECT_LE(test::max_abs_diff(got, ref), 1e-5 * std::max(1.0, lp.step.mask.abs_sum()) * scale + 1e-6);
@@ -257,6 +260,42 @@ TEST(CudaColourLinear, ExactFinishesOfEveryDenominator) {
                 for (const Size& s : {Size{5, 7}, Size{613, 311}}) {
                     const LinearPlan lp = expect_matches_reference(family, Case{spec, s.w, s.h, channels, t}, seed++);
                     EXPECT_TRUE(lp.exact && lp.finish.fits_int32) << spec << ": the 32-bit finish does not take it";
+                }
+}
+
+// The exact finishes beyond the 32-bit form, bit for bit: a scale or delta that is not integral into u8 and
+// u16 (64-bit integers and doubles, which the kernels run in a loop of their own, out of the unrolled
+// stores), and exact sums into f32 (the intermediate steps of a pipeline on integer images). On the
+// register kernel (3x3, aligned views), the tiles (7x7, and 3x3 on unaligned views) and the fused
+// separable kernel, 1-4 channels, tiny images and images with interior blocks.
+TEST(CudaColourLinear, ExactFinishesBeyondThe32BitForm) {
+    REQUIRE_GPU();
+    const std::string m3 = mask_file(3, true), m7 = mask_file(7, true);
+    struct Rare {
+        Family family;
+        std::string spec;
+        PixelType in, out;
+    };
+    const Rare cases[] = {
+        {Family::direct, "correlate:mask=" + m3 + ",scale=0.3,delta=0.5", PixelType::u8, PixelType::u8},
+        {Family::direct, "correlate:mask=" + m3 + ",scale=3.7,delta=-2.25,border=reflect", PixelType::u16, PixelType::u16},
+        {Family::direct, "correlate:mask=" + m7 + ",scale=0.3,delta=12.5,border=wrap", PixelType::u8, PixelType::u8},
+        {Family::direct, "correlate:mask=" + m7 + ",scale=5.1", PixelType::u16, PixelType::u16},
+        {Family::direct, "correlate:mask=" + m3 + ",delta=0.5", PixelType::u8, PixelType::f32},
+        {Family::direct, "correlate:mask=" + m7 + ",scale=0.3,border=constant,value=9", PixelType::u16, PixelType::f32},
+        {Family::separable, "separable:row=1:2:3,column=1:1:2,scale=0.3,delta=1.5", PixelType::u8, PixelType::u8},
+        {Family::separable, "separable:row=1:2:3,column=1:1:2,scale=7.3,border=mirror", PixelType::u16, PixelType::u16},
+        {Family::separable, "box:width=5,height=3", PixelType::u8, PixelType::f32},
+    };
+    std::uint32_t seed = 21000;
+    for (const Rare& r : cases)
+        for (int channels = 1; channels <= 4; ++channels)
+            for (const Size& s : {Size{5, 7}, Size{613, 311}})
+                for (bool roi : {false, true}) {
+                    const Case c{r.spec, s.w, s.h, channels, r.in, roi ? 1 + int(seed % 3) : 0, roi, r.out};
+                    const LinearPlan lp = expect_matches_reference(r.family, c, seed++);
+                    EXPECT_TRUE(lp.exact && (r.out == PixelType::f32 || !lp.finish.fits_int32))
+                        << r.spec << ": not the finish this test means to cover";
                 }
 }
 

@@ -56,10 +56,11 @@ APRON_HD T finish_exact(std::int64_t isum, const LinearFinish& f) {
 
 // finish_exact for sums below 2^24 in magnitude (the f32 accumulator), in 32-bit integers: the same
 // quotient and rounding (a GPU has no 64-bit integer unit, and the 64-bit form was half the time of the
-// u8 3x3 kernel). Falls back to finish_exact where the plan does not fit.
+// u8 3x3 kernel). finish_exact32_fitting is that form alone, for callers that have checked that the plan
+// fits (the GPU kernels check once per block, so that the 64-bit and double forms are not inlined at every
+// output sample); finish_exact32 checks and falls back to finish_exact where it does not.
 template <class T>
-APRON_HD T finish_exact32(int isum, const LinearFinish& f) {
-    if (!(PixelTraits<T>::integer && f.fits_int32)) return finish_exact<T>(isum, f);
+APRON_HD T finish_exact32_fitting(int isum, const LinearFinish& f) {
     const int n = isum + int(f.offset), d = int(f.denominator);
     int q = n;
     if (f.power_of_two) {
@@ -79,6 +80,12 @@ APRON_HD T finish_exact32(int isum, const LinearFinish& f) {
     q += int(f.delta_int);
     const int hi = int(PixelTraits<T>::max);
     return T(q < 0 ? 0 : q > hi ? hi : q);
+}
+
+template <class T>
+APRON_HD T finish_exact32(int isum, const LinearFinish& f) {
+    if (!(PixelTraits<T>::integer && f.fits_int32)) return finish_exact<T>(isum, f);
+    return finish_exact32_fitting<T>(isum, f);
 }
 
 template <class T, class Acc>

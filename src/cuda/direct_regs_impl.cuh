@@ -19,6 +19,7 @@
 
 #include "cuda/direct_regs.hpp"
 #include "cuda/direct_tiled_impl.cuh"
+#include "cuda/store_rows.cuh"
 
 namespace apron::cuda::regs {
 
@@ -80,49 +81,47 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
 #pragma unroll
         for (int q = 0; q < RX; ++q) acc[r][q] = 0.0f;
 
+    // Each row of the window (t = 0 .. RY + K - 2) is loaded into v, then meets the mask rows of the outputs
+    // it reaches. Interior and border blocks run separate copies of this unrolled loop: the border's column
+    // map is made once per thread rather than once per row (with 64-bit remainders for far-outside
+    // coordinates it was most of the kernel's code), and it lives only in its own copy, so the interior copy
+    // keeps its registers.
+    const auto accumulate = [&](auto&& load_row) {
 #pragma unroll
-    for (int t = 0; t < RY + K - 1; ++t) {
-        float v[NV];
-        const int gy = y0 - R + t;
-        if (interior) {
+        for (int t = 0; t < RY + K - 1; ++t) {
+            float v[NV];
+            load_row(y0 - R + t, v);
+#pragma unroll
+            for (int r = 0; r < RY; ++r) {
+                const int j = t - r;
+                if (j < 0 || j >= K) continue;
+#pragma unroll
+                for (int i = 0; i < K; ++i)
+#pragma unroll
+                    for (int q = 0; q < RX; ++q) acc[r][q] = fmaf(w.w[j * K + i], v[HA + q + (i - R) * C], acc[r][q]);
+            }
+        }
+    };
+    // Samples HA - R*C .. HA + RX + R*C - 1 of v are read; the rest of the words' samples are not.
+    constexpr int e_begin = HA - R * C, e_end = HA + RX + R * C;
+    if (interior) {
+        accumulate([&](int gy, float* v) {
             const std::byte* row = in.data + std::size_t(gy) * in.pitch;
 #pragma unroll
             for (int m = 0; m < NV / 4; ++m) load4<In>(row, x - HA + 4 * m, v + 4 * m);
-        } else {
+        });
+    } else {
+        int col[NV];  // the in-row sample each window sample reads, or -1 (constant border)
+#pragma unroll
+        for (int e = e_begin; e < e_end; ++e) col[e] = map_sample(x - HA + e, in.width, C, mode);
+        accumulate([&](int gy, float* v) {
             const int sy = map_index(gy, in.height, mode);
 #pragma unroll
-            for (int e = 0; e < NV; ++e) {
-                if (e < HA - R * C || e >= HA + RX + R * C) continue;  // outside every window of the RX outputs
-                const int sx = map_sample(x - HA + e, in.width, C, mode);
-                v[e] = (sx < 0 || sy < 0) ? outside : tiled::load_sample<In>(in, sx, sy);
-            }
-        }
-#pragma unroll
-        for (int r = 0; r < RY; ++r) {
-            const int j = t - r;
-            if (j < 0 || j >= K) continue;
-#pragma unroll
-            for (int i = 0; i < K; ++i)
-#pragma unroll
-                for (int q = 0; q < RX; ++q) acc[r][q] = fmaf(w.w[j * K + i], v[HA + q + (i - R) * C], acc[r][q]);
-        }
+            for (int e = e_begin; e < e_end; ++e)
+                v[e] = (col[e] < 0 || sy < 0) ? outside : tiled::load_sample<In>(in, col[e], sy);
+        });
     }
-#pragma unroll
-    for (int r = 0; r < RY; ++r) {
-        const int y = y0 + r;
-        if (y >= row_end) break;
-#pragma unroll
-        for (int g = 0; g < RX / 4; ++g) {
-            const float a[4] = {acc[r][4 * g], acc[r][4 * g + 1], acc[r][4 * g + 2], acc[r][4 * g + 3]};
-            const int xg = x + 4 * g;
-            if (xg >= samples) break;
-            switch (out_type) {
-            case PixelType::u8: tiled::store4<std::uint8_t>(out, out_pitch, y, xg, samples, vec_out, a, exact, finish); break;
-            case PixelType::u16: tiled::store4<std::uint16_t>(out, out_pitch, y, xg, samples, vec_out, a, exact, finish); break;
-            case PixelType::f32: tiled::store4<float>(out, out_pitch, y, xg, samples, vec_out, a, exact, finish); break;
-            }
-        }
-    }
+    store_rows(OutputRows{out, out_pitch, out_type, samples, row_end, vec_out, exact, finish}, y0, x, acc);
 }
 
 template <int K, class In, int RX, int C>

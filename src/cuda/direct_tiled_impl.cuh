@@ -23,6 +23,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_view.hpp"
 #include "cuda/direct_tiled.hpp"
+#include "cuda/store_rows.cuh"
 
 namespace apron::cuda {
 namespace tiled {
@@ -51,34 +52,11 @@ constexpr int rows_per_thread_rx() {
     return K <= 9 ? 8 : K <= 17 ? 4 : K <= 23 ? 2 : 1;
 }
 
-template <class Out>
-__device__ __forceinline__ Out finish_one(float acc, bool exact, const LinearFinish& f) {
-    return exact ? finish_exact32<Out>(static_cast<int>(acc), f) : finish_float<Out, float>(acc, f);
-}
-
 // Whether an output view takes 4-sample vector stores at every sample index that is a multiple of 4:
 // the executor's buffers do (rows start 256-byte aligned); a caller's ROI view may start anywhere.
 inline bool vector_stores(ImageView out) {
     const std::size_t quad = 4 * bytes_per_sample(out.type());
     return reinterpret_cast<std::uintptr_t>(out.data) % quad == 0 && out.pitch % quad == 0;
-}
-
-// Four consecutive output samples of one row (xs a multiple of 4): one vector store when all four exist
-// and the view is aligned (vec), scalar stores otherwise.
-template <class Out>
-__device__ __forceinline__ void store4(std::byte* out, std::size_t pitch, int y, int xs, int samples, bool vec,
-                                       const float (&acc)[rx], bool exact, const LinearFinish& f) {
-    Out* row = reinterpret_cast<Out*>(out + std::size_t(y) * pitch) + xs;
-    Out v[rx];
-#pragma unroll
-    for (int q = 0; q < rx; ++q) v[q] = finish_one<Out>(acc[q], exact, f);
-    if (vec && xs + rx <= samples) {
-        if constexpr (sizeof(Out) == 1) *reinterpret_cast<uchar4*>(row) = make_uchar4(v[0], v[1], v[2], v[3]);
-        else if constexpr (sizeof(Out) == 2) *reinterpret_cast<ushort4*>(row) = make_ushort4(v[0], v[1], v[2], v[3]);
-        else *reinterpret_cast<float4*>(row) = make_float4(v[0], v[1], v[2], v[3]);
-    } else {
-        for (int q = 0; q < rx && xs + q < samples; ++q) row[q] = v[q];
-    }
 }
 
 // Four samples of an integer row in one load (u8: 4 bytes, u16: 8 bytes), unpacked to f32 by byte
@@ -249,16 +227,8 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
 
     const int xs = x0 + threadIdx.x * rx;
     if (xs >= samples) return;
-#pragma unroll
-    for (int r = 0; r < RY; ++r) {
-        const int y = y0 + threadIdx.y * RY + r;
-        if (y >= row_end) break;
-        switch (out_type) {
-        case PixelType::u8: store4<std::uint8_t>(out, out_pitch, y, xs, samples, vec_out, acc[r], exact, finish); break;
-        case PixelType::u16: store4<std::uint16_t>(out, out_pitch, y, xs, samples, vec_out, acc[r], exact, finish); break;
-        case PixelType::f32: store4<float>(out, out_pitch, y, xs, samples, vec_out, acc[r], exact, finish); break;
-        }
-    }
+    store_rows(OutputRows{out, out_pitch, out_type, samples, row_end, vec_out, exact, finish}, y0 + threadIdx.y * RY, xs,
+               acc);
 }
 
 template <int K>

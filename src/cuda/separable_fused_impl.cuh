@@ -30,6 +30,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_view.hpp"
 #include "cuda/separable_fused.hpp"
+#include "cuda/store_rows.cuh"
 
 namespace apron::cuda {
 namespace sep {
@@ -98,25 +99,6 @@ template <class Out, class Acc>
 __device__ __forceinline__ Out finish_one(Acc acc, bool exact, const LinearFinish& f) {
     if constexpr (std::is_same_v<Acc, int>) return finish_exact<Out>(static_cast<std::int64_t>(acc), f);
     else return exact ? finish_exact32<Out>(static_cast<int>(acc), f) : finish_float<Out, float>(acc, f);
-}
-
-// Four consecutive output samples of one row, from sample xs (a multiple of 4): those below `samples`.
-template <class Out, class Acc>
-__device__ __forceinline__ void store4(std::byte* out, std::size_t pitch, int y, int xs, int samples, bool vec_out,
-                                       const Acc (&a)[4], bool exact, const LinearFinish& f) {
-    Out v[4];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) v[q] = finish_one<Out>(a[q], exact, f);
-    Out* row = reinterpret_cast<Out*>(out + std::size_t(y) * pitch) + xs;
-    if (vec_out && xs + 4 <= samples) {
-        if constexpr (sizeof(Out) == 1) *reinterpret_cast<uchar4*>(row) = make_uchar4(v[0], v[1], v[2], v[3]);
-        else if constexpr (sizeof(Out) == 2) *reinterpret_cast<ushort4*>(row) = make_ushort4(v[0], v[1], v[2], v[3]);
-        else *reinterpret_cast<float4*>(row) = make_float4(v[0], v[1], v[2], v[3]);
-        return;
-    }
-#pragma unroll
-    for (int q = 0; q < 4; ++q)
-        if (xs + q < samples) row[q] = v[q];
 }
 
 struct Params {
@@ -250,16 +232,8 @@ __global__ void __launch_bounds__(threads, min_blocks<In>())
     }
     const int xs = xs0 + 4 * k;
     if (xs >= samples) return;
-#pragma unroll
-    for (int r = 0; r < RY; ++r) {
-        const int y = y0 + r0 * RY + r;
-        if (y >= H) break;
-        switch (p.out_type) {
-        case PixelType::u8: store4<std::uint8_t>(p.out, p.out_pitch, y, xs, samples, p.vec_out, acc[r], p.exact, p.finish); break;
-        case PixelType::u16: store4<std::uint16_t>(p.out, p.out_pitch, y, xs, samples, p.vec_out, acc[r], p.exact, p.finish); break;
-        case PixelType::f32: store4<float>(p.out, p.out_pitch, y, xs, samples, p.vec_out, acc[r], p.exact, p.finish); break;
-        }
-    }
+    store_rows(OutputRows{p.out, p.out_pitch, p.out_type, samples, H, p.vec_out, p.exact, p.finish}, y0 + r0 * RY, xs,
+               acc);
 }
 
 // Shared memory of one block: the intermediate and the column map of edge blocks.
