@@ -1,7 +1,7 @@
 #pragma once
-// The fast rectangle-morphology kernel, included by morph_rect_fast_u8.cu and morph_rect_fast_u16.cu (one
-// pixel type each, so the instantiations compile in parallel). u8 / u16, 1-4 interleaved channels, the
-// channel count C a compile-time stride: the kernel works on samples. The vertical pass does not know C
+// The fast rectangle-morphology kernel, included by morph_rect_fast.cu (the host side) and the four files of
+// its kernels, one per pixel type and operation (morph_rect_fast_u8_dilate.cu, ...), which compile in
+// parallel. u8 / u16, 1-4 interleaved channels, the channel count C a compile-time stride: the kernel works on samples. The vertical pass does not know C
 // (columns of samples); the horizontal pass takes W taps C samples apart. A sample-pair word with C odd
 // mixes channels, but both samples of an output word then have their taps at the same offsets j*C, so
 // the word of samples o, o + 1 (one PRMT from two aligned words when o is odd) serves both at once.
@@ -21,7 +21,7 @@
 #include "cuda/morph_rect_ops.cuh"
 
 namespace apron::cuda {
-namespace {
+namespace rect_fast {
 
 using namespace morph;
 
@@ -335,7 +335,14 @@ void launch_fast_c(int channels, int w, const FastParams& fp, dim3 grid, cudaStr
     }
 }
 
-} // namespace
+// Instantiated per sample type and operation in morph_rect_fast_{u8,u16}_{dilate,erode}.cu, which compile
+// side by side (one file per type took 80 s of the GPU machine's build).
+extern template void launch_fast_c<std::uint8_t, true>(int, int, const FastParams&, dim3, cudaStream_t);
+extern template void launch_fast_c<std::uint8_t, false>(int, int, const FastParams&, dim3, cudaStream_t);
+extern template void launch_fast_c<std::uint16_t, true>(int, int, const FastParams&, dim3, cudaStream_t);
+extern template void launch_fast_c<std::uint16_t, false>(int, int, const FastParams&, dim3, cudaStream_t);
+
+} // namespace rect_fast
 
 // The fast kernel's tiles (aligned views, W <= morph_fast_max_width(C), H <= 64) whose reads stay inside
 // the image rows and whose outputs are whole.
@@ -343,6 +350,7 @@ template <class T>
 MorphRectFastRegion launch_morph_rect_fast(const MorphPlan& plan, ConstImageView in, ImageView out, int mode,
                                            std::uint32_t outside, cudaStream_t stream) {
     static_assert(sizeof(T) <= 2);
+    using namespace rect_fast;
     const Mask& el = plan.step.element;
     const int W = el.width, H = el.height, C = in.channels();
     if (C < 1 || C > 4 || W > morph_fast_max_width(C) || H > morph_fast_max_height) return {};
@@ -398,8 +406,8 @@ MorphRectFastRegion launch_morph_rect_fast(const MorphPlan& plan, ConstImageView
     fp.mode = mode;
     fp.outside = outside;
     const dim3 grid(unsigned(bx1 - bx0), unsigned(by1 - by0));
-    if (plan.step.kind == MorphKind::dilate) launch_fast_c<T, true>(C, W, fp, grid, stream);
-    else launch_fast_c<T, false>(C, W, fp, grid, stream);
+    if (plan.step.kind == MorphKind::dilate) rect_fast::launch_fast_c<T, true>(C, W, fp, grid, stream);
+    else rect_fast::launch_fast_c<T, false>(C, W, fp, grid, stream);
     return {xs, xs + (bx1 - bx0) * fast_tw, by0 * fast_th, by1 * fast_th};
 }
 
