@@ -90,7 +90,7 @@ inline ReferenceBands reference_bands(const OpProgram& program, const Image& inp
     auto run = [&](int in_y, int in_rows, int first) {
         const ConstImageView in = input.view().roi(0, in_y, input.width(), in_rows);
         Image out(ImageShape{input.width(), in_rows, input.channels(), out_type});
-        p.run(in, out.view(), RunOptions{.backend = reference});
+        p.run(in, out.view(), RunOptions{.backend = reference, .out_type = out_type});
         Image rows(ImageShape{input.width(), band, input.channels(), out_type});
         for (int y = 0; y < band; ++y)
             std::memcpy(rows.row<std::byte>(y), std::as_const(out).row<std::byte>(first + y), rows.shape().row_bytes());

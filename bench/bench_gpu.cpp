@@ -49,6 +49,7 @@
 #include <initializer_list>
 #include <map>
 #include <random>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -81,6 +82,7 @@ struct Case {
     Algorithm algorithm = Algorithm::automatic;  // forced path (--large), automatic: the planner's choice
     int channels = 1;
     std::string shape;  // the user cases' ("3x3", "disk:7"); empty for the classic cases
+    std::optional<PixelType> out = {};  // the output type, if not the input's
 
     // The CSV's op: forced paths carry theirs, "correlate@fft".
     std::string name() const {
@@ -154,7 +156,7 @@ std::vector<Case> large_cases() {
 std::vector<Case> user_bench_cases(bool full) {
     std::vector<Case> out;
     for (const bench::UserCase& u : bench::user_cases(full))
-        out.push_back({u.op, u.type, u.param, u.program, u.taps, Algorithm::automatic, u.channels, u.shape});
+        out.push_back({u.op, u.type, u.param, u.program, u.taps, Algorithm::automatic, u.channels, u.shape, u.out});
     return out;
 }
 
@@ -246,7 +248,8 @@ public:
     // allocated once beforehand.
     Result kernel_only(const Case& c, int size) {
         const ImageShape shape{size, size, c.channels, c.type};
-        const ExecutionPlan plan = make_plan({c.program}, shape, c.type, Backend::cuda, c.algorithm);
+        const PixelType out_type = c.out.value_or(c.type);
+        const ExecutionPlan plan = make_plan({c.program}, shape, out_type, Backend::cuda, c.algorithm);
         if (plan.operations.size() != 1 || plan.operations[0].steps.empty())
             throw Error("bench_gpu: " + c.program.spec + " is not one operation");
         const std::vector<StepPlan>& steps = plan.operations[0].steps;
@@ -277,10 +280,11 @@ public:
         Image got(plan.output);
         ex_->download(results.back().cview(), got.view());
         ex_->synchronize();
-        const bench::CheckResult check = bench::compare_bands(reference(c, input_pair.host), c.program, plan, got.view());
+        const bench::CheckResult check =
+            bench::compare_bands(reference(c, input_pair.host, out_type), c.program, plan, got.view());
         const double ms = time_events(launch);
         // Channel-scaled roofline: C samples read and written per pixel, taps x C multiply-adds.
-        const double bpp = 2.0 * bytes_per_sample(c.type) * c.channels;
+        const double bpp = double(bytes_per_sample(c.type) + bytes_per_sample(out_type)) * c.channels;
         double roof = ceil_.bandwidth / bpp;
         if (c.taps > 0) roof = std::min(roof, ceil_.fma_peak / (c.taps * c.channels));
         Result r = finish(c, size, ms, roof, plan_label(plan.operations[0]));
@@ -355,14 +359,14 @@ private:
     };
 
     // The CPU backend's results on the check's bands, once per case (the forced paths of a case share them).
-    const bench::ReferenceBands& reference(const Case& c, const Image& host) {
+    const bench::ReferenceBands& reference(const Case& c, const Image& host, PixelType out) {
         std::ostringstream key;
         key << c.op << '|' << c.program.spec << '|' << host.width() << 'x' << host.height() << 'x' << host.channels()
-            << to_string(host.type());
+            << to_string(host.type()) << '>' << to_string(out);
         if (references_.size() > 64) references_.clear();
         auto it = references_.find(key.str());
         if (it == references_.end())
-            it = references_.emplace(key.str(), bench::reference_bands(c.program, host, host.type(), Backend::cpu)).first;
+            it = references_.emplace(key.str(), bench::reference_bands(c.program, host, out, Backend::cpu)).first;
         return it->second;
     }
 

@@ -9,6 +9,7 @@
 //                                        2 is 13x13, NPP's FilterGaussBorder 5x5 and 13x13)
 //   box            "5x5"                 box:width=5,border=nearest
 //   sharpen        "3x3"                 sharpen:border=nearest
+//   sobel, correlate_int "3x3>f32"       u8 into f32 (an exact plan's double finish)
 //   dilate, erode  "rect:7x7", "ellipse:7x7", "cross:7x7", "disk:3", "random:7x7", ... and the 15, 31, 63 sides
 //                                        (disk:R is 2R+1 wide), outside pixels ignored
 // param: the mask or element side (gaussian: sigma).
@@ -23,6 +24,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -39,6 +41,7 @@ struct UserCase {
     PixelType type = PixelType::u8;
     OpProgram program;
     double taps = 0;       // multiply-adds per sample of the direct algorithm; 0: bound by memory
+    std::optional<PixelType> out = {};  // the output type, if not the input's (the shape names it)
 };
 
 inline Mask random_element(int k) {
@@ -96,6 +99,12 @@ inline std::vector<UserCase> user_cases(bool full) {
         add("gaussian", shape, s, parse_operation(spec), 0, full || s == 0.6 || s == 2.0 ? all_types : u8_only);
     }
     add("box", "5x5", 5, parse_operation("box:width=5,border=nearest"), 0, full ? all_types : u8_only);
+    // Exact plans into f32 (derivatives of integer images; the intermediate steps of a pipeline): the
+    // kernels' long finish (doubles), out of their unrolled stores.
+    for (int c : {1, 3, 4}) {
+        out.push_back({"sobel", "3x3>f32", 3, c, PixelType::u8, parse_operation("sobel:dx=1,border=nearest"), 9, PixelType::f32});
+        out.push_back({"correlate_int", "3x3>f32", 3, c, PixelType::u8, user_correlation(3, true), 9, PixelType::f32});
+    }
     add("sharpen", "3x3", 3, parse_operation("sharpen:border=nearest"), 9, full ? all_types : u8_only);
     std::vector<int> sides = {7, 15};
     if (full) sides.insert(sides.end(), {31, 63});

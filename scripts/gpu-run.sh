@@ -78,6 +78,8 @@ case " $steps " in *" build "*)
   find build-gpu -name "*.cu.o" -exec cuobjdump -res-usage {} \; >> "$OUT/build.log" 2>/dev/null
   # The slowest compile steps (ms), to keep the GPU machine's build short.
   awk '!/^#/ {print $2 - $1, $4}' build-gpu/.ninja_log | sort -rn | head -15 >> "$OUT/build.log"
+  awk '!/^#/ {all += $2 - $1; if ($4 ~ /\.cu\.o$/) cu += $2 - $1} END {printf "compile CPU: %.0f s in all, %.0f s CUDA\n", all / 1000, cu / 1000}' \
+    build-gpu/.ninja_log | tee -a "$OUT/summary.txt"
 ;; esac
 
 case " $steps " in *" sass "*)
