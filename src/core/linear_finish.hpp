@@ -88,6 +88,14 @@ APRON_HD T finish_exact32(int isum, const LinearFinish& f) {
     return finish_exact32_fitting<T>(isum, f);
 }
 
+// An exact plan into f32 whose value is its integer sum plus an integral delta (no division, scale or
+// offset: Sobel, unnormalised integer masks). Then float(isum) + float(delta) is the double form's value:
+// both terms are exact floats (|isum| < 2^24, the f32 accumulator), and one correctly rounded addition gives
+// what rounding their exact double sum to float gives.
+APRON_HD bool finish_is_sum(const LinearFinish& f) {
+    return f.fits_int32 && f.denominator == 1 && f.offset == 0 && f.delta_int >= -(1 << 24) && f.delta_int <= (1 << 24);
+}
+
 template <class T, class Acc>
 APRON_HD T finish_float(Acc sum, const LinearFinish& f) {
     return store_pixel<T>(Acc(sum * Acc(f.mul)) + Acc(f.add));

@@ -3,9 +3,10 @@
 // stored, in 4-sample vector stores where the view allows.
 //
 // The finish is inlined at every unrolled output sample, once per output type, so it is kept short there:
-// the float plan's multiply-add and the exact plan's 32-bit integer division. The exact plans' long forms
-// (64-bit integers and doubles: a scale or delta that is not integral, large offsets, and any exact plan
-// into f32, such as the intermediate steps of a pipeline on integer images) run once per output type, in a
+// the float plan's multiply-add, the exact plan's 32-bit integer division, and an exact plan's sum into f32
+// (finish_is_sum: Sobel into f32). The exact plans' long forms (64-bit integers and doubles: a scale or
+// delta that is not integral, large offsets, and exact plans into f32 that divide, such as a box as the
+// intermediate step of a pipeline on an integer image) run once per output type, in a
 // loop that is not unrolled, over the accumulators copied to local memory, behind a branch uniform across
 // the launch. Inlined at every sample, the double form alone cost the u8 3x3 kernels on colour a fifth of
 // their speed (registers), and with the 64-bit form it made most of ptxas's time.
@@ -41,8 +42,10 @@ __device__ __forceinline__ Out finish_one(Acc a, const OutputRows& o) {
     } else if constexpr (Long) {
         return finish_exact<Out>(static_cast<int>(a), o.finish);
     } else {
-        if constexpr (PixelTraits<Out>::integer)
-            if (o.exact) return finish_exact32_fitting<Out>(static_cast<int>(a), o.finish);
+        if (o.exact) {  // the short exact forms (store_rows sends the others to Long)
+            if constexpr (PixelTraits<Out>::integer) return finish_exact32_fitting<Out>(static_cast<int>(a), o.finish);
+            else return a + float(o.finish.delta_int);  // finish_is_sum
+        }
         return finish_float<Out, float>(a, o.finish);
     }
 }
@@ -84,7 +87,7 @@ __device__ __forceinline__ void store_rows(const OutputRows& o, int y0, int xs, 
     using namespace store_detail;
     constexpr int groups = RX / 4;  // of 4 samples, a row
     if constexpr (std::is_same_v<Acc, float>) {
-        if (o.exact && (o.type == PixelType::f32 || !o.finish.fits_int32)) {
+        if (o.exact && (o.type == PixelType::f32 ? !finish_is_sum(o.finish) : !o.finish.fits_int32)) {
             float a[RY * RX];
 #pragma unroll
             for (int r = 0; r < RY; ++r)
