@@ -74,6 +74,10 @@ struct DeviceCopy {
         EXPECT_EQ(cudaMemcpy2D(data, pitch, host.data, host.pitch, host.shape.row_bytes(), std::size_t(host.height()),
                                cudaMemcpyHostToDevice),
                   cudaSuccess);
+        // From pageable memory cudaMemcpy2D may return before its DMA has landed, and work on a non-blocking
+        // stream does not wait for it: a caller's duty before handing the image to apron on such a stream
+        // (one failure in seven runs of the suite under ctest -j16, DevicePipelinesRunOnTheCallersStream).
+        EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     }
     ~DeviceCopy() { cudaFree(data); }
     ImageView view() { return ImageView{data, shape, pitch, Memory::device}; }
