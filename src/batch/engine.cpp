@@ -14,7 +14,7 @@
 #include "apron/batch.hpp"
 #include "apron/errors.hpp"
 #include "apron/memory.hpp"
-#include "batch/channel.hpp"
+#include "core/bounded_queue.hpp"
 #include "batch/compute_slot.hpp"
 #include "batch/image_header.hpp"
 #include "io/file_io.hpp"
@@ -183,7 +183,7 @@ public:
         for (auto& slot : slots_)
             threads.emplace_back([&, s = slot.get()] {
                 guarded([&] { compute_loop(*s); });
-                if (--slots_left == 0) filtered_.close();
+                if (--slots_left == 0) filtered_.finish();
             });
         for (int i = 0; i < io; ++i) threads.emplace_back([&] { guarded([&] { io_loop(); }); });
         for (auto& t : threads) t.join();
@@ -230,8 +230,8 @@ private:
             std::lock_guard<std::mutex> lock(mutex_);
             if (!fatal_) fatal_ = std::current_exception();
             stop_ = true;
-            decoded_.close();
-            filtered_.close();
+            decoded_.finish();
+            filtered_.finish();
         }
     }
 
@@ -268,7 +268,7 @@ private:
             std::optional<Work> w = feed_done_ ? filtered_.pop() : filtered_.pop_for(std::chrono::milliseconds(2));
             if (w) {
                 write_one(*w);
-            } else if (feed_done_ && filtered_.closed()) {
+            } else if (feed_done_ && filtered_.ended()) {
                 return;
             }
         }
@@ -289,7 +289,7 @@ private:
     void end_read(bool room_used) {
         std::lock_guard<std::mutex> lock(room_mutex_);
         if (!room_used) ++read_room_;
-        if (--reading_ == 0 && feed_done_) decoded_.close();
+        if (--reading_ == 0 && feed_done_) decoded_.finish();
     }
 
     void read_one() {
@@ -486,7 +486,7 @@ private:
     std::vector<std::unique_ptr<ComputeSlot>> slots_;
     bool cpu_ = false;
     int devices_ = 0;
-    Channel<Work> decoded_, filtered_;
+    BoundedQueue<Work> decoded_, filtered_;
     std::mutex room_mutex_;
     int read_room_ = 0, reading_ = 0;  // under room_mutex_
     std::atomic<bool> feed_done_ = false;

@@ -42,6 +42,7 @@
 #include "apron/devices.hpp"
 #include "apron/errors.hpp"
 #include "apron/memory.hpp"
+#include "core/bounded_queue.hpp"
 #include "core/border_index.hpp"
 #include "core/host_memory.hpp"
 #include "core/usable_cores.hpp"
@@ -322,48 +323,6 @@ StepRunner band_runner(const BandBuffer& buf, int image_height) {
     };
 }
 
-// A bounded queue between the threads; close() wakes everyone and makes pop() return nothing.
-template <class T>
-class Queue {
-public:
-    explicit Queue(std::size_t capacity) : capacity_(capacity) {}
-    bool push(T v) {
-        std::unique_lock lock(m_);
-        cv_.wait(lock, [&] { return closed_ || items_.size() < capacity_; });
-        if (closed_) return false;
-        items_.push_back(std::move(v));
-        cv_.notify_all();
-        return true;
-    }
-    std::optional<T> pop() {
-        std::unique_lock lock(m_);
-        cv_.wait(lock, [&] { return closed_ || !items_.empty() || done_; });
-        if (items_.empty()) return std::nullopt;
-        T v = std::move(items_.front());
-        items_.pop_front();
-        cv_.notify_all();
-        return v;
-    }
-    void finish() {  // no more pushes; pop drains what is left
-        std::lock_guard lock(m_);
-        done_ = true;
-        cv_.notify_all();
-    }
-    void close() {  // an error: drop everything
-        std::lock_guard lock(m_);
-        closed_ = true;
-        items_.clear();
-        cv_.notify_all();
-    }
-
-private:
-    std::mutex m_;
-    std::condition_variable cv_;
-    std::deque<T> items_;
-    std::size_t capacity_;
-    bool closed_ = false, done_ = false;
-};
-
 // Bands of plan `b` whose rows the entries cover in full.
 std::set<int> covered_bands(const BandPlan& b, const ImageShape& in, const std::vector<stream::JournalEntry>& entries) {
     const std::vector<std::pair<int, int>> runs = stream::covered_rows(entries);
@@ -634,7 +593,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
         explicit PinnedCacheEmptied(bool p) : pinned(p) { if (pinned) release_kept_pinned(); }
         ~PinnedCacheEmptied() { if (pinned) release_kept_pinned(); }
     } pinned_cache_emptied(host == HostMemory::pinned);
-    Queue<BandBuffer> to_compute{std::size_t(workers)}, to_write{std::size_t(workers)};
+    BoundedQueue<BandBuffer> to_compute{std::size_t(workers)}, to_write{std::size_t(workers)};
     ImagePool inputs(host, std::size_t(workers)), results(host, std::size_t(workers));
     std::exception_ptr failure;
     std::mutex failure_mutex, order_mutex;
@@ -651,7 +610,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
             stopped = true;
         }
         written_cv.notify_all();
-        to_compute.close(), to_write.close();
+        to_compute.abort(), to_write.abort();
     };
     auto skip_done = [&](int k) {
         while (k < b.bands && done.count(k)) ++k;
