@@ -24,12 +24,17 @@ std::vector<Image> three_pages() {
     return pages;
 }
 
+std::vector<ConstImageView> views_of(const std::vector<Image>& pages) {
+    std::vector<ConstImageView> views;
+    for (const Image& p : pages) views.push_back(p.view());
+    return views;
+}
+
 TEST(TiffPages, EveryPageWrittenAndReadBack) {
     ScratchDir dir;
     const std::string path = dir.file("stack.tif");
     const std::vector<Image> pages = three_pages();
-    std::vector<ConstImageView> views;
-    for (const Image& p : pages) views.push_back(p.view());
+    const std::vector<ConstImageView> views = views_of(pages);
     std::vector<ImageMetadata> meta(3);
     meta[1].description = "page one";
     write_pages(path, views, {}, meta);
@@ -50,8 +55,7 @@ TEST(TiffPages, OneImageOfSeveralPagesIsRefusedByName) {
     ScratchDir dir;
     const std::string path = dir.file("stack.tif");
     const std::vector<Image> pages = three_pages();
-    std::vector<ConstImageView> views;
-    for (const Image& p : pages) views.push_back(p.view());
+    const std::vector<ConstImageView> views = views_of(pages);
     write_pages(path, views);
     EXPECT_TRUE(fails_naming([&] { read_image(path); }, path, "3 pages"));
     EXPECT_TRUE(fails_naming([&] { probe_image(path); }, path, "3 pages"));
@@ -80,8 +84,7 @@ TEST(TiffPages, ManyPagesInOrder) {
         pages.push_back(random_image(1 + k % 7, 1 + k % 5, 1, PixelType::u8, unsigned(k)));
         meta[std::size_t(k)].description = "page " + std::to_string(k);
     }
-    std::vector<ConstImageView> views;
-    for (const Image& p : pages) views.push_back(p.view());
+    const std::vector<ConstImageView> views = views_of(pages);
     write_pages(path, views, {}, meta);
     const std::vector<ImageShape> shapes = probe_pages(path);
     const std::vector<ImageMetadata> back = read_pages_metadata(path);
@@ -104,8 +107,7 @@ TEST(TiffPages, TheBudgetHoldsEveryPage) {
     const std::string path = dir.file("big.tif");
     std::vector<Image> pages;
     for (unsigned k = 0; k < 4; ++k) pages.push_back(random_image(256, 256, 1, PixelType::u8, k));
-    std::vector<ConstImageView> views;
-    for (const Image& p : pages) views.push_back(p.view());
+    const std::vector<ConstImageView> views = views_of(pages);
     write_pages(path, views);
     ReadOptions tight;
     tight.memory_budget = std::filesystem::file_size(path) + 3 * 256 * 256;  // room for three pages, not four

@@ -186,6 +186,11 @@ private:
     double wait_ = 5;  // seconds before the first line (and between lines in a log)
 };
 
+// Prints fit_metadata's line, if any, once.
+void say_not_carried(const std::string& note) {
+    if (!note.empty()) std::fprintf(stderr, "apron: %s\n", note.c_str());
+}
+
 // The streaming path: the image in bands with halos, within the memory budget (apron/stream.hpp).
 int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, const apron::RunOptions& options,
                         const char* why, const apron::dist::World* world) {
@@ -230,7 +235,7 @@ int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, co
         apron::ImageShape out = in;
         out.type = options.out_type.value_or(in.type);
         const std::string note = apron::fit_metadata(so.metadata, format, a.output, in, out, true);
-        if (root && !note.empty()) std::fprintf(stderr, "apron: %s\n", note.c_str());
+        if (root) say_not_carried(note);
     }
     if (!so.team) so.progress = stream_progress();  // a rank's own rows are not the image's progress
     const apron::StreamReport r = apron::stream_filter(a.input, a.output, pipeline, so);
@@ -245,11 +250,6 @@ int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, co
     return 0;
 }
 
-// Prints fit_metadata's line, if any, once.
-void say_not_carried(const std::string& note) {
-    if (!note.empty()) std::fprintf(stderr, "apron: %s\n", note.c_str());
-}
-
 // A multi-page TIFF filtered whole, page by page, every page written to the TIFF output, each with its own
 // metadata. The budget holds every page read, every result, and the largest page's filtering.
 int run_filter_pages(const FilterArgs& a, const apron::Pipeline& pipeline, apron::RunOptions options,
@@ -257,9 +257,9 @@ int run_filter_pages(const FilterArgs& a, const apron::Pipeline& pipeline, apron
     std::vector<apron::ImageMetadata> metadata;
     if (keep_metadata || a.auto_orient) metadata = apron::read_pages_metadata(a.input, read);
     metadata.resize(std::size_t(pages));
-    std::vector<apron::ImageShape> stored(static_cast<std::size_t>(pages)), outputs(static_cast<std::size_t>(pages));
     std::uint64_t held = 0, work = 0;
-    stored = apron::probe_pages(a.input, read);
+    const std::vector<apron::ImageShape> stored = apron::probe_pages(a.input, read);
+    apron::ImageShape largest{};
     if (int(stored.size()) != pages) throw apron::Error(a.input + ": the file changed while it was read");
     for (int p = 0; p < pages; ++p) {
         apron::ImageShape in = stored[std::size_t(p)];
@@ -267,8 +267,8 @@ int run_filter_pages(const FilterArgs& a, const apron::Pipeline& pipeline, apron
         if (turn >= 5) std::swap(in.width, in.height);
         apron::ImageShape out = in;
         out.type = options.out_type.value_or(in.type);
-        outputs[std::size_t(p)] = out;
         held += image_bytes(in) + image_bytes(out);
+        if (image_bytes(in) > image_bytes(largest)) largest = in;
         work = std::max(work, pipeline.memory_needed(in, options) + (turn >= 2 ? image_bytes(in) : 0));
         if (a.plan_only) std::cout << "page " << p << " of " << pages << ":\n" << pipeline.describe(in, options);
     }
@@ -283,10 +283,10 @@ int run_filter_pages(const FilterArgs& a, const apron::Pipeline& pipeline, apron
     if (int(inputs.size()) != pages) throw apron::Error(a.input + ": the file changed while it was read");
     std::vector<apron::Image> results;
     std::vector<std::string> notes;
+    warn_of_long_reference_run(pipeline, largest, options);  // once, for the largest page
     for (int p = 0; p < pages; ++p) {
         apron::ImageMetadata& m = metadata[std::size_t(p)];
         if (a.auto_orient) apron::turn_upright(inputs[std::size_t(p)], m);
-        warn_of_long_reference_run(pipeline, inputs[std::size_t(p)].shape(), options);
         options.timings = &stages;
         results.push_back(pipeline.run(inputs[std::size_t(p)], options));
         inputs[std::size_t(p)] = apron::Image();  // the page's memory goes back before the next

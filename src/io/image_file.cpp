@@ -358,47 +358,53 @@ Image read_image(const std::string& path, const ReadOptions& options) {
     return decode_image({reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()}, path, options);
 }
 
-std::vector<Image> read_pages(const std::string& path, const ReadOptions& options) {
-    const std::string bytes =
-        io::read_file(path, "", [&](std::uint64_t size) { check_file_budget(path, size, options); });
-    const io::Bytes view{reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()};
-    if (magic_of(view) == Magic::tiff) {
+namespace {
+
+// The pages of a file: a TIFF's through `tiff` (refused where TIFF support is not built), any other format's
+// one image through `single`, which reads it as page 0 (`one`).
+template <class Tiff, class Single>
+auto by_pages(bool tiff_file, [[maybe_unused]] const std::string& name, const ReadOptions& options, Tiff&& tiff, Single&& single) {
+    if (tiff_file) {
 #if APRON_HAVE_TIFF
-        return io::decode_tiff_pages(view, path, options);
+        return tiff();
 #else
-        tiff_not_built(path);
+        tiff_not_built(name);
 #endif
     }
     ReadOptions one = options;
     one.page = 0;
-    std::vector<Image> pages;
-    pages.push_back(decode_image(view, path, one));
-    return pages;
+    return single(one);
+}
+
+} // namespace
+
+std::vector<Image> read_pages(const std::string& path, const ReadOptions& options) {
+    const std::string bytes =
+        io::read_file(path, "", [&](std::uint64_t size) { check_file_budget(path, size, options); });
+    const io::Bytes view{reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()};
+    return by_pages(
+        magic_of(view) == Magic::tiff, path, options, [&] { return io::decode_tiff_pages(view, path, options); },
+        [&](const ReadOptions& one) {
+            std::vector<Image> pages;
+            pages.push_back(decode_image(view, path, one));  // Image moves only
+            return pages;
+        });
 }
 
 int count_pages(const std::string& path, const ReadOptions& options) {
     return read_file_header(path, options, [](const io::ByteSource& source, const std::string& name, const ReadOptions& o) {
-        if (magic_of(io::read_prefix(source, 8)) != Magic::tiff) return 1;
-#if APRON_HAVE_TIFF
-        return io::count_tiff_pages(source, name, o);
-#else
-        tiff_not_built(name);
-#endif
+        return by_pages(
+            magic_of(io::read_prefix(source, 8)) == Magic::tiff, name, o,
+            [&] { return io::count_tiff_pages(source, name, o); }, [](const ReadOptions&) { return 1; });
     });
 }
 
 std::vector<ImageShape> probe_pages(const std::string& path, const ReadOptions& options) {
     return read_file_header(path, options, [](const io::ByteSource& source, const std::string& name, const ReadOptions& o) {
-        if (magic_of(io::read_prefix(source, 8)) == Magic::tiff) {
-#if APRON_HAVE_TIFF
-            return io::probe_tiff_pages(source, name, o);
-#else
-            tiff_not_built(name);
-#endif
-        }
-        ReadOptions one = o;
-        one.page = 0;
-        return std::vector<ImageShape>{probe_source(source, name, one)};
+        return by_pages(
+            magic_of(io::read_prefix(source, 8)) == Magic::tiff, name, o,
+            [&] { return io::probe_tiff_pages(source, name, o); },
+            [&](const ReadOptions& one) { return std::vector<ImageShape>{probe_source(source, name, one)}; });
     });
 }
 
