@@ -14,6 +14,7 @@
 
 #include "apron/pipeline.hpp"
 #include "plan/plan.hpp"
+#include "plan/step_kind.hpp"
 
 namespace apron::bench {
 
@@ -59,10 +60,7 @@ inline double program_gain(const OpProgram& program) {
 // Rows of every step's mask or element added up: how far a band's input must reach beyond it.
 inline int reach_rows(const OpProgram& program) {
     int rows = 2;
-    for (const Step& s : program.steps) {
-        if (auto* l = std::get_if<LinearStep>(&s.action)) rows += l->mask.height;
-        else if (auto* m = std::get_if<MorphStep>(&s.action)) rows += m->element.height;
-    }
+    for (Step s : program.steps) visit_tables(s, [&](Mask& m) { rows += m.height; });
     return rows;
 }
 

@@ -7,7 +7,9 @@ Both files are bench_gpu.csv files (impl,op,type,param,size,ms,mpix_s,... and, w
 shape). Rows are matched on (impl, op, type, param, size, channels, shape); when a case appears several times
 (e.g. the same case under two headings), the k-th occurrence matches the k-th. Prints every matched row with its
 ratio, marks those more than --slower (default 10 %) below the baseline's rate, lists the rows each side lacks,
-and exits 1 when a row regressed, 0 otherwise (2 for unreadable input). The baseline folders live in the
+and exits 1 when a row regressed, 0 otherwise (2 for unreadable input). Rows of the run whose planner
+prediction (predicted_ms) is more than --predicted (default 25 %) off the measured time are listed too: the
+planner's calibration table no longer describes this GPU there. The baseline folders live in the
 steering repository's shared/baselines/<gpu>-<commit>/.
 """
 from __future__ import annotations
@@ -39,6 +41,21 @@ def load(path: str) -> dict[tuple, float]:
     return rows
 
 
+def mispredicted(path: str, off: float) -> list[tuple[str, float, float]]:
+    """(case, measured ms, predicted ms) of the rows whose prediction is more than `off` away."""
+    out = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            try:
+                ms, predicted = float(r["ms"]), float(r.get("predicted_ms") or "nan")
+            except (ValueError, KeyError):
+                continue
+            if predicted > 0 and not (1 - off) <= ms / predicted <= 1 + off:
+                key = tuple(r.get(k) or "" for k in KEY) + (0,)
+                out.append((label(key), ms, predicted))
+    return out
+
+
 def label(key: tuple) -> str:
     impl, op, typ, param, size, channels, shape, n = key
     text = f"{op} {typ} {shape or param} {size}^2 c{channels or 1}"
@@ -50,6 +67,7 @@ def main(argv=None) -> int:
     ap.add_argument("run")
     ap.add_argument("baseline")
     ap.add_argument("--slower", type=float, default=0.10, help="a regression: rate below (1 - this) x baseline")
+    ap.add_argument("--predicted", type=float, default=0.25, help="a misprediction: measured time off by more than this")
     ap.add_argument("--markdown", action="store_true", help="a Markdown table")
     args = ap.parse_args(argv)
     try:
@@ -71,6 +89,10 @@ def main(argv=None) -> int:
                        ("only in this run", [k for k in run if k not in base])):
         if keys:
             print(f"{len(keys)} rows {what}: " + "; ".join(label(k) for k in keys[:12]) + (" ..." if len(keys) > 12 else ""))
+    wrong = mispredicted(args.run, args.predicted)
+    print(f"{len(wrong)} rows more than {args.predicted:.0%} off the planner's prediction")
+    for case, ms, predicted in wrong:
+        print(f"  mispredicted: {case}: {ms:.3f} ms measured, {predicted:.3f} ms predicted ({ms / predicted:.2f}x)")
     return 1 if regressed else 0
 
 

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -28,6 +29,7 @@
 #include "apron/ops.hpp"
 #include "apron/pipeline.hpp"
 #include "plan/plan.hpp"
+#include "plan/step_kind.hpp"
 
 using namespace apron;
 
@@ -97,12 +99,12 @@ StepPlan plan_of(const OpProgram& prog, const ImageShape& shape) {
     return ep.operations[0].steps[0];
 }
 
+// The step's label without its size and types: "linear 5x5 separable exact f32-acc ..." -> "separable exact".
 std::string algorithm_of(const StepPlan& s) {
-    if (auto* l = std::get_if<LinearPlan>(&s.what))
-        return std::string(l->algorithm == LinearAlgorithm::separable ? "separable " : "direct ") + (l->exact ? "exact" : "float");
-    if (auto* m = std::get_if<MorphPlan>(&s.what))
-        return m->algorithm == MorphAlgorithm::separable_rect ? "separable-rect" : "direct";
-    return "combine";
+    std::istringstream words(s.label);
+    std::string kind, size, algorithm, exactness;
+    words >> kind >> size >> algorithm >> exactness;
+    return kind == "linear" ? algorithm + " " + exactness : kind == "combine" ? kind : algorithm;
 }
 
 class Bench {
@@ -175,8 +177,7 @@ private:
         Image out(in.shape());
         const StepPlan sp = plan_of(prog, in.shape());
         auto ours = [&] {
-            if (auto* l = std::get_if<LinearPlan>(&sp.what)) ex_->linear(*l, in.view(), out.view());
-            else ex_->morph(std::get<MorphPlan>(sp.what), in.view(), out.view());
+            run_step_kind(*ex_, sp, in.view(), {}, out.view());
         };
         const cv::Mat src = as_mat(in);
         cv::Mat dst(src.size(), src.type());

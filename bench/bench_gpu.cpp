@@ -95,7 +95,19 @@ struct Result {
     int size;
     double ms, mpix_s, roofline_pct, roofline_pix_s;
     std::string algorithm, kernel, check;
+    double predicted_ms = -1;  // the planner's predicted time of the chosen paths (-1: no estimate)
 };
+
+// The planner's prediction for a plan: its linear steps' chosen estimates added (-1 where a step has none:
+// morphology and combines are not in the cost model).
+double predicted_ms(const ExecutionPlan& plan) {
+    double ms = 0;
+    bool any = false;
+    for (const StepPlan& s : plan.operations.at(0).steps)
+        for (const PathEstimate& e : s.estimates)
+            if (e.chosen && e.seconds == e.seconds) ms += e.seconds * 1e3, any = true;
+    return any ? ms : -1;
+}
 
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -265,13 +277,7 @@ public:
         auto launch = [&] {
             for (std::size_t k = 0; k < steps.size(); ++k) {
                 const StepPlan& step = steps[k];
-                if (auto* l = std::get_if<LinearPlan>(&step.what))
-                    ex_->linear(*l, view_of(step.input), results[k].view);
-                else if (auto* m = std::get_if<MorphPlan>(&step.what))
-                    ex_->morph(*m, view_of(step.input), results[k].view);
-                else
-                    ex_->combine(std::get<CombinePlan>(step.what), view_of(step.input), view_of(step.second),
-                                 results[k].view);
+                run_step_kind(*ex_, step, view_of(step.input), view_of(step.second), results[k].view);
             }
         };
         // Checked once, before timing: the whole output down, the CPU backend on its top and bottom bands.
@@ -289,6 +295,7 @@ public:
         if (c.taps > 0) roof = std::min(roof, ceil_.fma_peak / (c.taps * c.channels));
         Result r = finish(c, size, ms, roof, plan_label(plan.operations[0]));
         r.kernel = describe_steps(plan);
+        r.predicted_ms = predicted_ms(plan);
         r.check = check.text();
         return r;
     }
@@ -493,7 +500,7 @@ int main(int argc, char** argv) {
     if (!csv.empty()) {
         f.open(csv);
         f << "impl,op,type,param,size,ms,mpix_s,algorithm,roofline_pct,fma_peak,channels,shape,gpix_s,gsamples_s,"
-             "roofline_gpix_s,kernel,check\n";
+             "roofline_gpix_s,kernel,check,predicted_ms\n";
         f.flush();
     }
     auto quoted = [](std::string v) {
@@ -507,7 +514,7 @@ int main(int argc, char** argv) {
           << r.ms << ',' << r.mpix_s << ',' << quoted(r.algorithm) << ',' << r.roofline_pct << ','
           << ceil_.fma_peak << ',' << r.c.channels << ',' << quoted(r.c.shape) << ',' << r.mpix_s / 1e3 << ','
           << r.mpix_s * r.c.channels / 1e3 << ',' << r.roofline_pix_s / 1e9 << ',' << quoted(r.kernel) << ','
-          << quoted(r.check) << std::endl;
+          << quoted(r.check) << ',' << (r.predicted_ms > 0 ? std::to_string(r.predicted_ms) : std::string()) << std::endl;
     };
     std::vector<Result> results;
     auto run = [&](const Case& c, int size) {

@@ -293,7 +293,7 @@ case " $steps " in *" report "*)
   elif [ -n "$baseline" ]; then
     { echo; echo "## Against the baseline $baseline"; echo
       python3 bench/baseline_check.py "$OUT/bench_gpu.csv" "$baseline" --markdown; } >> "$OUT/report.md" 2>&1
-    grep -E "rows matched|slower:" "$OUT/report.md" | tee -a "$OUT/summary.txt"
+    grep -E "rows matched|slower:|off the planner|mispredicted:" "$OUT/report.md" | tee -a "$OUT/summary.txt"
   else
     echo "no baseline for '$gpu' in bench/baselines/ (APRON_BASELINE=FILE names one)" | tee -a "$OUT/summary.txt"
   fi

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/overrides.hpp"
 #include "apron/pipeline.hpp"
 #include "cuda/runtime_direct_api.hpp"
 #include "plan/plan.hpp"
@@ -164,11 +165,12 @@ TEST(RuntimeDirect, ExactSumsBeyondTwoToThe24InIntegers) {
 TEST(RuntimeDirect, IntegerAccumulationWhereF32WouldDo) {
     REQUIRE_GPU();
     // APRON_RTC_INTEGER=1 makes exact plans accumulate in int32 (IADD3/IMAD) instead of f32: same bits.
-    ::setenv("APRON_RTC_INTEGER", "1", 1);
+    Overrides integer = overrides();
+    integer.rtc_integer = true;
+    const OverrideScope scope(integer);
     const Image in = test::random_image(140, 50, 1, PixelType::u8, 71);
     for (const Mask& m : {random_mask(4, 4, true, true, 72), random_mask(9, 3, true, false, 73), Mask(6, 6, std::vector<double>(36, 1.0 / 36))})
         sweep_borders(m, in, PixelType::u8);
-    ::unsetenv("APRON_RTC_INTEGER");
 }
 
 TEST(RuntimeDirect, TinyImagesAndMasksLargerThanTheImage) {

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/overrides.hpp"
 #include "apron/io.hpp"
 #include "apron/stream.hpp"
 #include "core/host_memory.hpp"
@@ -110,7 +111,9 @@ TEST(CudaStream, FloatFftStepsGiveTheWholeRunsBits) {
     // them, and halos of 64 rows per FFT step that bands of 61 rows cross): u8 samples (each tile centred on
     // its own range), wrap across the seam, three channels, two FFT steps around a morphology step; and an
     // f32 image whose NaN's tiles are summed directly.
-    ::setenv("APRON_FFT_SIDE", "64", 1);
+    Overrides small_tiles = overrides();
+    small_tiles.fft_side = 64;
+    const OverrideScope scope(small_tiles);
     expect_streamed_equals_whole(test::random_image(150, 900, 3, PixelType::u8, 7),
                                  {"gaussian:sigma=5,border=wrap", "dilate:se=disk:2", "gaussian:sigma=4,border=mirror"}, 61, false,
                                  Algorithm::fft);
@@ -118,7 +121,6 @@ TEST(CudaStream, FloatFftStepsGiveTheWholeRunsBits) {
     f.view().row<float>(400)[100] = std::numeric_limits<float>::quiet_NaN();
     expect_streamed_equals_whole(f, {"gaussian:sigma=6,border=reflect", "gaussian:sigma=3,border=constant,value=0.5"}, 97, false,
                                  Algorithm::fft);
-    ::unsetenv("APRON_FFT_SIDE");
 }
 
 TEST(CudaStream, LeavesNoPinnedBandInTheProcessCache) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/overrides.hpp"
 #include "apron/errors.hpp"
 #include "cpu/fft_linear.hpp"
 #include "plan/cost_model.hpp"
@@ -85,14 +86,16 @@ TEST(CostModel, BuiltInTablesParse) {
 TEST(CostModel, PlannerTakesThePredictedFastestPath) {
     const std::string path = ::testing::TempDir() + "apron_cost_table.tsv";
     std::ofstream(path) << kTable;
-    ::setenv("APRON_CALIBRATION", path.c_str(), 1);
+    Overrides with_table = overrides();
+    with_table.calibration = path;
+    std::optional<OverrideScope> scope(std::in_place, with_table);
     const ImageShape shape{512, 512, 1, PixelType::f32};
     auto chosen = [&](int k) {
         const auto plan = make_plan({test::correlation_op(test::random_mask(k, k, false, 7u + unsigned(k)))}, shape, PixelType::f32, Backend::cpu);
         return std::get<LinearPlan>(plan.operations[0].steps[0].what).algorithm;
     };
     EXPECT_EQ(chosen(3), LinearAlgorithm::direct);
-    if (std::getenv("APRON_FFT") == nullptr && cpu::fft_available()) {
+    if (overrides().fft_path < 0 && cpu::fft_available()) {
         EXPECT_EQ(chosen(31), LinearAlgorithm::fft);  // 0.4 against 0.1 Gpix/s
         const auto plan = make_plan({test::correlation_op(test::random_mask(31, 31, false, 3))}, shape, PixelType::f32, Backend::cpu);
         const std::string text = plan.describe(true);
@@ -101,9 +104,11 @@ TEST(CostModel, PlannerTakesThePredictedFastestPath) {
         EXPECT_NE(text.find("direct"), std::string::npos) << text;
         EXPECT_NE(text.find("tensor cores are a CUDA path"), std::string::npos) << text;
     }
-    ::setenv("APRON_CALIBRATION", (path + ".missing").c_str(), 1);
+    with_table.calibration = path + ".missing";
+    scope.reset();
+    scope.emplace(with_table);
     EXPECT_THROW(make_plan({test::correlation_op(test::random_mask(5, 5, false, 1))}, shape, PixelType::f32, Backend::cpu), Error);
-    ::unsetenv("APRON_CALIBRATION");
+    scope.reset();
     std::remove(path.c_str());
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/overrides.hpp"
 #include "apron/pipeline.hpp"
 #include "cpu/fft_linear.hpp"
 #include "plan/plan.hpp"
@@ -140,9 +141,10 @@ TEST(CpuFft, WhenThePlannerTakesIt) {
     EXPECT_EQ(cpu::choose_fft_tile(63, 63, 100, 20).nx, 162);  // 2 x 3^4 >= 100 + 62
     EXPECT_EQ(cpu::choose_fft_tile(1100, 5, 3000, 3000).nx, 0);
     // APRON_FFT=0 keeps it out.
-    ::setenv("APRON_FFT", "0", 1);
+    Overrides no_fft = overrides();
+    no_fft.fft_path = 0;
+    const OverrideScope scope(no_fft);
     EXPECT_EQ(test::plan_for(big, shape, PixelType::u8).algorithm, LinearAlgorithm::direct);
-    ::unsetenv("APRON_FFT");
 }
 
 TEST(CpuFft, NonFiniteSamplesStayInTheirWindows) {

@@ -35,6 +35,7 @@
 #include "io/file_lock.hpp"
 #include "io/output_target.hpp"
 #include "io/row_stream.hpp"
+#include "plan/step_kind.hpp"
 #include "stream/journal.hpp"
 
 namespace {
@@ -90,29 +91,24 @@ std::uint64_t image_bytes(const apron::ImageShape& s) { return std::uint64_t(s.r
 void warn_of_long_reference_run(const apron::Pipeline& pipeline, const apron::ImageShape& shape,
                                 const apron::RunOptions& options) {
     if (options.backend != apron::Backend::reference) return;
-    // Taps per second of the reference backend on one core, measured (2026-11, a shared 2-core x86 machine,
-    // u8/f32, 1 and 3 channels): linear masks up to 127x127 about 2e8, masks of 1025x1025 to 4097x4097 about
-    // 1.2e8 (their rows no longer stay in cache), erosions and dilations 2.5e8 to 4.5e8 (one compare a tap).
-    // The linear rates are taken rounded down, so the note errs long, never short.
+    // Each step kind says its taps per sample and the reference backend's measured rate (plan/kinds/).
     double taps = 0, seconds = 0;
     std::string largest;
     int largest_area = 0;
     for (const auto& op : pipeline.operations())
         for (const auto& step : op.steps) {
-            const apron::Mask* m = nullptr;
-            double taps_per_second = 0;
-            if (auto* l = std::get_if<apron::LinearStep>(&step.action)) m = &l->mask;
-            else if (auto* e = std::get_if<apron::MorphStep>(&step.action)) m = &e->element;
-            if (!m) continue;
-            if (std::holds_alternative<apron::MorphStep>(step.action)) taps_per_second = 2.5e8;
-            else taps_per_second = double(m->width) * m->height > 128.0 * 128.0 ? 1e8 : 1.8e8;
-            const double step_taps = double(m->width) * m->height * double(shape.width) * shape.height * shape.channels;
+            const apron::StepWork work = apron::work_of(step);  // the step kind's taps and the reference's rate
+            if (work.taps == 0) continue;
+            const double step_taps = work.taps * double(shape.width) * shape.height * shape.channels;
             taps += step_taps;
-            seconds += step_taps / taps_per_second;
-            if (m->width * m->height > largest_area) {
-                largest_area = m->width * m->height;
-                largest = std::to_string(m->width) + "x" + std::to_string(m->height);
-            }
+            seconds += step_taps / work.reference_taps_per_second;
+            apron::Step copy = step;
+            apron::visit_tables(copy, [&](apron::Mask& m) {
+                if (m.width * m.height > largest_area) {
+                    largest_area = m.width * m.height;
+                    largest = std::to_string(m.width) + "x" + std::to_string(m.height);
+                }
+            });
         }
     if (seconds < 10) return;
     std::fprintf(stderr,

@@ -17,6 +17,7 @@
 // (RunOptions::out_type, default the input's type), and later operations read that type.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -74,15 +75,23 @@ struct RunOptions {
     std::function<void(std::size_t steps_done, std::size_t steps)> between_steps;
 };
 
+class PreparedPipeline;
+
 class Pipeline {
 public:
-    Pipeline() = default;
+    Pipeline();
     explicit Pipeline(const std::vector<std::string>& specs);
     void add(std::string_view spec) { add(parse_operation(spec)); }
     // Equal masks and elements of different steps share one table (ten `box:width=4097` hold one).
     void add(OpProgram op);
     const std::vector<OpProgram>& operations() const { return ops_; }
     bool empty() const { return ops_.empty(); }
+
+    // The pipeline planned once for images of `input`'s shape under these options: every choice made, the
+    // kernels bound, and nothing left to do but run it (as OpenCV's create...Filter then apply). run() and the
+    // streaming engine run such an object; run() keeps the last few it made, so a warm call of the same shape
+    // and options plans nothing.
+    PreparedPipeline prepare(const ImageShape& input, const RunOptions& options = {}) const;
 
     Image run(ConstImageView input, const RunOptions& options = {}) const;
     // Into the caller's image (its shape must be the result's: describe() or output_shape() tell it).
@@ -100,7 +109,44 @@ public:
     std::string describe(const ImageShape& input, const RunOptions& options = {}, bool candidates = false) const;
 
 private:
+    PreparedPipeline prepared(const ImageShape& input, const RunOptions& options) const;  // from the cache
+    struct Cache;
     std::vector<OpProgram> ops_;
+    std::shared_ptr<Cache> cache_;  // the last prepared pipelines (shared by copies until one adds a step)
+};
+
+// Rows a prepared pipeline reads above and below an output row (each step's added), and whether a step
+// wraps around the image (a band then reads rows from the other end).
+struct RowReach {
+    int above = 0, below = 0;
+    bool wraps = false;
+};
+
+// A pipeline planned for one input shape and one set of run options (Pipeline::prepare). Cheap to copy (the
+// plan is shared) and safe to run from several threads at once.
+class PreparedPipeline {
+public:
+    const ImageShape& input() const;
+    const ImageShape& output() const;
+    // Runs the plan on an image of the prepared shape. `options` are the call's: its cuda_stream, timings,
+    // between_steps and memory_budget apply; its backend, out_type, algorithm, threads and cuda_device must be
+    // the prepared ones (an error names the one that differs).
+    void run(ConstImageView input, ImageView output, const RunOptions& options) const;
+    void run(ConstImageView input, ImageView output) const;  // with the prepared options
+    Image run(ConstImageView input, const RunOptions& options) const;
+    Image run(ConstImageView input) const;
+    // Host memory a run takes on `rows` rows of the image (a band of it; 0: the whole image), as
+    // Pipeline::memory_needed says.
+    std::uint64_t memory(int rows = 0, bool result_allocated = true) const;
+    RowReach reach() const;
+    std::string describe(bool candidates = false) const;
+
+    struct State;
+    explicit PreparedPipeline(std::shared_ptr<const State> state) : state_(std::move(state)) {}
+    const State& state() const { return *state_; }
+
+private:
+    std::shared_ptr<const State> state_;
 };
 
 // Backends usable in this build and on this machine, e.g. {"cpu", "reference"}.

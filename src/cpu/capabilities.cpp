@@ -17,10 +17,6 @@ namespace {
 class CpuCaps final : public BackendCaps {
 public:
     Backend backend() const override { return Backend::cpu; }
-    std::string overrides() const override {
-        const char* side = std::getenv("APRON_FFT_SIDE");  // fft_linear.cpp: the FFT's tile side
-        return side && *side ? std::string("APRON_FFT_SIDE=") + side : "";
-    }
 
     int fft_tile_rows(const LinearPlan& p, const ImageShape& shape) const override {
         return cpu::choose_fft_tile(p.step.mask.width, p.step.mask.height, shape.width, shape.height).ny;

@@ -13,6 +13,7 @@
 // integer weights and double transforms, and the sum rounded to the nearest integer is the exact integer
 // sum while fft_exact_error_bound stays below 1/2 (the planner asks for 1/4), so the shared finish gives
 // every backend's bits.
+#include "core/overrides.hpp"
 #include "cpu/fft_linear.hpp"
 
 #include <algorithm>
@@ -82,10 +83,7 @@ int choose_side(int k, int n) {
 
 FftTile choose_fft_tile(int mask_w, int mask_h, int width, int height) {
     // APRON_FFT_SIDE=N forces N x N transforms where the mask fits (to measure the cost model).
-    if (const char* v = std::getenv("APRON_FFT_SIDE")) {
-        const int n = std::atoi(v);
-        if (n >= mask_w && n >= mask_h && n <= max_tile_side) return {n, n};
-    }
+    if (const int n = overrides().fft_side; n > 0 && n >= mask_w && n >= mask_h && n <= max_tile_side) return {n, n};
     FftTile t{choose_side(mask_w, width), choose_side(mask_h, height)};
     if (!t.nx || !t.ny) return {};
     return t;

@@ -13,7 +13,7 @@ class CudaCaps final : public BackendCaps {
 public:
     Backend backend() const override { return Backend::cuda; }
     int cost_arch() const override { return cuda_device_arch(); }
-    std::string overrides() const override { return cuda::overrides().describe(); }
+    std::string cost_device() const override { return cuda_device_name(); }
 
     int fft_tile_rows(const LinearPlan& p, const ImageShape& shape) const override {
         return cuda::choose_fft_tiling(p, shape).ny;
@@ -24,7 +24,7 @@ public:
                        : "no transform size serves this mask";
     }
     std::string tensor_unavailable(const LinearPlan& p, const ImageShape& shape) const override {
-        if (cuda::overrides().imma_off) return "APRON_IMMA=0";
+        if (overrides().imma_off) return "APRON_IMMA=0";
         return tensor_plan_unavailable(p, shape);
     }
     bool morph_rect_supported(const MorphPlan& p, const ImageShape&) const override {

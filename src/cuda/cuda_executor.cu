@@ -258,8 +258,8 @@ public:
     // Row bands: band b goes up on up_, is filtered on stream_ once the input rows it reads are there, and
     // comes down on down_, so the upload of later bands, the kernels and the download of earlier bands run
     // at once (PCIe is full duplex). Pinned host memory only: pageable copies do not overlap.
-    bool run_overlapped(const StepPlan& step, ConstImageView host_in, ImageView host_out) override {
-        const auto* p = std::get_if<LinearPlan>(&step.what);
+    bool linear_overlapped(const LinearPlan& plan, ConstImageView host_in, ImageView host_out) override {
+        const LinearPlan* p = &plan;
         // A float separable plan runs the fused separable kernel, whose rounding differs from the 2D
         // kernel's: bands run the 2D kernel, so only exact plans (identical bits either way) may take them.
         // The FFT's float rounding is its own too: it never bands. Tensor-core plans are exact, so bands of the
@@ -360,7 +360,7 @@ private:
 
     cudaStream_t stream_ = nullptr;
     bool own_stream_ = true;
-    cudaStream_t up_ = nullptr, down_ = nullptr;  // copy streams of run_overlapped, made on first use
+    cudaStream_t up_ = nullptr, down_ = nullptr;  // copy streams of linear_overlapped, made on first use
     cudaEvent_t mark_ = nullptr;
 };
 

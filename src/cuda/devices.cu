@@ -66,6 +66,16 @@ int cuda_device_arch() {
     return major * 10 + minor;
 }
 
+std::string cuda_device_name() {
+    int device = 0;
+    cudaDeviceProp prop{};
+    if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+        cudaGetLastError();
+        return "";
+    }
+    return prop.name;
+}
+
 namespace {
 
 // cudaMallocHost and cudaFreeHost cost milliseconds for large blocks (cudaFreeHost also waits for the

@@ -14,6 +14,7 @@
 //
 // Cost (3x3, per 32 outputs of a thread): 6 rows x (3 LDG + 3 LOP + 6 PRMT) + 96 IDP.4A + the finish,
 // against 288 FFMA + 120 conversions in the float register kernel.
+#include "core/overrides.hpp"
 #include "cuda/direct_dp4a.hpp"
 
 #include <cstdint>
@@ -166,13 +167,7 @@ void launch_k(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_
     APRON_CUDA_CHECK_LAUNCH("direct_dp4a");
 }
 
-bool disabled() {
-    static const bool off = [] {
-        const char* v = std::getenv("APRON_DP4A");
-        return v && std::strcmp(v, "0") == 0;
-    }();
-    return off;
-}
+bool disabled() { return overrides().dp4a_off; }
 
 } // namespace
 

@@ -29,6 +29,7 @@
 // plus one finish_exact32 and half a 2-pixel store per output. At ~128 B/clk/SM shared memory carries
 // ~0.8 mma/clk/SM, above what mma.sync issues on an H100 (~0.5 m16n8k32/clk/SM assumed): the tensor pipe,
 // then the finish's issue slots, are the limits, not shared memory.
+#include "core/overrides.hpp"
 #include "cuda/direct_imma.hpp"
 
 #include <algorithm>
@@ -287,13 +288,7 @@ void launch_span(const LinearPlan& p, ConstImageView in, ImageView out, cudaStre
     }
 }
 
-bool disabled() {
-    static const bool off = [] {
-        const char* v = std::getenv("APRON_IMMA");
-        return v && std::strcmp(v, "0") == 0;
-    }();
-    return off;
-}
+bool disabled() { return overrides().imma_off; }
 
 } // namespace
 

@@ -23,16 +23,6 @@
 namespace apron::cuda {
 namespace {
 
-int env_int(const char* name, int unset) {
-    const char* v = std::getenv(name);
-    return v && *v ? std::atoi(v) : unset;
-}
-
-bool env_is(const char* name, const char* value) {
-    const char* v = std::getenv(name);
-    return v && std::strcmp(v, value) == 0;
-}
-
 // sm_90 (H100, H200): the policy every kernel was tuned on.
 constexpr ArchPolicy sm90 = {
     90,
@@ -139,37 +129,6 @@ bool try_family(LinearFamily f, const LinearPlan& p, const ImageShape& shape, co
 
 } // namespace
 
-std::string Overrides::describe() const {
-    std::string s;
-    auto add = [&](const std::string& part) { s += (s.empty() ? "" : " ") + part; };
-    if (imma_off) add("APRON_IMMA=0");
-    if (dp4a_off) add("APRON_DP4A=0");
-    if (direct_regs >= 0) add("APRON_DIRECT_REGS=" + std::to_string(direct_regs));
-    if (runtime_off) add("APRON_RUNTIME_DIRECT=0");
-    if (rtc_integer) add("APRON_RTC_INTEGER=1");
-    if (fft_side) add("APRON_FFT_SIDE=" + std::to_string(fft_side));
-    if (fft_batch) add("APRON_FFT_BATCH=" + std::to_string(fft_batch));
-    if (chords_variant >= 0) add("APRON_CHORDS_VARIANT=" + std::to_string(chords_variant));
-    return s;
-}
-
-const Overrides& overrides() {
-    static const Overrides o = [] {
-        Overrides r;
-        r.imma_off = env_is("APRON_IMMA", "0");
-        r.dp4a_off = env_is("APRON_DP4A", "0");
-        r.direct_regs = env_int("APRON_DIRECT_REGS", -1);
-        r.runtime_off = env_is("APRON_RUNTIME_DIRECT", "0");
-        r.rtc_integer = env_is("APRON_RTC_INTEGER", "1");
-        r.fft_side = env_int("APRON_FFT_SIDE", 0);
-        r.fft_batch = env_int("APRON_FFT_BATCH", 0);
-        const int v = env_int("APRON_CHORDS_VARIANT", -1);
-        r.chords_variant = v >= 0 && v < morph_chords_variants ? v : -1;
-        return r;
-    }();
-    return o;
-}
-
 const ArchPolicy& policy_for(int arch) { return arch >= 90 ? sm90 : fallback; }
 
 KernelChoice choose_linear(const LinearPlan& p, const ImageShape& shape, int arch) {
@@ -201,7 +160,7 @@ KernelChoice choose_morph(const MorphPlan& p, const ImageShape& shape, int arch)
 // 175/55/38; but one channel with 6 or more distinct chord lengths: disk:7 134 -> 97, random 15x15 103 -> 75
 // (variant 0 keeps those). Colour: variant 6 everywhere (disk:7 30/20 -> 37/28).
 int chords_variant_for(const MorphPlan& p, int channels) {
-    if (overrides().chords_variant >= 0) return overrides().chords_variant;
+    if (const int v = overrides().chords_variant; v >= 0 && v < morph_chords_variants) return v;
     if (channels > 1) return 6;
     std::vector<int> lengths;
     for (const MorphChord& c : p.chords)

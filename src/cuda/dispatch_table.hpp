@@ -16,6 +16,7 @@
 // the overridden choice. Plain C++: it compiles and plans without a GPU.
 #include <string>
 
+#include "core/overrides.hpp"
 #include "plan/plan.hpp"
 
 namespace apron::cuda {
@@ -40,18 +41,6 @@ enum class MorphFamily : unsigned char {
 };
 
 // The environment overrides of the CUDA backend, read once (for measurement; unset in normal use).
-struct Overrides {
-    bool imma_off = false;     // APRON_IMMA=0: no tensor-core kernel
-    bool dp4a_off = false;     // APRON_DP4A=0: no byte dot-product kernel
-    int direct_regs = -1;      // APRON_DIRECT_REGS=0|4|8: the register kernel off / its outputs per thread
-    bool runtime_off = false;  // APRON_RUNTIME_DIRECT=0: no run-time compiled kernel
-    bool rtc_integer = false;  // APRON_RTC_INTEGER=1: the run-time kernel accumulates integers where it can
-    int fft_side = 0;          // APRON_FFT_SIDE=N: N x N transforms (fft_tiling.cpp)
-    int fft_batch = 0;         // APRON_FFT_BATCH=B: B tiles per cuFFT batch (fft_tiling.cpp)
-    int chords_variant = -1;   // APRON_CHORDS_VARIANT=0..6: the chord kernel's variant (morph_chords.cu)
-    std::string describe() const;  // "" when none is set, else e.g. "APRON_DP4A=0"
-};
-const Overrides& overrides();
 
 // One architecture's policy. Tuning values the kernels were measured with; see dispatch_table.cpp.
 struct ArchPolicy {

@@ -11,6 +11,7 @@
 //
 // Set APRON_RUNTIME_DIRECT=0 to keep these kernels out (the baseline kernel runs instead) and
 // APRON_RTC_INTEGER=1 to make exact plans accumulate in integers even where f32 is exact (to measure).
+#include "core/overrides.hpp"
 #include "cuda/runtime_direct.hpp"
 
 #include <algorithm>
@@ -31,11 +32,6 @@
 
 namespace apron::cuda {
 namespace {
-
-bool env_is(const char* name, const char* value) {
-    const char* v = std::getenv(name);
-    return v && std::strcmp(v, value) == 0;
-}
 
 struct Kernel {
     void* function = nullptr;
@@ -75,7 +71,7 @@ int current_device() {
 }
 
 Kernel kernel_for(const LinearPlan& p, int channels) {
-    const bool force_integer = env_is("APRON_RTC_INTEGER", "1");
+    const bool force_integer = overrides().rtc_integer;
     const std::string key = plan_key(p, channels, current_device(), force_integer);
     {
         std::lock_guard<std::mutex> lock(plans_mutex);
@@ -116,7 +112,7 @@ std::size_t shared_limit() {
 } // namespace
 
 bool runtime_direct_supports(const LinearPlan& p) {
-    if (env_is("APRON_RUNTIME_DIRECT", "0")) return false;
+    if (overrides().runtime_off) return false;
     if (!rtc::choose_accumulate(p, nullptr)) return false;
     if (!rtc::nvrtc_available()) return false;  // no libnvrtc: the baseline kernel runs instead
     // The channel count is not known here: the largest tile (4 channels) must fit.

@@ -17,8 +17,8 @@ public:
     virtual Backend backend() const = 0;
     // The key of the calibration table for this backend (CUDA: compute capability x 10); 0: any.
     virtual int cost_arch() const { return 0; }
-    // The environment overrides in force that change this backend's choices ("" when none), for the plan.
-    virtual std::string overrides() const { return ""; }
+    // The device the calibration table should have been measured on ("NVIDIA H200"); "": any of cost_arch.
+    virtual std::string cost_device() const { return ""; }
 
     // Why this backend cannot run the FFT / tensor-core path for `plan` on an image of `shape` ("" when it
     // can). Direct, separable and low-rank run on every backend.

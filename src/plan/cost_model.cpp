@@ -1,4 +1,5 @@
 // Calibration tables: parsing, lookup and interpolation (see cost_model.hpp).
+#include "core/overrides.hpp"
 #include "plan/cost_model.hpp"
 
 #include <algorithm>
@@ -114,12 +115,12 @@ std::string format_cost_table(const CostTable& t) {
     return o.str();
 }
 
-const CostTable* cost_table_for(Backend backend, int cuda_arch) {
+const CostTable* cost_table_for(Backend backend, int cuda_arch, const std::string& device) {
     static std::mutex mutex;
     static std::map<std::string, std::unique_ptr<CostTable>> cache;
     std::lock_guard lock(mutex);
     const std::string want = backend == Backend::cuda ? "cuda" : "cpu";
-    if (const char* file = std::getenv("APRON_CALIBRATION"); file && *file) {
+    if (const char* file = overrides().calibration.c_str(); *file) {
         auto& slot = cache[std::string("file:") + file];
         if (!slot) {
             std::ifstream in(file);
@@ -135,8 +136,11 @@ const CostTable* cost_table_for(Backend backend, int cuda_arch) {
         auto& slot = cache[name];
         if (!slot) slot = std::make_unique<CostTable>(parse_cost_table(text, "built in: calibration/" + name));
         if (slot->backend != want) continue;
-        // The same architecture, else the nearest one (a table of another GPU ranks the paths alike).
-        if (!best || std::abs(slot->arch - cuda_arch) < std::abs(best->arch - cuda_arch)) best = slot.get();
+        // The same model (the table's device line starts with its name and a comma), else the same
+        // architecture, else the nearest one.
+        auto model_of = [&](const CostTable& t) { return !device.empty() && t.device.rfind(device + ",", 0) == 0; };
+        auto rank = [&](const CostTable& t) { return std::pair{!model_of(t), std::abs(t.arch - cuda_arch)}; };
+        if (!best || rank(*slot) < rank(*best)) best = slot.get();
     }
     return best;
 }

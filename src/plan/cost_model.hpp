@@ -40,8 +40,10 @@ CostTable parse_cost_table(std::string_view text, const std::string& source);
 std::string format_cost_table(const CostTable& t);  // the file format parse_cost_table reads
 
 // The table for a backend: APRON_CALIBRATION when set (a file; a bad file fails naming it), else the
-// built-in table of this CUDA architecture (or the nearest one). nullptr when none (the CPU: fixed preferences).
-const CostTable* cost_table_for(Backend backend, int cuda_arch);
+// built-in table measured on this very GPU model (`device`, as the driver names it: "NVIDIA H200"), else one
+// of this CUDA architecture, else the nearest one (an H100's table on an H200 ranks the paths alike but
+// predicts other times). nullptr when none (the CPU: fixed preferences).
+const CostTable* cost_table_for(Backend backend, int cuda_arch, const std::string& device = "");
 
 // The pixel class of a plan: "f32", "u16", "u8", or "u8-int" (an exact u8 plan whose integer weights all
 // fit in a signed byte: the byte dot-product and tensor-core kernels). u16 classes fall back to f32.

@@ -1,4 +1,5 @@
 // The planner's choice of path for a linear step (see linear_paths.hpp).
+#include "core/overrides.hpp"
 #include "plan/linear_paths.hpp"
 
 #include <cmath>
@@ -22,11 +23,6 @@ constexpr int cpu_fft_min_area = 25 * 25;
 // Masks whose SVD the planner computes: the one-sided Jacobi costs about min(W,H)^2 max(W,H) per sweep.
 constexpr int max_low_rank_side = 160;
 
-bool env_is(const char* name, std::string_view value) {
-    const char* v = std::getenv(name);
-    return v && value == v;
-}
-
 // Why `path` cannot compute the plan on this backend and image ("" when it can).
 std::string unavailable(Algorithm path, const LinearPlan& p, const ImageShape& shape, const BackendCaps& caps,
                         const std::optional<LowRankMask>& lr) {
@@ -46,7 +42,7 @@ std::string unavailable(Algorithm path, const LinearPlan& p, const ImageShape& s
         if (std::min(m.width, m.height) > max_low_rank_side) return "the mask is larger than 160 on both sides";
         return "no rank <= 8 is within SPEC.md's tolerance";
     case Algorithm::fft:
-        if (env_is("APRON_FFT", "0")) return "APRON_FFT=0";
+        if (overrides().fft_path == 0) return "APRON_FFT=0";
         return caps.fft_unavailable(p, shape);
     case Algorithm::tensor: return caps.tensor_unavailable(p, shape);
     }
@@ -134,7 +130,7 @@ LinearChoice choose_linear_path(LinearPlan p, const ImageShape& shape, const Bac
                 fail("--algo", std::string(to_string(force)) + " cannot run '" + spec + "' (" + std::to_string(m.width) +
                                    "x" + std::to_string(m.height) + " mask, " + to_string(p.in) + "): " + e.unavailable);
         pick = force;
-    } else if (env_is("APRON_FFT", "1") && c.estimates[3].unavailable.empty()) {
+    } else if (overrides().fft_path == 1 && c.estimates[3].unavailable.empty()) {
         pick = Algorithm::fft;  // measure the FFT against the others on the same cases
     } else {
         // The least predicted time among the paths that can run; the fixed preferences where the table

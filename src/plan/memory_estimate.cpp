@@ -7,20 +7,9 @@
 
 #include "apron/errors.hpp"
 #include "apron/memory.hpp"
+#include "plan/step_kind.hpp"
 
 namespace apron {
-namespace {
-
-std::uint64_t image_bytes(const ImageShape& s) { return std::uint64_t(s.row_bytes()) * std::uint64_t(s.height); }
-
-// Each distinct storage once: copies of a mask share theirs.
-template <class T>
-void add_table(const SharedValues<T>& v, std::set<const void*>& seen, std::uint64_t& bytes) {
-    if (v.empty() || !seen.insert(v.data()).second) return;
-    bytes += v.size() * sizeof(T);
-}
-
-} // namespace
 
 std::string MemoryEstimate::describe() const {
     std::string s = "images " + format_bytes(images) + ", tables " + format_bytes(tables);
@@ -38,26 +27,26 @@ std::vector<int> last_readers(const OperationPlan& op) {
     return last;
 }
 
-MemoryEstimate estimate_memory(const ExecutionPlan& plan, int threads, bool output_allocated) {
+MemoryEstimate estimate_memory(const ExecutionPlan& plan, int threads, bool output_allocated, int rows) {
+    auto image_bytes = [rows](ImageShape s) {
+        if (rows > 0) s.height = rows;
+        return std::uint64_t(s.row_bytes()) * std::uint64_t(s.height);
+    };
     MemoryEstimate e;
     std::set<const void*> seen;
-    bool any_fft = false;
-    // Executors build their own tables from a step's weights while it runs (tap offsets and weights in
-    // the accumulator's type, about 32 bytes a tap on the CPU; element cell offsets): one step at a time.
-    std::uint64_t step_tables = 0;
+    // Each distinct table once (copies of a mask share their storage). Executors build their own tables from
+    // a step's while it runs, one step at a time; host backends' per-thread scratch likewise.
+    std::uint64_t step_tables = 0, scratch_per_thread = 0;
     for (const OperationPlan& op : plan.operations)
-        for (const StepPlan& s : op.steps) {
-            if (auto* l = std::get_if<LinearPlan>(&s.what)) {
-                add_table(l->step.mask.weights, seen, e.tables);
-                add_table(l->integer_mask.weights, seen, e.tables);
-                const bool taps = l->algorithm == LinearAlgorithm::direct || l->algorithm == LinearAlgorithm::tensor;
-                if (taps) step_tables = std::max<std::uint64_t>(step_tables, l->step.mask.weights.size() * 32);
-                any_fft = any_fft || l->algorithm == LinearAlgorithm::fft;
-            } else if (auto* m = std::get_if<MorphPlan>(&s.what)) {
-                add_table(m->step.element.weights, seen, e.tables);
-                step_tables = std::max<std::uint64_t>(step_tables, m->step.element.weights.size() * 16);
-            }
-        }
+        for (const StepPlan& s : op.steps)
+            on_kind(s, [&](auto kind, const auto& p) {
+                using K = decltype(kind);
+                K::tables(p, [&](const void* storage, std::size_t bytes) {
+                    if (bytes && seen.insert(storage).second) e.tables += bytes;
+                });
+                step_tables = std::max(step_tables, K::executor_table_bytes(p));
+                scratch_per_thread = std::max(scratch_per_thread, K::host_scratch_per_thread(p));
+            });
     e.tables += step_tables;
 
     // Images: the CUDA backend keeps intermediates on the device, the others in host memory. Within an
@@ -88,9 +77,9 @@ MemoryEstimate estimate_memory(const ExecutionPlan& plan, int threads, bool outp
         peak = image_bytes(plan.output);
     }
     e.images = peak;
-    if (any_fft && host_intermediates) {
+    if (scratch_per_thread && host_intermediates) {
         const unsigned cores = threads > 0 ? unsigned(threads) : std::max(1u, std::thread::hardware_concurrency());
-        e.scratch = std::uint64_t(cores) * (std::uint64_t(24) << 20);  // a 1024^2 complex tile and its gathers
+        e.scratch = std::uint64_t(cores) * scratch_per_thread;
     }
     return e;
 }

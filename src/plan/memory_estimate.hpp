@@ -19,8 +19,8 @@ struct MemoryEstimate {
 };
 
 // `output_allocated`: run() makes the result image (Pipeline::run(input) does; run(input, output) writes
-// into the caller's).
-MemoryEstimate estimate_memory(const ExecutionPlan& plan, int threads, bool output_allocated);
+// into the caller's). `rows` > 0: the run of a band of that many rows of the plan's image.
+MemoryEstimate estimate_memory(const ExecutionPlan& plan, int threads, bool output_allocated, int rows = 0);
 
 // Index of the last step of `op` that reads each step's result (or the operation's input, at index
 // steps.size()); -1 where nothing reads it. The runner frees each intermediate after its last reader.

@@ -123,6 +123,9 @@ class BackendCaps;
 // on every linear step (fails naming --algo where a step cannot take it).
 ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape& input, PixelType out_type,
                         const BackendCaps& caps, Algorithm algorithm = Algorithm::automatic);
+// Plans made by this process so far (make_plan calls): a test checks that a run plans once.
+std::uint64_t plans_made();
+
 // The same for a backend by name. Defined above the planner, in src/run/backends.cpp, where the backends'
 // capabilities are known (the planner itself never calls into a backend).
 ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape& input, PixelType out_type,
@@ -155,11 +158,11 @@ public:
     virtual void download(ConstImageView mine, ImageView host);
     virtual void synchronize() {}
 
-    // Host to host through one step with the copies overlapped with compute (row bands on several
+    // Host to host through one linear step with the copies overlapped with compute (row bands on several
     // streams). False when this executor cannot for this step or these host buffers; the runner then
     // uploads, runs and downloads in turn.
-    virtual bool run_overlapped(const StepPlan& step, ConstImageView host_in, ImageView host_out) {
-        (void)step, (void)host_in, (void)host_out;
+    virtual bool linear_overlapped(const LinearPlan& plan, ConstImageView host_in, ImageView host_out) {
+        (void)plan, (void)host_in, (void)host_out;
         return false;
     }
 };
@@ -178,5 +181,7 @@ std::shared_ptr<void> use_cuda_device(int device);
 bool cuda_available();
 // The current CUDA device's compute capability x 10 (picks its calibration table); 0 without one.
 int cuda_device_arch();
+// The current CUDA device's name ("NVIDIA H200"), which picks its calibration table; "" without one.
+std::string cuda_device_name();
 
 } // namespace apron

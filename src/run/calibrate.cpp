@@ -20,6 +20,7 @@
 #include "plan/cost_model.hpp"
 #include "plan/memory_estimate.hpp"
 #include "plan/plan.hpp"
+#include "plan/step_kind.hpp"
 
 namespace apron {
 namespace {
@@ -157,10 +158,7 @@ public:
             for (const StepPlan& s : steps) {
                 auto view_of = [&](int i) { return i == op_input ? inputs_[in].cview() : results.at(std::size_t(i)).cview(); };
                 Buffer out = &s == &steps.back() ? outputs_[s.out_shape.type] : ex_->allocate(s.out_shape);
-                if (auto* lp = std::get_if<LinearPlan>(&s.what))
-                    ex_->linear(*lp, view_of(s.input), out.view);
-                else if (auto* c = std::get_if<CombinePlan>(&s.what))
-                    ex_->combine(*c, view_of(s.input), s.second == no_operand ? ConstImageView{} : view_of(s.second), out.view);
+                run_step_kind(*ex_, s, view_of(s.input), s.second == no_operand ? ConstImageView{} : view_of(s.second), out.view);
                 results.push_back(std::move(out));
             }
         };

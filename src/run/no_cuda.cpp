@@ -19,6 +19,7 @@ std::shared_ptr<void> use_cuda_device(int device) {
     return nullptr;
 }
 int cuda_device_arch() { return 0; }
+std::string cuda_device_name() { return ""; }
 bool cuda_fft_supports(const LinearPlan&, const ImageShape&) { return false; }
 void* allocate_pinned(std::size_t) { return nullptr; }
 void free_pinned(void*) {}

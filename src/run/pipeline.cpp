@@ -2,15 +2,19 @@
 // keeping intermediates there; only the input goes up and the result comes back.
 #include "apron/pipeline.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "apron/errors.hpp"
 #include "apron/memory.hpp"
 #include "plan/memory_estimate.hpp"
 #include "plan/plan.hpp"
+#include "plan/step_kind.hpp"
 #include "run/plan_runner.hpp"
+#include "run/prepared_state.hpp"
 
 namespace apron {
 namespace {
@@ -46,19 +50,28 @@ std::unique_ptr<Executor> make_executor(Backend b, int threads, void* cuda_strea
     }
 }
 
-Pipeline::Pipeline(const std::vector<std::string>& specs) {
+// The last few pipelines prepared by run(), memory_needed() and describe(), so that a warm call of the same
+// shape and options plans nothing (the Python package's calls, a batch slot's images of one size, `apron
+// filter`'s checks before its run).
+struct Pipeline::Cache {
+    static constexpr std::size_t kept = 4;
+    std::mutex mutex;
+    std::vector<PreparedPipeline> recent;  // the most recent last
+};
+
+Pipeline::Pipeline() : cache_(std::make_shared<Cache>()) {}
+
+Pipeline::Pipeline(const std::vector<std::string>& specs) : Pipeline() {
     for (const auto& s : specs) add(s);
 }
 
 void Pipeline::add(OpProgram op) {
+    cache_ = std::make_shared<Cache>();  // copies made before keep theirs
     // Every mask or element of the pipeline so far; an equal one takes its storage. Sizes are compared
     // first, so only tables of one size are ever compared weight by weight.
     std::vector<SharedValues<double>*> known;
-    auto tables_of = [](OpProgram& program, auto&& visit) {
-        for (Step& step : program.steps) {
-            if (auto* l = std::get_if<LinearStep>(&step.action)) visit(l->mask);
-            else if (auto* m = std::get_if<MorphStep>(&step.action)) visit(m->element);
-        }
+    auto tables_of = [](OpProgram& program, const MaskVisitor& visit) {
+        for (Step& step : program.steps) visit_tables(step, visit);
     };
     for (OpProgram& earlier : ops_) tables_of(earlier, [&](Mask& m) { known.push_back(&m.weights); });
     tables_of(op, [&](Mask& m) {
@@ -72,9 +85,51 @@ void Pipeline::add(OpProgram op) {
     ops_.push_back(std::move(op));
 }
 
+namespace {
+
+// The option of `call` that differs from the prepared ones, "" when none.
+std::string differing_option(const RunOptions& prepared, const RunOptions& call) {
+    if (resolve_backend(call.backend) != resolve_backend(prepared.backend)) return "--backend";
+    if (call.out_type != prepared.out_type) return "--out-type";
+    if (call.algorithm != prepared.algorithm) return "--algo";
+    if (call.threads != prepared.threads) return "--threads";
+    if (call.cuda_device != prepared.cuda_device) return "cuda_device";
+    return "";
+}
+
+} // namespace
+
+PreparedPipeline Pipeline::prepare(const ImageShape& input, const RunOptions& options) const {
+    validate_shape(input, "input image");
+    const std::shared_ptr<void> device = use_cuda_device(options.cuda_device);  // before planning: the device's tables
+    auto state = std::make_shared<PreparedPipeline::State>();
+    state->plan = plan_pipeline(ops_, input, options);
+    RunOptions& kept = state->options;
+    kept.backend = options.backend;
+    kept.out_type = options.out_type;
+    kept.algorithm = options.algorithm;
+    kept.threads = options.threads;
+    kept.cuda_device = options.cuda_device;
+    kept.memory_budget = options.memory_budget;
+    return PreparedPipeline(std::move(state));
+}
+
+PreparedPipeline Pipeline::prepared(const ImageShape& input, const RunOptions& options) const {
+    Cache& cache = *cache_;
+    {
+        std::lock_guard lock(cache.mutex);
+        for (auto it = cache.recent.rbegin(); it != cache.recent.rend(); ++it)
+            if (it->input() == input && differing_option(it->state().options, options).empty()) return *it;
+    }
+    PreparedPipeline made = prepare(input, options);  // outside the lock: planning may take a while
+    std::lock_guard lock(cache.mutex);
+    if (cache.recent.size() == Cache::kept) cache.recent.erase(cache.recent.begin());
+    cache.recent.push_back(made);
+    return made;
+}
+
 std::string Pipeline::describe(const ImageShape& input, const RunOptions& options, bool candidates) const {
-    return make_plan(ops_, input, options.out_type.value_or(input.type), resolve_backend(options.backend), options.algorithm)
-        .describe(candidates);
+    return prepared(input, options).describe(candidates);
 }
 
 namespace {
@@ -116,8 +171,7 @@ ExecutionPlan plan_pipeline(const std::vector<OpProgram>& ops, const ImageShape&
 }
 
 std::uint64_t Pipeline::memory_needed(const ImageShape& input, const RunOptions& options, bool result_allocated) const {
-    validate_shape(input, "input image");
-    return estimate_memory(plan_pipeline(ops_, input, options), options.threads, result_allocated).total();
+    return prepared(input, options).memory(0, result_allocated);
 }
 
 ImageShape Pipeline::output_shape(const ImageShape& input, const RunOptions& options) const {
@@ -128,27 +182,64 @@ ImageShape Pipeline::output_shape(const ImageShape& input, const RunOptions& opt
 
 Image Pipeline::run(ConstImageView input, const RunOptions& options) const {
     validate_shape(input.shape, "input image");
-    // The result's memory counts against the budget too: check before allocating it.
-    const MemoryEstimate need = estimate_memory(plan_pipeline(ops_, input.shape, options), options.threads, true);
-    require_memory(need.total(), options.memory_budget, "pipeline", need.describe());
-    Image result(output_shape(input.shape, options));
-    run(input, result.view(), options);
-    return result;
+    return prepared(input.shape, options).run(input, options);
 }
 
 void Pipeline::run(ConstImageView input, ImageView output, const RunOptions& options) const {
     validate_shape(input.shape, "input image");
-    const std::shared_ptr<void> device = use_cuda_device(options.cuda_device);  // before planning: the device's tables
-    const ExecutionPlan plan = plan_pipeline(ops_, input.shape, options);
+    prepared(input.shape, options).run(input, output, options);
+}
+
+const ImageShape& PreparedPipeline::input() const { return state_->plan.input; }
+const ImageShape& PreparedPipeline::output() const { return state_->plan.output; }
+
+std::uint64_t PreparedPipeline::memory(int rows, bool result_allocated) const {
+    return estimate_memory(state_->plan, state_->options.threads, result_allocated, rows).total();
+}
+
+// Each step's reach added: an upper bound of the longest chain through an operation's steps, on either side
+// whichever way the executor orients the mask or element.
+RowReach PreparedPipeline::reach() const {
+    RowReach r;
+    for (const auto& op : state_->plan.operations)
+        for (const auto& s : op.steps) {
+            const Reach k = reach_of(s);  // the step kind's (an FFT step's: its tile rows)
+            const int both = std::max(k.top, k.bottom);
+            r.above += both, r.below += both;
+            r.wraps = r.wraps || wraps(s);
+        }
+    return r;
+}
+
+std::string PreparedPipeline::describe(bool candidates) const { return state_->plan.describe(candidates); }
+
+Image PreparedPipeline::run(ConstImageView input) const { return run(input, state_->options); }
+
+void PreparedPipeline::run(ConstImageView input, ImageView output) const { run(input, output, state_->options); }
+
+Image PreparedPipeline::run(ConstImageView input, const RunOptions& options) const {
+    // The result's memory counts against the budget too: check before allocating it.
+    const MemoryEstimate need = estimate_memory(state_->plan, state_->options.threads, true);
+    require_memory(need.total(), options.memory_budget, "pipeline", need.describe());
+    Image result(output());
+    run(input, result.view(), options);
+    return result;
+}
+
+void PreparedPipeline::run(ConstImageView input, ImageView output, const RunOptions& options) const {
+    const ExecutionPlan& plan = state_->plan;
+    if (const std::string o = differing_option(state_->options, options); !o.empty())
+        fail(o, "differs from the option the pipeline was prepared with (prepare it again for other options)");
+    const auto text = [](const ImageShape& s) {
+        return std::to_string(s.width) + "x" + std::to_string(s.height) + "x" + std::to_string(s.channels) + " " + to_string(s.type);
+    };
+    if (!(input.shape == plan.input))
+        fail("input image", "is " + text(input.shape) + ", the pipeline was prepared for " + text(plan.input));
+    const std::shared_ptr<void> device = use_cuda_device(options.cuda_device);
     const MemoryEstimate need = estimate_memory(plan, options.threads, false);
     require_memory(need.total(), options.memory_budget, "pipeline", need.describe());
     const ImageShape& want = plan.output;
-    if (output.shape.width != want.width || output.shape.height != want.height ||
-        output.shape.channels != want.channels || output.shape.type != want.type)
-        fail("output image", "is " + std::to_string(output.width()) + "x" + std::to_string(output.height()) + "x" +
-                                 std::to_string(output.channels()) + " " + to_string(output.type()) + ", the result is " +
-                                 std::to_string(want.width) + "x" + std::to_string(want.height) + "x" +
-                                 std::to_string(want.channels) + " " + to_string(want.type));
+    if (!(output.shape == want)) fail("output image", "is " + text(output.shape) + ", the result is " + text(want));
     if (overlaps(input, ConstImageView(output))) fail("output image", "overlaps the input (apron does not filter in place)");
     auto executor = make_executor(plan.backend, options.threads, options.cuda_stream);
     Executor& ex = *executor;
@@ -160,8 +251,10 @@ void Pipeline::run(ConstImageView input, ImageView output, const RunOptions& opt
     if (ex.memory() == Memory::device && input.memory == Memory::host && output.memory == Memory::host &&
         plan.operations.size() == 1 && plan.operations[0].steps.size() == 1) {
         bool done = false;
-        timed(options, ex, "host to host [" + plan.operations[0].steps[0].label + ", overlapped]",
-              [&] { done = ex.run_overlapped(plan.operations[0].steps[0], input, output); });
+        timed(options, ex, "host to host [" + plan.operations[0].steps[0].label + ", overlapped]", [&] {
+            done = on_kind(plan.operations[0].steps[0],
+                           [&](auto kind, const auto& p) { return decltype(kind)::run_overlapped(ex, p, input, output); });
+        });
         if (done) {
             ex.synchronize();
             return;
@@ -173,24 +266,15 @@ void Pipeline::run(ConstImageView input, ImageView output, const RunOptions& opt
 }
 
 void run_step(Executor& ex, const StepPlan& step, ConstImageView in, ConstImageView second, ImageView out) {
-    if (auto* l = std::get_if<LinearPlan>(&step.what))
-        ex.linear(*l, in, out);
-    else if (auto* m = std::get_if<MorphPlan>(&step.what))
-        ex.morph(*m, in, out);
-    else
-        ex.combine(std::get<CombinePlan>(step.what), in, second, out);
+    run_step_kind(ex, step, in, second, out);
 }
 
 namespace {
 
-// Whether `next` applies the very function `step` applied, to `step`'s result: the same erosion or dilation
-// (element, border, type and path) repeated, as `iterations` expands it.
+// Whether `next` applies the very function `step` applied, to `step`'s result (the kind says what is the
+// same function: the same erosion or dilation, as `iterations` expands it).
 bool repeats(const StepPlan& step, const StepPlan& next, int step_index) {
-    const auto* a = std::get_if<MorphPlan>(&step.what);
-    const auto* b = std::get_if<MorphPlan>(&next.what);
-    return a && b && next.input == step_index && next.second == no_operand && a->type == b->type &&
-           a->algorithm == b->algorithm && a->step.kind == b->step.kind && a->step.border == b->step.border &&
-           a->step.border_value == b->step.border_value && a->step.element == b->step.element;  // shared table: no compare
+    return next.input == step_index && next.second == no_operand && apron::repeats(step, next);
 }
 
 // Whether two host images hold the same bytes (NaN included: equal bytes, equal results).

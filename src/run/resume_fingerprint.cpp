@@ -5,11 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <span>
-#include <type_traits>
-#include <variant>
 
 #include "apron/border.hpp"
 #include "apron/ops.hpp"
+#include "plan/step_kind.hpp"
 
 namespace apron {
 
@@ -26,36 +25,8 @@ std::string hex16(std::uint64_t v) {
     return text;
 }
 
-// Doubles written exactly (17 significant digits): two values that print alike are the same bits.
-std::string number(double v) {
-    char text[40];
-    std::snprintf(text, sizeof text, "%.17g", v);
-    return text;
-}
-
-// A mask's shape, anchor and a hash of its weights' bytes (the same weights give the same bits).
-std::string mask_text(const Mask& m) {
-    const auto bytes = std::span(reinterpret_cast<const unsigned char*>(m.weights.data()), m.weights.size() * sizeof(double));
-    return std::to_string(m.width) + "x" + std::to_string(m.height) + "@" + std::to_string(m.anchor_x) + "," +
-           std::to_string(m.anchor_y) + " weights " + hex16(fnv1a(bytes));
-}
-
 std::string step_text(const Step& step) {
-    std::string s = "input " + std::to_string(step.input) + " second " + std::to_string(step.second) + " ";
-    std::visit(
-        [&](const auto& a) {
-            using A = std::decay_t<decltype(a)>;
-            if constexpr (std::is_same_v<A, LinearStep>)
-                s += "linear " + mask_text(a.mask) + " border " + to_string(a.border) + " " + number(a.border_value) +
-                     " normalise " + to_string(a.normalise) + " scale " + number(a.scale) + " delta " + number(a.delta);
-            else if constexpr (std::is_same_v<A, MorphStep>)
-                s += std::string(a.kind == MorphKind::erode ? "erode " : "dilate ") + mask_text(a.element) + " border " +
-                     (a.border ? to_string(*a.border) : "ignored") + " " + number(a.border_value);
-            else
-                s += "combine " + number(a.a) + " " + number(a.b) + " " + number(a.c);
-        },
-        step.action);
-    return s;
+    return "input " + std::to_string(step.input) + " second " + std::to_string(step.second) + " " + parameters_of(step);
 }
 
 std::string one_line(std::string s) {

@@ -50,7 +50,9 @@
 #include "io/row_stream.hpp"
 #include "io/temporary_registry.hpp"
 #include "plan/memory_estimate.hpp"
+#include "plan/step_kind.hpp"
 #include "run/plan_runner.hpp"
+#include "run/prepared_state.hpp"
 #include "run/resume_fingerprint.hpp"
 #include "stream/journal.hpp"
 #include "stream/resume_checks.hpp"
@@ -58,51 +60,6 @@
 namespace apron {
 
 namespace {
-
-// Rows a step reads above and below an output row.
-struct Reach {
-    int top = 0, bottom = 0;
-};
-
-Reach reach_of(const Mask& m) { return {m.anchor_y, m.height - 1 - m.anchor_y}; }
-
-// An FFT step's outputs read their whole tile of the whole image's grid (plan/plan.hpp's FftGrid), not only
-// their window: a tile's rows lie within tile_rows - 1 of each of its outputs, and where a tile crosses the
-// image's edge its border rule reads rows within tile_rows of that edge, which a band keeping an output that
-// close holds when its halo is tile_rows.
-Reach reach_of(const LinearPlan& l) {
-    const Reach mask = reach_of(l.step.mask);
-    if (l.algorithm != LinearAlgorithm::fft) return mask;
-    return {std::max(mask.top, l.fft.tile_rows), std::max(mask.bottom, l.fft.tile_rows)};
-}
-
-bool wraps(const StepPlan& s) {
-    if (auto* l = std::get_if<LinearPlan>(&s.what)) return l->step.border == BorderMode::wrap;
-    if (auto* m = std::get_if<MorphPlan>(&s.what)) return m->step.border == BorderMode::wrap;
-    return false;
-}
-
-// The pipeline's reach: every step's added (an upper bound of the longest chain through an operation's steps).
-Reach reach_of(const ExecutionPlan& plan) {
-    Reach r;
-    for (const auto& op : plan.operations)
-        for (const auto& s : op.steps) {
-            Reach k;
-            if (auto* l = std::get_if<LinearPlan>(&s.what)) k = reach_of(*l);
-            else if (auto* m = std::get_if<MorphPlan>(&s.what)) k = reach_of(m->step.element);
-            // Either side, whichever way the executor orients the mask or element.
-            const int both = std::max(k.top, k.bottom);
-            r.top += both, r.bottom += both;
-        }
-    return r;
-}
-
-bool any_wrap(const ExecutionPlan& plan) {
-    for (const auto& op : plan.operations)
-        for (const auto& s : op.steps)
-            if (wraps(s)) return true;
-    return false;
-}
 
 struct BandPlan {
     int rows = 0, top = 0, bottom = 0, bands = 0;
@@ -120,8 +77,8 @@ constexpr int bands_per_gpu = 2;
 // filtered and one queued, plus the one being read; per worker the run (its intermediates and result); per
 // worker a result being copied out and one queued, plus the one being written; and the reader's and
 // writer's own buffers.
-std::uint64_t band_bytes(const Pipeline& pipeline, const ImageShape& in, const ImageShape& out, int rows, int top, int bottom,
-                         const RunOptions& options, std::uint64_t io_buffers, int workers) {
+std::uint64_t band_bytes(const PreparedPipeline& prepared, const ImageShape& in, const ImageShape& out, int rows, int top,
+                         int bottom, std::uint64_t io_buffers, int workers) {
     ImageShape buffer = in;
     buffer.height = std::min<std::int64_t>(std::int64_t(rows) + top + bottom, in.height) > 0
                         ? int(std::min<std::int64_t>(std::int64_t(rows) + top + bottom, in.height))
@@ -129,7 +86,7 @@ std::uint64_t band_bytes(const Pipeline& pipeline, const ImageShape& in, const I
     const std::uint64_t in_bytes = std::uint64_t(in.row_bytes()) * std::uint64_t(buffer.height);
     // Results travel to the writer whole (the band's rows and its halo), not copied out.
     const std::uint64_t out_bytes = std::uint64_t(out.row_bytes()) * std::uint64_t(buffer.height);
-    const std::uint64_t run = pipeline.memory_needed(buffer, options, true);
+    const std::uint64_t run = prepared.memory(buffer.height, true);  // the one plan, on a band of these rows
     const std::uint64_t w = std::uint64_t(workers);
     return (2 * w + 1) * in_bytes + w * run + (2 * w + 1) * out_bytes + io_buffers;
 }
@@ -142,12 +99,13 @@ int workers_for(const ExecutionPlan& plan, const std::optional<StreamTeam>& team
     return bands_per_gpu * (one_gpu ? 1 : std::max<int>(1, int(cuda_devices().size())));
 }
 
-BandPlan plan_bands(const Pipeline& pipeline, const ExecutionPlan& plan, const ImageShape& in, const RunOptions& options,
-                    int granularity, std::uint64_t io_buffers, int asked_rows, int workers) {
+BandPlan plan_bands(const PreparedPipeline& prepared, const ImageShape& in, const RunOptions& options, int granularity,
+                    std::uint64_t io_buffers, int asked_rows, int workers) {
+    const ExecutionPlan& plan = prepared.state().plan;
     BandPlan b;
-    const Reach r = reach_of(plan);
-    b.top = r.top, b.bottom = r.bottom;
-    b.wrap = any_wrap(plan);
+    const RowReach r = prepared.reach();
+    b.top = r.above, b.bottom = r.below;
+    b.wrap = r.wraps;
     b.backend = to_string(plan.backend);
     b.workers = workers;
     const ImageShape& out = plan.output;
@@ -163,7 +121,7 @@ BandPlan plan_bands(const Pipeline& pipeline, const ExecutionPlan& plan, const I
     const std::uint64_t budget = whole > 2 * process_reserve ? whole - process_reserve : whole / 2;
     const int H = in.height;
     granularity = std::max(1, granularity);
-    auto need = [&](int rows) { return band_bytes(pipeline, in, out, rows, b.top, b.bottom, options, io_buffers, b.workers); };
+    auto need = [&](int rows) { return band_bytes(prepared, in, out, rows, b.top, b.bottom, io_buffers, b.workers); };
     if (asked_rows > 0) {
         b.rows = std::min(H, (asked_rows + granularity - 1) / granularity * granularity);
     } else {
@@ -299,23 +257,20 @@ void fill(io::RowSource& source, BandBuffer& buf, ImagePool& pool) {
     }
 }
 
-// Runs each step as run_step does, except that a step that does not wrap runs on either side of the seam,
-// and an FFT step learns where its input lies in the image (its grid is the whole image's).
+// Runs each step as run_step does, except that a step that reads other rows and does not wrap runs on either
+// side of the seam, and a step whose plan says where the image lies (an FFT step's grid is the whole image's)
+// learns where its input lies in it.
 StepRunner band_runner(const BandBuffer& buf, int image_height) {
     const int first = buf.first, seam = buf.seam;
     auto run = [first, image_height](Executor& ex, const StepPlan& step, int y, ConstImageView in, ConstImageView second,
                                      ImageView out) {
-        const auto* l = std::get_if<LinearPlan>(&step.what);
-        if (!l || l->algorithm != LinearAlgorithm::fft || l->fft.image_height != image_height)
-            return run_step(ex, step, in, second, out);
-        StepPlan placed = step;
-        FftGrid& grid = std::get<LinearPlan>(placed.what).fft;
-        grid.band = true;
-        grid.first_row = l->step.border == BorderMode::wrap ? first + y : positive_mod(first + y, image_height);
-        run_step(ex, placed, in, second, out);
+        if (const std::optional<StepPlan> placed = in_band(step, first + y, image_height))
+            return run_step(ex, *placed, in, second, out);
+        run_step(ex, step, in, second, out);
     };
     return [seam, run](Executor& ex, const StepPlan& step, ConstImageView in, ConstImageView second, ImageView out) {
-        if (seam <= 0 || seam >= in.height() || wraps(step) || std::holds_alternative<CombinePlan>(step.what))
+        const Reach reach = reach_of(step);
+        if (seam <= 0 || seam >= in.height() || wraps(step) || (reach.top == 0 && reach.bottom == 0))
             return run(ex, step, 0, in, second, out);
         const int w = in.width(), h = in.height();
         for (const auto& [y, n] : {std::pair{0, seam}, std::pair{seam, h - seam}})
@@ -418,13 +373,14 @@ std::string describe_stream(const std::string& input, const std::string& output,
                             const StreamOptions& options) {
     auto source = io::open_row_source(input, source_options(options));
     const ImageShape in = source->shape();
-    const ExecutionPlan plan = plan_pipeline(pipeline.operations(), in, options.run);
-    const Reach reach = reach_of(plan);
-    source->retain_rows(reach.top + reach.bottom);
+    const PreparedPipeline prepared = pipeline.prepare(in, options.run);
+    const ExecutionPlan& plan = prepared.state().plan;
+    const RowReach reach = prepared.reach();
+    source->retain_rows(reach.above + reach.below);
     const io::SinkOptions sink_options = sink_options_for(options);
     const int granularity = io::sink_row_granularity(output, sink_options);
     const int threads = fit_io_threads(io_threads(options), plan.output, granularity, options.run);
-    const BandPlan b = plan_bands(pipeline, plan, in, options.run, granularity,
+    const BandPlan b = plan_bands(prepared, in, options.run, granularity,
                                   io_buffer_bytes(*source, plan.output, granularity, threads), options.band_rows,
                                   workers_for(plan, options.team));
     return describe_bands(b, in, plan);
@@ -435,11 +391,13 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     const auto started = std::chrono::steady_clock::now();
     auto source = io::open_row_source(input, source_options(options));
     const ImageShape in = source->shape();
-    const ExecutionPlan plan = plan_pipeline(pipeline.operations(), in, options.run);
+    // Planned once for the run: every band runs this plan, and the band search asks it for memory.
+    const PreparedPipeline prepared = pipeline.prepare(in, options.run);
+    const ExecutionPlan& plan = prepared.state().plan;
     const ImageShape out = plan.output;
 
-    const Reach reach = reach_of(plan);
-    source->retain_rows(reach.top + reach.bottom);  // the rows consecutive bands' halos share
+    const RowReach reach = prepared.reach();
+    source->retain_rows(reach.above + reach.below);  // the rows consecutive bands' halos share
 
     io::SinkOptions sink_options = sink_options_for(options);
     // PNG and compressed TIFF are written in order (each tile's or row's place follows the bytes before it):
@@ -455,14 +413,14 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     sink_options.threads = fit_io_threads(io_threads(options), out, granularity, options.run);
     const std::uint64_t io_buffers = io_buffer_bytes(*source, out, granularity, sink_options.threads);
     const int gpus = plan.backend == Backend::cuda ? workers_for(plan, options.team) / bands_per_gpu : 0;
-    BandPlan b = plan_bands(pipeline, plan, in, options.run, granularity, io_buffers, options.band_rows,
+    BandPlan b = plan_bands(prepared, in, options.run, granularity, io_buffers, options.band_rows,
                             workers_for(plan, options.team));
 
     // A team agrees on rank 0's bands (the default budget and the GPUs may differ between machines).
     const int rank = team ? team->rank : 0;
     if (team) {
         const int rows = team->broadcast(b.rows), workers = b.workers;
-        b = plan_bands(pipeline, plan, in, options.run, granularity, io_buffers, rows, workers);
+        b = plan_bands(prepared, in, options.run, granularity, io_buffers, rows, workers);
     }
     const int workers = b.workers;
     const std::uint64_t memory = options.run.memory_budget ? options.run.memory_budget : default_memory_budget();

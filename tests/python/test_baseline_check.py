@@ -39,3 +39,16 @@ def test_missing_rows_are_listed(tmp_path):
     assert r.returncode == 0
     assert "1 rows only in the baseline: dilate f32 disk:4 8192^2 c1" in r.stdout
     assert "| correlate u8 3x3 8192^2 c1 | 1000 | 1000 | 1.00 |" in r.stdout
+
+
+def test_rows_far_from_the_planners_prediction_are_listed(tmp_path):
+    header = HEADER + ["predicted_ms"]
+    rows = [BASE[0] + ["0.079"],   # 1.27x the prediction: listed
+            BASE[1] + ["0.25"],    # 1.2x: within 25 %
+            BASE[2] + [""]]        # no prediction (morphology)
+    run = write_csv(tmp_path / "run.csv", header, rows)
+    base = write_csv(tmp_path / "base.csv", HEADER, BASE)
+    r = subprocess.run([sys.executable, SCRIPT, run, base], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 rows more than 25% off the planner's prediction" in r.stdout
+    assert "mispredicted: correlate u8 3x3 8192^2 c1: 0.100 ms measured, 0.079 ms predicted (1.27x)" in r.stdout

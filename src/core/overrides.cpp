@@ -1,0 +1,66 @@
+// The override table (overrides.hpp): the one place apron reads its tuning variables.
+#include "core/overrides.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+namespace apron {
+namespace {
+
+int env_int(const char* name, int unset) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::atoi(v) : unset;
+}
+
+bool env_is(const char* name, const char* value) {
+    const char* v = std::getenv(name);
+    return v && std::strcmp(v, value) == 0;
+}
+
+} // namespace
+
+std::string Overrides::describe() const {
+    std::string s;
+    auto add = [&](const std::string& part) { s += (s.empty() ? "" : " ") + part; };
+    if (fft_path >= 0) add("APRON_FFT=" + std::to_string(fft_path));
+    if (!calibration.empty()) add("APRON_CALIBRATION=" + calibration);
+    if (fft_side) add("APRON_FFT_SIDE=" + std::to_string(fft_side));
+    if (fft_batch) add("APRON_FFT_BATCH=" + std::to_string(fft_batch));
+    if (imma_off) add("APRON_IMMA=0");
+    if (dp4a_off) add("APRON_DP4A=0");
+    if (direct_regs >= 0) add("APRON_DIRECT_REGS=" + std::to_string(direct_regs));
+    if (runtime_off) add("APRON_RUNTIME_DIRECT=0");
+    if (rtc_integer) add("APRON_RTC_INTEGER=1");
+    if (chords_variant >= 0) add("APRON_CHORDS_VARIANT=" + std::to_string(chords_variant));
+    return s;
+}
+
+namespace {
+
+Overrides& table() {
+    static Overrides o = [] {
+        Overrides r;
+        r.fft_path = env_is("APRON_FFT", "0") ? 0 : env_is("APRON_FFT", "1") ? 1 : -1;
+        if (const char* file = std::getenv("APRON_CALIBRATION")) r.calibration = file;
+        r.fft_side = env_int("APRON_FFT_SIDE", 0);
+        r.fft_batch = env_int("APRON_FFT_BATCH", 0);
+        r.imma_off = env_is("APRON_IMMA", "0");
+        r.dp4a_off = env_is("APRON_DP4A", "0");
+        r.direct_regs = env_int("APRON_DIRECT_REGS", -1);
+        r.runtime_off = env_is("APRON_RUNTIME_DIRECT", "0");
+        r.rtc_integer = env_is("APRON_RTC_INTEGER", "1");
+        r.chords_variant = env_int("APRON_CHORDS_VARIANT", -1);
+        return r;
+    }();
+    return o;
+}
+
+} // namespace
+
+const Overrides& overrides() { return table(); }
+
+OverrideScope::OverrideScope(Overrides o) : saved_(std::move(table())) { table() = std::move(o); }
+OverrideScope::~OverrideScope() { table() = std::move(saved_); }
+
+} // namespace apron

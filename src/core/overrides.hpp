@@ -1,0 +1,45 @@
+#pragma once
+// The environment overrides of apron's own choices, read once per process into one table. They exist to
+// measure the paths the planner and the backends would not take (docs/perf-notes.md); every plan records the
+// ones in force (`apron plan` prints them), so a figure taken under one says so. No other code reads these
+// variables.
+#include <string>
+
+namespace apron {
+
+struct Overrides {
+    // The planner.
+    int fft_path = -1;             // APRON_FFT=0: never the FFT; 1: the FFT wherever it can run
+    std::string calibration;       // APRON_CALIBRATION=FILE: the planner's cost table (apron calibrate)
+    // Both FFT backends.
+    int fft_side = 0;              // APRON_FFT_SIDE=N: N x N transforms (CPU: fft_linear.cpp; CUDA: fft_tiling.cpp)
+    // The CUDA backend.
+    int fft_batch = 0;             // APRON_FFT_BATCH=B: B tiles per cuFFT batch
+    bool imma_off = false;         // APRON_IMMA=0: no tensor-core kernel
+    bool dp4a_off = false;         // APRON_DP4A=0: no byte dot-product kernel
+    int direct_regs = -1;          // APRON_DIRECT_REGS=0|4|8: the register kernel off / its outputs per thread
+    bool runtime_off = false;      // APRON_RUNTIME_DIRECT=0: no run-time compiled kernel
+    bool rtc_integer = false;      // APRON_RTC_INTEGER=1: the run-time kernel accumulates integers where it can
+    int chords_variant = -1;       // APRON_CHORDS_VARIANT=N: the chord kernel's schedule N (morph_chords.hpp)
+
+    // "" when none is set, else the variables as given, e.g. "APRON_DP4A=0 APRON_FFT_SIDE=1024".
+    std::string describe() const;
+};
+
+// The table, read from the environment on first use.
+const Overrides& overrides();
+
+// For tests: the table as a process started with `o` would read it, until the scope ends. Not thread-safe
+// against plans being made meanwhile.
+class OverrideScope {
+public:
+    explicit OverrideScope(Overrides o);
+    ~OverrideScope();
+    OverrideScope(const OverrideScope&) = delete;
+    OverrideScope& operator=(const OverrideScope&) = delete;
+
+private:
+    Overrides saved_;
+};
+
+} // namespace apron
