@@ -15,7 +15,7 @@
 #include "core/overrides.hpp"
 #include "apron/io.hpp"
 #include "apron/stream.hpp"
-#include "core/host_memory.hpp"
+#include "plan/plan.hpp"
 #include "plan/plan.hpp"
 #include "test_support.hpp"
 

@@ -137,7 +137,7 @@ PinnedCache& pinned_cache() {
 
 } // namespace
 
-void* allocate_pinned(std::size_t bytes) {
+void* cuda_allocate_pinned(std::size_t bytes) {
     if (void* p = pinned_cache().take(bytes)) return p;
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -153,7 +153,7 @@ void* allocate_pinned(std::size_t bytes) {
     return p;
 }
 
-void free_pinned(void* p) {
+void cuda_free_pinned(void* p) {
     if (!p) return;
     const std::size_t bytes = pinned_cache().size_of(p);
     if (bytes && pinned_cache().keep(p, bytes)) return;

@@ -177,6 +177,16 @@ std::unique_ptr<Executor> make_cuda_executor(void* stream = nullptr);
 // Makes CUDA device `device` current until the returned guard is released, then restores the caller's;
 // nothing when device < 0 or in a build without CUDA. Throws apron::Error for a device that does not exist.
 std::shared_ptr<void> use_cuda_device(int device);
+// Page-locked host memory from the CUDA backend (nullptr without a device); the run layer installs these as
+// the core's hooks (core/host_memory.hpp). Freed blocks are kept for the next request of their size (a batch's
+// images are mostly of one size): a caller that counts its memory against a budget (the band engine) releases
+// them for real.
+void* cuda_allocate_pinned(std::size_t bytes);
+void cuda_free_pinned(void* p);
+void release_kept_pinned();
+std::size_t kept_pinned_bytes();  // bytes of freed pinned blocks kept now
+// Whether p points into page-locked host memory the CUDA backend can copy from asynchronously.
+bool is_pinned(const void* p);
 // Whether make_cuda_executor() would find a device (auto picks CUDA then).
 bool cuda_available();
 // The current CUDA device's compute capability x 10 (picks its calibration table); 0 without one.

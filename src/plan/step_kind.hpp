@@ -6,7 +6,7 @@
 // dispatch on the step's variant; the StepKindModule concept makes a kind that lacks a method fail to
 // compile instead of being skipped at run time.
 //
-// A new kind touches: its action in apron/ops.hpp (the Step variant) and its parser (src/core/ops_*.cpp),
+// A new kind touches: its action in apron/ops.hpp (the Step variant) and its parser (src/ops/ops_*.cpp),
 // its plan in plan/plan.hpp (the StepPlan variant, in the same order), its module src/plan/kinds/NAME.hpp
 // and .cpp (named in the list below and in src/plan/CMakeLists.txt), and one executor method and one
 // capability method per backend (docs/structure.md).

@@ -21,8 +21,8 @@ std::shared_ptr<void> use_cuda_device(int device) {
 int cuda_device_arch() { return 0; }
 std::string cuda_device_name() { return ""; }
 bool cuda_fft_supports(const LinearPlan&, const ImageShape&) { return false; }
-void* allocate_pinned(std::size_t) { return nullptr; }
-void free_pinned(void*) {}
+void* cuda_allocate_pinned(std::size_t) { return nullptr; }
+void cuda_free_pinned(void*) {}
 void release_kept_pinned() {}
 std::size_t kept_pinned_bytes() { return 0; }
 bool is_pinned(const void*) { return false; }

@@ -9,7 +9,7 @@ from conftest import leftovers, random_image, read_pnm, write_mask, write_pnm
 LINEAR = {"border", "value", "scale", "delta"}
 MORPH = {"se", "iterations", "border", "value"}
 GAUSS = {"sigma", "sigma_y", "radius", "radius_y"} | LINEAR
-# Every operation of the registry (src/core/ops_*.cpp) with its parameters.
+# Every operation of the registry (src/ops/ops_*.cpp) with its parameters.
 EXPECTED_OPS = {
     "correlate": {"mask", "normalize"} | LINEAR,
     "convolve": {"mask", "normalize"} | LINEAR,

@@ -2,7 +2,7 @@
 // integer mask, so on integer images apron computes it exactly.
 #include <numeric>
 
-#include "core/registry_parts.hpp"
+#include "ops/registry_parts.hpp"
 
 namespace apron {
 namespace {

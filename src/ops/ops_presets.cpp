@@ -1,5 +1,5 @@
 // The five filters of the xFilters tool as named presets, so its users get the same weights by name.
-#include "core/registry_parts.hpp"
+#include "ops/registry_parts.hpp"
 
 namespace apron {
 namespace {

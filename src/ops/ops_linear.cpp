@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "apron/errors.hpp"
-#include "core/registry_parts.hpp"
+#include "ops/registry_parts.hpp"
 
 namespace apron {
 

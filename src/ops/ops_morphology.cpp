@@ -7,7 +7,7 @@
 
 #include "apron/errors.hpp"
 #include "core/number_text.hpp"
-#include "core/registry_parts.hpp"
+#include "ops/registry_parts.hpp"
 
 namespace apron {
 namespace {

@@ -8,25 +8,9 @@
 #include "apron/errors.hpp"
 #include "apron/ops.hpp"
 #include "core/number_text.hpp"
-#include "core/registry_parts.hpp"
+#include "ops/registry_parts.hpp"
 
 namespace apron {
-
-const char* to_string(Normalise n) {
-    switch (n) {
-    case Normalise::none: return "none";
-    case Normalise::sum: return "sum";
-    case Normalise::book: return "book";
-    }
-    return "?";
-}
-
-std::optional<Normalise> parse_normalise(std::string_view s) {
-    if (s == "none") return Normalise::none;
-    if (s == "sum") return Normalise::sum;
-    if (s == "book") return Normalise::book;
-    return std::nullopt;
-}
 
 const std::vector<OpInfo>& operations() {
     static const std::vector<OpInfo> all = [] {
