@@ -20,6 +20,7 @@
 #include "core/morph_value.hpp"
 #include "core/pixel.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/launch_record.hpp"
 #include "cuda/device_view.hpp"
 #include "cuda/direct_imma.hpp"
 #include "cuda/dispatch_table.hpp"
@@ -201,21 +202,27 @@ public:
             if (launch_fft_linear(p, in, out, stream_)) return;
             break;  // declined (a weight the transforms cannot take: see fft_linear.hpp)
         case LinearFamily::tensor:
-            if (direct_imma_supports(p, in)) return launch_direct_imma(p, in, out, stream_);
+            if (direct_imma_supports(p, in)) return record_launch(family_name(family, p)), launch_direct_imma(p, in, out, stream_);
             break;  // a view the kernel does not take
         case LinearFamily::separable_fused:
-            if (separable_fused_supports(p)) return launch_separable_fused(p, in, out, stream_);
+            if (separable_fused_supports(p))
+                return record_launch(family_name(family, p)), launch_separable_fused(p, in, out, stream_);
             break;
         case LinearFamily::direct_tiled: break;  // the first of the direct families below
         case LinearFamily::runtime_direct:
-            if (runtime_direct_supports(p)) return launch_runtime_direct(p, in, out, stream_);
+            if (runtime_direct_supports(p)) return record_launch(family_name(family, p)), launch_runtime_direct(p, in, out, stream_);
             break;
-        case LinearFamily::linear_direct: return launch_linear_direct(p, in, out);
+        case LinearFamily::linear_direct:
+            return record_launch(family_name(family, p)), launch_linear_direct(p, in, out);
         }
         // direct_tiled, or the recorded family declined: the direct families in the table's order compute
-        // the same sum (direct_tiled picks dp4a, registers or tiles by the view's alignment).
+        // the same sum (direct_tiled picks dp4a, registers or tiles by the view's alignment, and records it).
         if (direct_tiled_supports(p)) return launch_direct_tiled(p, in, out, stream_);
-        if (!overrides().runtime_off && runtime_direct_supports(p)) return launch_runtime_direct(p, in, out, stream_);
+        if (!overrides().runtime_off && runtime_direct_supports(p)) {
+            record_launch(family_name(LinearFamily::runtime_direct, p));
+            return launch_runtime_direct(p, in, out, stream_);
+        }
+        record_launch(family_name(LinearFamily::linear_direct, p));
         launch_linear_direct(p, in, out);
     }
 
@@ -224,7 +231,11 @@ public:
         if (!morph_family_of(p.kernel, &family)) morph_family_of(choose_morph(p, in.shape, cuda_device_arch()), &family);
         // morph_rect's launcher takes its fast path or its general kernel by the view's alignment.
         if (family == MorphFamily::morph_rect && morph_rect_supports(p)) return launch_morph_rect(p, in, out, stream_);
-        if (family == MorphFamily::morph_chords && morph_chords_supports(p)) return launch_morph_chords(p, in, out, stream_);
+        if (family == MorphFamily::morph_chords && morph_chords_supports(p)) {
+            record_launch(choose_morph(p, in.shape, cuda_device_arch()));  // the schedule: the table's rule on the view's channels
+            return launch_morph_chords(p, in, out, stream_);
+        }
+        record_launch({name_of(MorphFamily::morph_direct), ""});
         // morph_direct takes every element.
         const Mask& e = p.step.element;
         std::vector<unsigned char> cells(e.weights.size());
@@ -243,6 +254,7 @@ public:
     }
 
     void combine(const CombinePlan& p, ConstImageView a, ConstImageView b, ImageView out) override {
+        record_launch(choose_combine(p, out.shape));
         const dim3 block(64, 4), grid = grid_for(out.shape, block);
         const DeviceView db = b.data ? device_view(b) : device_view(a);
         with_type(p.a_type, [&]<class A>() {

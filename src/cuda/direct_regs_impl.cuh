@@ -19,6 +19,8 @@
 
 #include "cuda/direct_regs.hpp"
 #include "cuda/direct_tiled_impl.cuh"
+#include "cuda/dispatch_table.hpp"
+#include "cuda/launch_record.hpp"
 #include "cuda/store_rows.cuh"
 
 namespace apron::cuda::regs {
@@ -153,13 +155,19 @@ void launch_direct_tiled_k(const LinearPlan& p, ConstImageView in, ImageView out
     with_type(p.in, [&]<class In>() {
         if constexpr (K <= 5) {
             switch (regs::usable<K, In>(in)) {
-            case 4: return regs::launch<K, In, 4, C>(p, w, in, out, stream, row_begin, row_end);
+            case 4:
+                record_launch(direct_form_name("cuda.direct_regs", K, 4));
+                return regs::launch<K, In, 4, C>(p, w, in, out, stream, row_begin, row_end);
             case 8:
-                if constexpr (!std::is_same_v<In, float>) return regs::launch<K, In, 8, C>(p, w, in, out, stream, row_begin, row_end);
+                if constexpr (!std::is_same_v<In, float>) {
+                    record_launch(direct_form_name("cuda.direct_regs", K, 8));
+                    return regs::launch<K, In, 8, C>(p, w, in, out, stream, row_begin, row_end);
+                }
                 break;
             default: break;
             }
         }
+        record_launch(direct_form_name("cuda.direct_tiled", K, tiled::rx));
         tiled::launch<K, In, C>(p, w, in, out, stream, row_begin, row_end);
     });
 }

@@ -5,6 +5,8 @@
 
 #include "apron/errors.hpp"
 #include "cuda/direct_dp4a.hpp"
+#include "cuda/dispatch_table.hpp"
+#include "cuda/launch_record.hpp"
 #include "cuda/with_channels.hpp"
 
 namespace apron::cuda {
@@ -25,7 +27,10 @@ void launch_direct_tiled(const LinearPlan& p, ConstImageView in, ImageView out, 
                          int row_end) {
     if (row_end < 0) row_end = in.height();
     if (row_begin >= row_end) return;
-    if (direct_dp4a_supports(p, in)) return launch_direct_dp4a(p, in, out, stream, row_begin, row_end);
+    if (direct_dp4a_supports(p, in)) {
+        record_launch(direct_form_name("cuda.direct_dp4a", p.step.mask.width, 0));
+        return launch_direct_dp4a(p, in, out, stream, row_begin, row_end);
+    }
     return with_channels(in.channels(), [&]<int C>() {
     switch (p.step.mask.width) {
     case 3: return launch_direct_tiled_k<3, C>(p, in, out, stream, row_begin, row_end);

@@ -24,6 +24,7 @@
 #include "cuda/device_view.hpp"
 #include "cuda/direct_tiled.hpp"
 #include "cuda/store_rows.cuh"
+#include "cuda/tuning.hpp"
 
 namespace apron::cuda {
 namespace tiled {
@@ -45,7 +46,8 @@ __device__ __forceinline__ float load_sample(const DeviceView& v, int x_sample, 
 // tile values, read with 16-byte shared loads (a warp's reads are contiguous: no bank conflicts) and
 // consumed by the 4 x K FMAs of every contributing output row (a wide window, such as 31 taps of RGBA in
 // 31 words, word by word so it never lives in registers at once); outputs leave as one 4-sample store.
-constexpr int rx = 4;
+constexpr int rx = KernelTuning::tiled_rx;  // the value the plan names (cuda/tuning.hpp)
+static_assert(rx == 4, "the tiles load and store 4-sample words: another value needs their rewrite");
 
 template <int K>
 constexpr int rows_per_thread_rx() {

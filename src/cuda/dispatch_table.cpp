@@ -19,6 +19,7 @@
 #include "cuda/morph_rect.hpp"
 #include "cuda/runtime_direct_api.hpp"
 #include "cuda/separable_fused.hpp"
+#include "cuda/tuning.hpp"
 
 namespace apron::cuda {
 namespace {
@@ -38,16 +39,11 @@ constexpr ArchPolicy sm90 = {
     //  - linear_direct: the baseline, any mask (85x85 0.09 Gpix/s: the planner takes the FFT there).
     {LinearFamily::fft, LinearFamily::tensor, LinearFamily::separable_fused, LinearFamily::direct_tiled,
      LinearFamily::runtime_direct, LinearFamily::linear_direct},
-    // Register kernel up to 5x5, 1-4 channels (direct_regs_impl.cuh): past it the window outgrows the registers.
-    5,
-    // f32 with 4 outputs per thread (single channel, 16-byte shared loads): 31x31 11.3 -> 21.2 Gpix/s,
-    // 5x5 274 -> 323 against one output per thread.
-    4,
-    // u8 3x3 with 8 outputs per thread: H100 493 Gpix/s against 445 tiled and 435 with 4; at 5x5 the tiles
-    // win (393 against 340 with 8 and 342 with 4), so 5x5 integer images stay on the tiles.
-    8,
-    // Tiled kernel: 4 output samples per thread along x (1-4 channels: taps at stride C over samples).
-    4,
+    // The kernels' values and their measurements: cuda/tuning.hpp.
+    Sm90Tuning::regs_max_k,
+    Sm90Tuning::regs_rx_float,
+    Sm90Tuning::regs_rx_int_3x3,
+    Sm90Tuning::tiled_rx,
 };
 
 // Architectures apron was not measured on: sm_90's order and values, untuned.
@@ -71,16 +67,15 @@ ConstImageView own_buffer(const ImageShape& shape) {
 KernelChoice direct_tiled_form(const LinearPlan& p, const ImageShape& shape, const ArchPolicy& policy) {
     const Overrides& o = overrides();
     const Mask& m = p.step.mask;
-    const std::string size = "k=" + std::to_string(m.width);
     // IDP.4A for exact u8 masks with byte weights (direct_dp4a_supports): H100 3x3 351 -> 565 Gpix/s,
     // 5x5 296 -> 416, 7x7 221 -> 366, 9x9 167 -> 281 against the float kernels (APRON_DP4A=0 in one call).
-    if (!o.dp4a_off && direct_dp4a_supports(p, own_buffer(shape))) return {"cuda.direct_dp4a", size};
+    if (!o.dp4a_off && direct_dp4a_supports(p, own_buffer(shape))) return direct_form_name("cuda.direct_dp4a", m.width, 0);
     const ConstImageView buffer = own_buffer(shape);
     const int rx = with_type(p.in, [&]<class In>() {
         return m.width == 3 ? regs::usable<3, In>(buffer) : m.width == 5 ? regs::usable<5, In>(buffer) : 0;
     });
-    if (rx) return {"cuda.direct_regs", size + " rx=" + std::to_string(rx)};
-    return {"cuda.direct_tiled", size + " rx=" + std::to_string(policy.tiled_rx)};
+    if (rx) return direct_form_name("cuda.direct_regs", m.width, rx);
+    return direct_form_name("cuda.direct_tiled", m.width, policy.tiled_rx);
 }
 
 // Whether `family` runs this plan, and in which form.
@@ -90,19 +85,17 @@ bool try_family(LinearFamily f, const LinearPlan& p, const ImageShape& shape, co
     switch (f) {
     case LinearFamily::fft: {
         if (p.algorithm != LinearAlgorithm::fft || !cuda_fft_supports(p, shape)) return false;
-        const FftTiling t = choose_fft_tiling(p, shape);
-        *out = {name_of(f), "tile=" + std::to_string(t.nx) + "x" + std::to_string(t.ny) + (t.f64 ? " f64" : " f32") +
-                                " batch=" + std::to_string(t.batch_tiles)};
+        *out = fft_name(choose_fft_tiling(p, shape));
         return true;
     }
     case LinearFamily::tensor:
         if (p.algorithm != LinearAlgorithm::tensor || o.imma_off || !direct_imma_supports(p, own_buffer(shape)))
             return false;
-        *out = {name_of(f), "k=" + std::to_string(p.step.mask.width) + "x" + std::to_string(p.step.mask.height)};
+        *out = family_name(f, p);
         return true;
     case LinearFamily::separable_fused:
         if (p.algorithm != LinearAlgorithm::separable || !separable_fused_supports(p)) return false;
-        *out = {name_of(f), ""};
+        *out = family_name(f, p);
         return true;
     case LinearFamily::direct_tiled:
         if (!direct_tiled_supports(p)) return false;
@@ -119,10 +112,10 @@ bool try_family(LinearFamily f, const LinearPlan& p, const ImageShape& shape, co
             takes = false;
         }
         if (!takes) return false;
-        *out = {name_of(f), o.rtc_integer ? "integer" : ""};
+        *out = family_name(f, p);
         return true;
     }
-    case LinearFamily::linear_direct: *out = {name_of(f), ""}; return true;
+    case LinearFamily::linear_direct: *out = family_name(f, p); return true;
     }
     return false;
 }
@@ -189,6 +182,24 @@ const char* name_of(MorphFamily f) {
     case MorphFamily::morph_direct: return "cuda.morph_direct";
     }
     return "cuda.?";
+}
+
+KernelChoice direct_form_name(const char* family, int k, int rx) {
+    return {family, "k=" + std::to_string(k) + (rx ? " rx=" + std::to_string(rx) : "")};
+}
+
+KernelChoice fft_name(const FftTiling& t) {
+    return {name_of(LinearFamily::fft), "tile=" + std::to_string(t.nx) + "x" + std::to_string(t.ny) +
+                                            (t.f64 ? " f64" : " f32") + " batch=" + std::to_string(t.batch_tiles)};
+}
+
+KernelChoice family_name(LinearFamily f, const LinearPlan& p) {
+    switch (f) {
+    case LinearFamily::tensor:
+        return {name_of(f), "k=" + std::to_string(p.step.mask.width) + "x" + std::to_string(p.step.mask.height)};
+    case LinearFamily::runtime_direct: return {name_of(f), overrides().rtc_integer ? "integer" : ""};
+    default: return {name_of(f), ""};
+    }
 }
 
 bool linear_family_of(const KernelChoice& k, LinearFamily* out) {

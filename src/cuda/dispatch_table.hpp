@@ -69,6 +69,13 @@ bool linear_family_of(const KernelChoice& k, LinearFamily* out);
 bool morph_family_of(const KernelChoice& k, MorphFamily* out);
 
 const char* name_of(LinearFamily f);  // "cuda.fft", ...
+
+// The names a plan gives kernels and a launch records (launch_record.hpp), one definition for both: the
+// direct forms ("cuda.direct_regs k=3 rx=8"; rx 0: none), the FFT's tiling, and the families of one form.
+struct FftTiling;
+KernelChoice direct_form_name(const char* family, int k, int rx);
+KernelChoice fft_name(const FftTiling& t);
+KernelChoice family_name(LinearFamily f, const LinearPlan& p);  // tensor, separable_fused, runtime_direct, linear_direct
 const char* name_of(MorphFamily f);
 
 } // namespace apron::cuda

@@ -41,6 +41,8 @@
 #include "cuda/fft_cache.hpp"
 #include "cuda/fft_linear.hpp"
 #include "cuda/fft_support.hpp"
+#include "cuda/dispatch_table.hpp"
+#include "cuda/launch_record.hpp"
 
 namespace apron::cuda {
 namespace {
@@ -396,6 +398,7 @@ bool launch_fft_linear(const LinearPlan& p, ConstImageView in, ImageView out, cu
                 run.template operator()<float, float2, false>();
         });
     });
+    record_launch(fft_name(t));
     return true;
 }
 

@@ -83,6 +83,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_limits.hpp"
 #include "cuda/morph_rect_fast.hpp"
+#include "cuda/launch_record.hpp"
 #include "cuda/morph_rect_ops.cuh"
 
 namespace apron::cuda {
@@ -448,13 +449,17 @@ void launch_morph_rect(const MorphPlan& plan, ConstImageView in, ImageView out, 
         } else {
             p.outside = u32(outside);
         }
-        if (!tiled_fits(bytes, C, e)) return launch_morph_rect_passes(plan, in, out, p.mode, p.outside, stream);
+        if (!tiled_fits(bytes, C, e)) {
+            record_launch({"cuda.morph_rect", "passes"});
+            return launch_morph_rect_passes(plan, in, out, p.mode, p.outside, stream);
+        }
         // Interior tiles of the common case first, then the general kernel for the rest (it skips tiles the
         // fast kernel made; where they meet, both write the same exact values).
         if constexpr (sizeof(T) <= 2) {  // interior: no outside row, any border
             const MorphRectFastRegion r = launch_morph_rect_fast<T>(plan, in, out, p.mode, p.outside, stream);
             p.fx0 = r.x0, p.fx1 = r.x1, p.fy0 = r.y0, p.fy1 = r.y1;
         }
+        record_launch({"cuda.morph_rect", p.fx1 > p.fx0 ? "fast" : ""});  // the fast kernel made the interior
         // The general kernel then makes only the ring of tiles around the fast rectangle, in short tiles
         // (16 rows: more, quicker blocks for a small amount of work). fx0, fx1 are multiples of 128 samples
         // (its tile width), fy0, fy1 of 64 rows.
