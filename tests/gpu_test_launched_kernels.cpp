@@ -10,6 +10,7 @@
 
 #include "../bench/user_cases.hpp"
 #include "apron/pipeline.hpp"
+#include "core/overrides.hpp"
 #include "cuda/launch_record.hpp"
 #include "plan/plan.hpp"
 #include "plan/step_kind.hpp"
