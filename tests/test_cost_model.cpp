@@ -81,6 +81,22 @@ TEST(CostModel, BuiltInTablesParse) {
     for (const auto& [name, text] : builtin_cost_tables()) EXPECT_NO_THROW(parse_cost_table(text, name)) << name;
 }
 
+// Each GPU model gets its own table, then its architecture's, then the nearest one's.
+TEST(CostModel, TheTableOfTheGpuModelFirst) {
+    const CostTable* h200 = cost_table_for(Backend::cuda, 90, "NVIDIA H200");
+    const CostTable* h100 = cost_table_for(Backend::cuda, 90, "NVIDIA H100 80GB HBM3");
+    ASSERT_TRUE(h200 && h100);
+    if (!overrides().calibration.empty()) GTEST_SKIP() << "APRON_CALIBRATION replaces the built-in tables";
+    EXPECT_NE(h200->source.find("cuda-sm90-h200.tsv"), std::string::npos) << h200->source;
+    EXPECT_NE(h100->source.find("cuda-sm90-h100.tsv"), std::string::npos) << h100->source;
+    // Another sm_90 GPU (H800, GH200): a table of its architecture.
+    const CostTable* other = cost_table_for(Backend::cuda, 90, "NVIDIA GH200 480GB");
+    ASSERT_TRUE(other);
+    EXPECT_EQ(other->arch, 90);
+    // An architecture without a table: the nearest one.
+    EXPECT_EQ(cost_table_for(Backend::cuda, 89, "NVIDIA L40S")->arch, 90);
+}
+
 // The planner follows the table: direct where it is fastest, the FFT past the crossing, and every
 // candidate's time in the plan.
 TEST(CostModel, PlannerTakesThePredictedFastestPath) {
