@@ -36,24 +36,18 @@ inline double sample_at(const ConstImageView& v, int y, std::size_t i) {
     }
 }
 
-// Whether every linear step of the plan is exact, and the program's sum |m| gain (the product over its
-// linear steps of sum |w| |scale|, over |sum w| where the step normalises by the sum; at least 1 each).
+// Whether every step of the plan gives the same bits on every backend, and the program's gain (the product of
+// its steps' |result| / max |input| bounds), which scales the float tolerance.
 inline bool plan_exact(const ExecutionPlan& plan) {
     for (const OperationPlan& op : plan.operations)
         for (const StepPlan& s : op.steps)
-            if (auto* l = std::get_if<LinearPlan>(&s.what); l && !l->exact) return false;
+            if (!bit_exact(s)) return false;
     return true;
 }
 
 inline double program_gain(const OpProgram& program) {
     double gain = 1;
-    for (const Step& s : program.steps)
-        if (auto* l = std::get_if<LinearStep>(&s.action)) {
-            double g = l->mask.abs_sum() * std::abs(l->scale);
-            const double sum = l->mask.sum();
-            if (l->normalise == Normalise::sum && sum != 0) g /= std::abs(sum);
-            gain *= std::max(g, 1.0);
-        }
+    for (const Step& s : program.steps) gain *= gain_of(s);
     return gain;
 }
 

@@ -38,8 +38,10 @@ concept StepKindModule = requires(const typename K::Action& action, typename K::
     K::tables(owned, visit_masks);                      // its masks or elements (Pipeline::add interns them)
     { K::parameters(action) } -> std::same_as<std::string>;  // what its result depends on (resume fingerprint)
     { K::work(action) } -> std::same_as<StepWork>;      // taps per sample (the reference backend's time)
+    { K::gain(action) } -> std::same_as<double>;        // |result| / max |input| at most (float tolerances)
     // Plan level.
     { K::label(plan) } -> std::same_as<std::string>;
+    { K::bit_exact(plan) } -> std::same_as<bool>;       // the same bits on every backend (SPEC.md)
     { K::reach(plan) } -> std::same_as<Reach>;
     { K::wraps(plan) } -> std::same_as<bool>;
     K::tables(plan, visit);                             // its tables (memory estimate)
@@ -129,6 +131,12 @@ inline std::string parameters_of(const Step& s) {
 }
 inline StepWork work_of(const Step& s) {
     return on_kind(s, [](auto k, const auto& a) { return decltype(k)::work(a); });
+}
+inline double gain_of(const Step& s) {
+    return on_kind(s, [](auto k, const auto& a) { return decltype(k)::gain(a); });
+}
+inline bool bit_exact(const StepPlan& s) {
+    return on_kind(s, [](auto k, const auto& p) { return decltype(k)::bit_exact(p); });
 }
 inline bool repeats(const StepPlan& a, const StepPlan& b) {
     return a.what.index() == b.what.index() &&

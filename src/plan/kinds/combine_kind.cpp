@@ -2,6 +2,8 @@
 // gradients, the sums of low-rank passes, conversions between types).
 #include "plan/kinds/combine_kind.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "plan/backend_caps.hpp"
@@ -27,6 +29,11 @@ std::string CombineStepKind::parameters(const CombineStep& a) {
 }
 
 StepWork CombineStepKind::work(const CombineStep&) { return {0, 1}; }
+
+double CombineStepKind::gain(const CombineStep& c) { return std::max(1.0, std::abs(c.a) + std::abs(c.b)); }
+
+// Every backend computes a*A + b*B + c in double and rounds once (SPEC.md).
+bool CombineStepKind::bit_exact(const CombinePlan&) { return true; }
 
 std::string CombineStepKind::label(const CombinePlan& c) {
     std::ostringstream o;

@@ -274,6 +274,17 @@ StepWork LinearStepKind::work(const LinearStep& step) {
     return {taps, taps > 128.0 * 128.0 ? 1e8 : 1.8e8};
 }
 
+// sum |w| |scale|, over |sum w| where the step normalises by the sum.
+double LinearStepKind::gain(const LinearStep& step) {
+    double g = step.mask.abs_sum() * std::abs(step.scale);
+    const double sum = step.mask.sum();
+    if (step.normalise == Normalise::sum && sum != 0) g /= std::abs(sum);
+    return std::max(g, 1.0);
+}
+
+// Exact plans (integer sums) give every backend's bits; float plans agree within SPEC.md's tolerance.
+bool LinearStepKind::bit_exact(const LinearPlan& l) { return l.exact; }
+
 std::string LinearStepKind::label(const LinearPlan& l) {
     std::ostringstream o;
     o << "linear " << mask_size(l.step.mask) << ' ' << algorithm_name(l.algorithm) << ' '

@@ -18,8 +18,10 @@ struct LinearStepKind {
     static void tables(Action& action, const MaskVisitor& visit);
     static std::string parameters(const Action& action);
     static StepWork work(const Action& action);
+    static double gain(const Action& action);
 
     static std::string label(const Plan& plan);
+    static bool bit_exact(const Plan& plan);
     static Reach reach(const Plan& plan);
     static bool wraps(const Plan& plan);
     static void tables(const Plan& plan, const TableVisitor& visit);

@@ -53,6 +53,10 @@ std::string MorphStepKind::parameters(const MorphStep& a) {
 // 2-core x86 machine); the lower rate, so a warning errs long.
 StepWork MorphStepKind::work(const MorphStep& step) { return {double(step.element.width) * step.element.height, 2.5e8}; }
 
+double MorphStepKind::gain(const MorphStep&) { return 1; }  // an extremum of the input's samples
+
+bool MorphStepKind::bit_exact(const MorphPlan&) { return true; }  // comparisons only
+
 std::string MorphStepKind::label(const MorphPlan& m) {
     return std::string(m.step.kind == MorphKind::dilate ? "dilate " : "erode ") + mask_size(m.step.element) + ' ' +
            algorithm_name(m) + ' ' + to_string(m.type) + " border=" + (m.step.border ? to_string(*m.step.border) : "ignore");
