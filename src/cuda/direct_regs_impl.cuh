@@ -146,7 +146,8 @@ void launch(const LinearPlan& p, const tiled::Weights<K>& w, ConstImageView in, 
 namespace apron::cuda {
 
 // One mask size and channel count, every input type: what the dispatcher in direct_tiled.cu calls
-// (instantiated per group of mask sizes and per channel count in files src/cuda/CMakeLists.txt generates).
+// (instantiated per group of mask sizes, instantiated_sizes.hpp, and per channel count in files
+// src/cuda/CMakeLists.txt generates).
 // Small masks on aligned rows take the register kernel, the rest the shared-memory tiles.
 template <int K, int C>
 void launch_direct_tiled_k(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream, int row_begin,

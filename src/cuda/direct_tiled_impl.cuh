@@ -1,7 +1,8 @@
-// Direct 2D correlation, tiled (kernel template; instantiated by direct_tiled_k*.cu, one group of mask
-// sizes per file so they compile in parallel): a block stages its input tile with the halo in shared memory (as f32,
-// converted once), then each thread slides down a column of 4 x RY outputs, holding them in registers while
-// every input row of the window is read once and multiplied by the mask rows it meets.
+// Direct 2D correlation, tiled (kernel template; instantiated for the sizes of instantiated_sizes.hpp through
+// direct_regs_impl.cuh, one group of mask sizes per generated file so they compile in parallel): a block
+// stages its input tile with the halo in shared memory (as f32, converted once), then each thread slides
+// down a column of 4 x RY outputs, holding them in registers while every input row of the window is read
+// once and multiplied by the mask rows it meets.
 //
 // Written over samples, with the channel count C (1-4 interleaved) a compile-time stride: a row of W
 // pixels is W*C samples, tap i of output sample s reads sample s + (i - R)*C, so the FMAs per sample are

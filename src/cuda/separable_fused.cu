@@ -18,11 +18,13 @@
 // - Exact plans: when the planner found every partial sum below 2^24 (accumulator f32), f32 FMAs of
 //   integer weights and samples are exact and the float kernel serves; otherwise int32 (bound below 2^31),
 //   else the plan is declined. finish_exact gives the bits of every other backend.
-// - Radius buckets (compile-time unrolled): the factors are padded with zero taps to the next bucket.
+// - Radius buckets (compile-time unrolled; the list: instantiated_sizes.hpp): the factors are padded with zero
+//   taps to the next bucket.
 #include "cuda/separable_fused.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -35,29 +37,19 @@
 #include "cuda/device_view.hpp"
 #include "cuda/separable_fused_impl.cuh"
 #include "cuda/with_channels.hpp"
+#include "cuda/with_size.hpp"
+
+// The buckets (instantiated_sizes.hpp), instantiated per group and per channel count in files
+// src/cuda/CMakeLists.txt generates: declared here, so this file instantiates none of them itself.
+#include "instantiations/separable_fused_externs.inc"
 
 namespace apron::cuda {
 
-// The buckets, instantiated per group of radii and per channel count in files src/cuda/CMakeLists.txt
-// generates (separable_fused_impl.cuh defines them; this file only calls them).
-#define APRON_SEP_EXTERN_C(R, C)                                                                                    \
-    extern template void launch_separable_fused_f32<R, C>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
-#define APRON_SEP_EXTERN_IC(R, C)                                                                                   \
-    extern template void launch_separable_fused_i32<R, C>(const LinearPlan&, ConstImageView, ImageView, cudaStream_t);
-#define APRON_SEP_EXTERN(R) APRON_SEP_EXTERN_C(R, 1) APRON_SEP_EXTERN_C(R, 2) APRON_SEP_EXTERN_C(R, 3) APRON_SEP_EXTERN_C(R, 4)
-#define APRON_SEP_EXTERN_I(R) APRON_SEP_EXTERN_IC(R, 1) APRON_SEP_EXTERN_IC(R, 2) APRON_SEP_EXTERN_IC(R, 3) APRON_SEP_EXTERN_IC(R, 4)
-APRON_SEP_EXTERN(1) APRON_SEP_EXTERN(2) APRON_SEP_EXTERN(3) APRON_SEP_EXTERN(4) APRON_SEP_EXTERN(5)
-APRON_SEP_EXTERN(6) APRON_SEP_EXTERN(7) APRON_SEP_EXTERN(8) APRON_SEP_EXTERN(9) APRON_SEP_EXTERN(10)
-APRON_SEP_EXTERN(12) APRON_SEP_EXTERN(14) APRON_SEP_EXTERN(16) APRON_SEP_EXTERN(18) APRON_SEP_EXTERN(20)
-APRON_SEP_EXTERN(22) APRON_SEP_EXTERN(24) APRON_SEP_EXTERN(28) APRON_SEP_EXTERN(32)
-APRON_SEP_EXTERN_I(1) APRON_SEP_EXTERN_I(2) APRON_SEP_EXTERN_I(3) APRON_SEP_EXTERN_I(4) APRON_SEP_EXTERN_I(6)
-APRON_SEP_EXTERN_I(8) APRON_SEP_EXTERN_I(12) APRON_SEP_EXTERN_I(16) APRON_SEP_EXTERN_I(24) APRON_SEP_EXTERN_I(32)
-#undef APRON_SEP_EXTERN
-#undef APRON_SEP_EXTERN_I
-
 namespace {
 
-constexpr int max_fused_radius = 32;
+// The two accumulators share the fused kernel's reach: the choice between it and two passes comes first.
+constexpr int max_fused_radius = largest_size(separable_f32_radii);
+static_assert(largest_size(separable_i32_radii) == max_fused_radius, "both accumulators fuse the same reach");
 
 // Reach of the factors from the anchor: the bucket radius must cover both sides of both axes.
 int reach(const LinearPlan& p) {
@@ -175,43 +167,14 @@ void launch_two_pass(const LinearPlan& p, ConstImageView in, ImageView out, cuda
     APRON_CUDA_CHECK(cudaFreeAsync(raw, stream));
 }
 
+// The smallest bucket that covers the reach R (at most max_fused_radius).
 template <int C>
 void launch_fused(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t s, int R) {
-    if (int_accumulator(p)) {
-        if (R <= 1) return launch_separable_fused_i32<1, C>(p, in, out, s);
-        if (R <= 2) return launch_separable_fused_i32<2, C>(p, in, out, s);
-        if (R <= 3) return launch_separable_fused_i32<3, C>(p, in, out, s);
-        if (R <= 4) return launch_separable_fused_i32<4, C>(p, in, out, s);
-        if (R <= 6) return launch_separable_fused_i32<6, C>(p, in, out, s);
-        if (R <= 8) return launch_separable_fused_i32<8, C>(p, in, out, s);
-        if (R <= 12) return launch_separable_fused_i32<12, C>(p, in, out, s);
-        if (R <= 16) return launch_separable_fused_i32<16, C>(p, in, out, s);
-        if (R <= 24) return launch_separable_fused_i32<24, C>(p, in, out, s);
-        return launch_separable_fused_i32<32, C>(p, in, out, s);
-    }
-    switch (R) {
-    case 0:
-    case 1: return launch_separable_fused_f32<1, C>(p, in, out, s);
-    case 2: return launch_separable_fused_f32<2, C>(p, in, out, s);
-    case 3: return launch_separable_fused_f32<3, C>(p, in, out, s);
-    case 4: return launch_separable_fused_f32<4, C>(p, in, out, s);
-    case 5: return launch_separable_fused_f32<5, C>(p, in, out, s);
-    case 6: return launch_separable_fused_f32<6, C>(p, in, out, s);
-    case 7: return launch_separable_fused_f32<7, C>(p, in, out, s);
-    case 8: return launch_separable_fused_f32<8, C>(p, in, out, s);
-    case 9: return launch_separable_fused_f32<9, C>(p, in, out, s);
-    case 10: return launch_separable_fused_f32<10, C>(p, in, out, s);
-    default: break;
-    }
-    if (R <= 12) return launch_separable_fused_f32<12, C>(p, in, out, s);
-    if (R <= 14) return launch_separable_fused_f32<14, C>(p, in, out, s);
-    if (R <= 16) return launch_separable_fused_f32<16, C>(p, in, out, s);
-    if (R <= 18) return launch_separable_fused_f32<18, C>(p, in, out, s);
-    if (R <= 20) return launch_separable_fused_f32<20, C>(p, in, out, s);
-    if (R <= 22) return launch_separable_fused_f32<22, C>(p, in, out, s);
-    if (R <= 24) return launch_separable_fused_f32<24, C>(p, in, out, s);
-    if (R <= 28) return launch_separable_fused_f32<28, C>(p, in, out, s);
-    return launch_separable_fused_f32<32, C>(p, in, out, s);
+    const bool launched =
+        int_accumulator(p)
+            ? with_bucket<separable_i32_radii>(R, [&]<int B>() { launch_separable_fused_i32<B, C>(p, in, out, s); })
+            : with_bucket<separable_f32_radii>(R, [&]<int B>() { launch_separable_fused_f32<B, C>(p, in, out, s); });
+    if (!launched) throw Error("separable_fused: no radius bucket reaches " + std::to_string(R));
 }
 
 } // namespace

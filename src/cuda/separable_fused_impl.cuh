@@ -1,5 +1,5 @@
-// Fused separable filter, kernel template (design notes at the top of separable_fused.cu; instantiated by
-// separable_fused_r*.cu, one group of radius buckets per file so they compile in parallel).
+// Fused separable filter, kernel template (design notes at the top of separable_fused.cu; instantiated for the
+// radius buckets of instantiated_sizes.hpp, one group of buckets per generated file so they compile in parallel).
 //
 // Written over samples, with the channel count C (1-4 interleaved) a compile-time stride: tap i of output
 // sample s reads sample s + (i - R)*C of the same row.
@@ -289,8 +289,8 @@ void launch(const LinearPlan& plan, ConstImageView in, ImageView out, cudaStream
 } // namespace sep
 
 // One radius bucket and channel count, float accumulation (float plans, and exact plans whose sums stay
-// below 2^24), every input type. Instantiated per group of buckets and per channel count in files
-// src/cuda/CMakeLists.txt generates.
+// below 2^24), every input type. Instantiated per group of buckets (instantiated_sizes.hpp) and per channel
+// count in files src/cuda/CMakeLists.txt generates.
 template <int R, int C>
 void launch_separable_fused_f32(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_t stream) {
     with_type(p.in, [&]<class In>() { sep::launch<R, In, float, C>(p, in, out, stream); });
