@@ -104,13 +104,10 @@ PreparedPipeline Pipeline::prepare(const ImageShape& input, const RunOptions& op
     const std::shared_ptr<void> device = use_cuda_device(options.cuda_device);  // before planning: the device's tables
     auto state = std::make_shared<PreparedPipeline::State>();
     state->plan = plan_pipeline(ops_, input, options);
-    RunOptions& kept = state->options;
-    kept.backend = options.backend;
-    kept.out_type = options.out_type;
-    kept.algorithm = options.algorithm;
-    kept.threads = options.threads;
-    kept.cuda_device = options.cuda_device;
-    kept.memory_budget = options.memory_budget;
+    state->options = options;  // the plan's options; what belongs to one call is the caller's
+    state->options.timings = nullptr;
+    state->options.between_steps = nullptr;
+    state->options.cuda_stream = nullptr;
     return PreparedPipeline(std::move(state));
 }
 
