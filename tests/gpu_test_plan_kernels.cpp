@@ -133,13 +133,16 @@ TEST(CudaPlanKernels, PlansWithoutACudaKernelOrWithAWrongOneStillRun) {
     // Made for the CPU: the executor asks the table itself.
     const ExecutionPlan cpu = make_plan({parse_operation("sharpen")}, in.shape(), PixelType::u8, Backend::cpu);
     expect_like_reference(first_step(cpu), in, "cpu plan");
-    // A family that cannot run the plan (not separable, not an FFT plan, no tensor form): the direct families run.
-    for (const char* family : {"cuda.separable_fused", "cuda.fft", "cuda.direct_imma", "cuda.runtime_direct", "cuda.nothing"}) {
+    // A bound family that cannot run the plan (not separable, not an FFT plan, no tensor form), or no family at
+    // all: the direct families run.
+    using cuda::LinearFamily;
+    for (const int family : {int(LinearFamily::separable_fused), int(LinearFamily::fft), int(LinearFamily::tensor),
+                             int(LinearFamily::runtime_direct), 99}) {
         ExecutionPlan p = make_plan({parse_operation("box:width=9,height=4")}, in.shape(), PixelType::u8, Backend::cuda,
                                     Algorithm::direct);
         StepPlan step = first_step(p);
-        std::get<LinearPlan>(step.what).kernel = {family, ""};
-        expect_like_reference(step, in, family);
+        std::get<LinearPlan>(step.what).kernel = {"cuda.hand-made", "", Backend::cuda, family};
+        expect_like_reference(step, in, "bound family " + std::to_string(family));
     }
     ExecutionPlan rect = make_plan({parse_operation("dilate:se=ellipse:5x5")}, in.shape(), PixelType::u8, Backend::cuda);
     StepPlan step = first_step(rect);

@@ -193,9 +193,8 @@ public:
     void synchronize() override { APRON_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
     void linear(const LinearPlan& p, ConstImageView in, ImageView out) override {
-        // The recorded family; a plan made for another backend (no CUDA kernel recorded) asks the table now.
-        LinearFamily family = LinearFamily::linear_direct;
-        if (!linear_family_of(p.kernel, &family)) linear_family_of(choose_linear(p, in.shape, cuda_device_arch()), &family);
+        // The family bound in the plan; a plan made for another backend (none bound) asks the table now.
+        const LinearFamily family = bound_linear_family(p, in.shape);
         // Each family still checks the plan (cheap): a hand-made plan may name a family that cannot run it.
         switch (family) {
         case LinearFamily::fft:

@@ -124,12 +124,26 @@ bool try_family(LinearFamily f, const LinearPlan& p, const ImageShape& shape, co
 
 const ArchPolicy& policy_for(int arch) { return arch >= 90 ? sm90 : fallback; }
 
+// The family that runs the plan, bound: the executor calls its launcher by the index (bound_linear_family).
 KernelChoice choose_linear(const LinearPlan& p, const ImageShape& shape, int arch) {
     const ArchPolicy& policy = policy_for(arch);
     KernelChoice k;
+    LinearFamily chosen = LinearFamily::linear_direct;
     for (LinearFamily f : policy.linear_order)
-        if (try_family(f, p, shape, policy, &k)) return k;
-    return {name_of(LinearFamily::linear_direct), ""};
+        if (try_family(f, p, shape, policy, &k)) {
+            chosen = f;
+            break;
+        }
+    if (chosen == LinearFamily::linear_direct) k = family_name(chosen, p);
+    k.bound_backend = Backend::cuda;
+    k.launcher = int(chosen);
+    return k;
+}
+
+LinearFamily bound_linear_family(const LinearPlan& p, const ImageShape& shape) {
+    const KernelChoice& k = p.kernel.bound_backend == Backend::cuda && p.kernel.launcher >= 0 ? p.kernel
+                                                                                              : choose_linear(p, shape, cuda_device_arch());
+    return k.launcher >= 0 && k.launcher < linear_family_count ? LinearFamily(k.launcher) : LinearFamily::linear_direct;
 }
 
 KernelChoice choose_morph(const MorphPlan& p, const ImageShape& shape, int arch) {
@@ -200,14 +214,6 @@ KernelChoice family_name(LinearFamily f, const LinearPlan& p) {
     case LinearFamily::runtime_direct: return {name_of(f), overrides().rtc_integer ? "integer" : ""};
     default: return {name_of(f), ""};
     }
-}
-
-bool linear_family_of(const KernelChoice& k, LinearFamily* out) {
-    // direct_dp4a and direct_regs are forms of the direct_tiled family (direct_tiled.cu picks among them).
-    if (k.family == "cuda.direct_dp4a" || k.family == "cuda.direct_regs") return *out = LinearFamily::direct_tiled, true;
-    for (int i = 0; i < linear_family_count; ++i)
-        if (k.family == name_of(LinearFamily(i))) return *out = LinearFamily(i), true;
-    return false;
 }
 
 bool morph_family_of(const KernelChoice& k, MorphFamily* out) {

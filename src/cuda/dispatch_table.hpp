@@ -3,7 +3,7 @@
 // kernel families in order of preference with their launch shapes and tuning values (each with the
 // measurement behind it, in dispatch_table.cpp). The planner asks it through the CUDA backend's
 // capabilities (capabilities.cpp) which family runs each step and records the answer in the plan
-// (`apron plan` prints it); the executor (cuda_executor.cu) then dispatches on the recorded family.
+// (`apron plan` prints it); the executor (cuda_executor.cu) then calls the launcher the plan bound (KernelChoice::launcher).
 //
 // What the plan cannot know: a caller's device view (a ROI) may break the row alignment a family's fast
 // form needs, and an f32 image may hold NaN or infinities the FFT must not spread. The table chooses for the
@@ -60,12 +60,14 @@ int chords_variant_for(const MorphPlan& plan, int channels);
 
 // The family and form that run a planned step on the device of compute capability `arch` (x 10).
 KernelChoice choose_linear(const LinearPlan& plan, const ImageShape& shape, int arch);
+// The family whose launcher the plan bound (choose_linear's), or the table's choice now for a plan made for
+// another backend or by hand.
+LinearFamily bound_linear_family(const LinearPlan& plan, const ImageShape& shape);
 KernelChoice choose_morph(const MorphPlan& plan, const ImageShape& shape, int arch);
 KernelChoice choose_combine(const CombinePlan& plan, const ImageShape& shape);
 
-// The family a recorded kernel name belongs to; false for a name of another backend (a plan made for the
-// CPU, run on CUDA: the executor then asks choose_linear itself).
-bool linear_family_of(const KernelChoice& k, LinearFamily* out);
+// The morphology family a recorded kernel name belongs to; false for a name of another backend (a plan made
+// for the CPU, run on CUDA: the executor then asks choose_morph itself).
 bool morph_family_of(const KernelChoice& k, MorphFamily* out);
 
 const char* name_of(LinearFamily f);  // "cuda.fft", ...

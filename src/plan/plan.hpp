@@ -27,6 +27,11 @@ enum class Accumulator : unsigned char { f32, f64 };
 struct KernelChoice {
     std::string family;  // "<backend>.<family>": "reference.direct", "cpu.separable", "cuda.morph_rect", ...
     std::string detail;  // launch shape or tuning value that tells kernels of one family apart; may be empty
+    // The launcher bound when the plan was made: the backend's own index of it (CUDA: its LinearFamily or
+    // MorphFamily), which the executor calls without reading the names. -1: none bound (a plan made for
+    // another backend, or by hand), and the executor asks its table.
+    Backend bound_backend = Backend::automatic;
+    int launcher = -1;
     std::string name() const { return detail.empty() ? family : family + ' ' + detail; }
 };
 
