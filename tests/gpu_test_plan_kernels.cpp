@@ -34,11 +34,11 @@ std::string kernel_of(const std::string& spec, const ImageShape& shape, Algorith
     return std::visit([](const auto& p) { return p.kernel.name(); }, first_step(cuda_plan(spec, shape, a)).what);
 }
 
-bool overridden() { return !cuda::overrides().describe().empty(); }
+bool overridden() { return !apron::overrides().describe().empty(); }
 
 TEST(CudaPlanKernels, MorphologyNamesWhatRuns) {
     REQUIRE_GPU();  // the rectangle and chord kernels' reach is the device's shared memory
-    if (overridden()) GTEST_SKIP() << "an APRON_* override changes the table: " << cuda::overrides().describe();
+    if (overridden()) GTEST_SKIP() << "an APRON_* override changes the table: " << apron::overrides().describe();
     const ImageShape u8{997, 613, 1, PixelType::u8};
     EXPECT_EQ(kernel_of("dilate:se=rect:7x7", u8), "cuda.morph_rect fast");
     EXPECT_EQ(kernel_of("dilate:se=rect:31x31", u8), "cuda.morph_rect");
@@ -58,7 +58,7 @@ TEST(CudaPlanKernels, MorphologyNamesWhatRuns) {
 }
 
 TEST(CudaPlanKernels, LinearFamiliesAndForms) {
-    if (overridden()) GTEST_SKIP() << "an APRON_* override changes the table: " << cuda::overrides().describe();
+    if (overridden()) GTEST_SKIP() << "an APRON_* override changes the table: " << apron::overrides().describe();
     const ImageShape u8{997, 613, 1, PixelType::u8}, f32{997, 613, 1, PixelType::f32}, f32x3{997, 613, 3, PixelType::f32};
     EXPECT_EQ(kernel_of("sharpen", u8, Algorithm::direct), "cuda.direct_dp4a k=3");
     EXPECT_EQ(kernel_of("sharpen", u8, Algorithm::tensor), "cuda.direct_imma k=3x3");
