@@ -112,9 +112,7 @@ __device__ __forceinline__ u32 read_sample(const Params& p, int row, int s) {
     const T* r = reinterpret_cast<const T*>(p.in + std::size_t(row) * p.in_pitch);
     if (s >= 0 && s < p.samples) return bits_of<T>(__ldg(r + s));
     if (p.mode < 0) return p.outside;
-    const int px = s >= 0 ? s / C : -((-s + C - 1) / C);  // floor division
-    const int ch = s - px * C;
-    return bits_of<T>(__ldg(r + map_index(px, p.width, BorderMode(p.mode)) * C + ch));
+    return bits_of<T>(__ldg(r + mapped_sample<int>(s, p.width, C, BorderMode(p.mode))));
 }
 
 template <class T>

@@ -268,8 +268,7 @@ __global__ void __launch_bounds__(fast_threads, 4) morph_rect_fast_kernel(const 
                 } else if (p.mode < 0) {
                     ld.x[i] = -1;
                 } else {
-                    const int px = si >= 0 ? si / C : -((-si + C - 1) / C);  // floor division
-                    ld.x[i] = map_index(px, p.width, BorderMode(p.mode)) * C + (si - px * C);
+                    ld.x[i] = mapped_sample<int>(si, p.width, C, BorderMode(p.mode));
                 }
             }
 #pragma unroll 1
