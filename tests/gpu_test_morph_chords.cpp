@@ -2,7 +2,7 @@
 // executor on the same plan, bit for bit: disks, ellipses, crosses, random 0/1 elements with holes and
 // off-centre anchors, even sizes, elements larger than the image, 1x1 and 1xN images, 1-4 channels,
 // u8/u16/f32 (f32 with NaN and infinities), every border, device views whose pointer and pitch break 4- and
-// 16-byte alignment, dilate and erode; every kernel variant (APRON_CHORDS_VARIANT) in turn. Skips without a GPU.
+// 16-byte alignment, dilate and erode; each kernel schedule (cuda/chord_schedule.hpp) in turn. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -63,17 +63,17 @@ std::string element_text(const Mask& m) {
     return s;
 }
 
-// `f(variant)` with each kernel variant of morph_chords.cu selected in turn, then the environment's again.
+// `f(schedule name)` with each schedule of the chord kernel forced in turn, then the dispatch table's again.
 template <class F>
-void for_each_variant(F&& f) {
+void for_each_schedule(F&& f) {
 #if APRON_HAVE_CUDA
-    for (int v = 0; v < cuda::morph_chords_variants; ++v) {
-        cuda::set_morph_chords_variant(v);
-        f(v);
+    for (cuda::ChordSchedule s : cuda::chord_schedules) {
+        cuda::set_morph_chords_schedule(s);
+        f(cuda::name_of(s));
     }
-    cuda::set_morph_chords_variant(-1);
+    cuda::set_morph_chords_schedule(std::nullopt);
 #else
-    f(0);
+    f("-");
 #endif
 }
 
@@ -120,9 +120,9 @@ TEST(CudaMorphChords, NamedShapesMatchTheReference) {
                         for (const std::string& border : test::morph_borders(t)) {
                             const std::string op = std::string(kind) + ":se=" + se + border;
                             const Image expected = run_on(op, in, Backend::reference);
-                            for_each_variant([&](int v) {
+                            for_each_schedule([&](const char* schedule) {
                                 ASSERT_TRUE(test::same_samples(run_on(op, in, Backend::cuda), expected))
-                                    << op << ' ' << test::type_name(t) << " c" << c << ' ' << w << 'x' << h << " variant " << v;
+                                    << op << ' ' << test::type_name(t) << " c" << c << ' ' << w << 'x' << h << " schedule " << schedule;
                             });
                             if (HasFatalFailure()) return;
                         }
@@ -140,9 +140,9 @@ TEST(CudaMorphChords, LargeDisksAndEllipses) {
                 for (const std::string& border : {borders[0], borders[1], borders[3], borders[5]}) {
                     const std::string op = std::string(seed % 2 ? "dilate" : "erode") + ":se=" + se + border;
                     const Image expected = run_on(op, in, Backend::reference);
-                    for_each_variant([&](int v) {
+                    for_each_schedule([&](const char* schedule) {
                         EXPECT_TRUE(test::same_samples(run_on(op, in, Backend::cuda), expected))
-                            << op << ' ' << test::type_name(t) << " c" << c << " variant " << v;
+                            << op << ' ' << test::type_name(t) << " c" << c << " schedule " << schedule;
                     });
                 }
         }
@@ -161,9 +161,9 @@ TEST(CudaMorphChords, MatchesCpuOnALargeImage) {
                     for (const std::string& border : {borders[0], borders[2]}) {
                         const std::string op = std::string(kind) + ":se=" + se + border;
                         const Image expected = run_on(op, in, Backend::cpu);
-                        for_each_variant([&](int v) {
+                        for_each_schedule([&](const char* schedule) {
                             EXPECT_TRUE(test::same_samples(run_on(op, in, Backend::cuda), expected))
-                                << op << ' ' << test::type_name(t) << " c" << c << " variant " << v;
+                                << op << ' ' << test::type_name(t) << " c" << c << " schedule " << schedule;
                         });
                     }
         }
@@ -208,12 +208,12 @@ struct DeviceImage {
     Image expected(in.shape());
     make_reference_executor()->morph(plan, in, expected.view());
     ::testing::AssertionResult result = ::testing::AssertionSuccess();
-    for_each_variant([&](int v) {
+    for_each_schedule([&](const char* schedule) {
         cuda->morph(plan, as_const(d_in.view), d_out.view);
         cuda->synchronize();
         const Image gpu = d_out.download();
         if (result && !test::same_samples(gpu, expected))
-            result = ::testing::AssertionFailure() << "variant " << v << ": max difference " << test::max_abs_diff(gpu, expected);
+            result = ::testing::AssertionFailure() << "schedule " << schedule << ": max difference " << test::max_abs_diff(gpu, expected);
     });
     return result;
 }
@@ -247,9 +247,9 @@ TEST(CudaMorphChords, RandomElementsWithHolesAndAnyAnchor) {
     }
 }
 
-// Images of several tiles a side, so that every variant meets blocks whose staged region lies inside the
-// image (the variants' border-free loads and raw staging) as well as edge blocks, at every border mode.
-TEST(CudaMorphChords, VariantsInsideAndAtTheEdges) {
+// Images of several tiles a side, so that each schedule meets blocks whose staged region lies inside the
+// image (staged_rows' border-free loads and raw staging) as well as edge blocks, at every border mode.
+TEST(CudaMorphChords, SchedulesInsideAndAtTheEdges) {
     REQUIRE_GPU();
     std::mt19937 rng(77);
     const std::optional<BorderMode> modes[] = {std::nullopt, BorderMode::constant, BorderMode::nearest, BorderMode::reflect,
@@ -316,7 +316,7 @@ TEST(CudaMorphChords, FloatSpecialValuesFollowTheReference) {
 }
 
 // SPEC.md, Morphology: a NaN sample is missing; an output whose element covers no other sample is NaN (not
-// -3.4e38 / +3.4e38), and -inf / +inf come out as they are. The chord kernel (every variant) and
+// -3.4e38 / +3.4e38), and -inf / +inf come out as they are. The chord kernel (each schedule) and
 // morph_direct (the executor's fallback for any element) against the reference, on NaN holes larger than
 // the element, scattered NaN and infinities, images all NaN or infinite, 1x1 and one-row images, every
 // border, 1, 3 and 4 channels.
@@ -330,9 +330,9 @@ TEST(CudaMorphChords, NaNIsAMissingSample) {
                     for (auto mode : test::nan_border_modes()) {
                         const std::string op = std::string(kind) + ":se=" + se + test::border_option(mode);
                         const Image expected = run_on(op, in, Backend::reference);
-                        for_each_variant([&](int v) {
+                        for_each_schedule([&](const char* schedule) {
                             const Image gpu = run_on(op, in, Backend::cuda);
-                            ASSERT_TRUE(test::same_samples(gpu, expected)) << op << " on " << name << " c" << c << " variant " << v;
+                            ASSERT_TRUE(test::same_samples(gpu, expected)) << op << " on " << name << " c" << c << " schedule " << schedule;
                             if (name == "holed") EXPECT_TRUE(test::hole_centre_is_nan(gpu)) << op << " c" << c;
                             if (name == "all NaN" && mode != BorderMode::constant) EXPECT_TRUE(std::isnan(gpu.row<float>(3)[0])) << op;
                             if (name == "all +inf" && mode != BorderMode::constant) EXPECT_EQ(gpu.row<float>(3)[0], std::numeric_limits<float>::infinity()) << op;

@@ -50,11 +50,11 @@ TEST(CudaPlanKernels, MorphologyNamesWhatRuns) {
     const auto& m = std::get<MorphPlan>(first_step(wide).what);
     EXPECT_EQ(m.algorithm, MorphAlgorithm::separable_rect);
     EXPECT_EQ(m.kernel.name(), "cuda.morph_rect passes");
-    // The chord kernel's variant by the table's rule: 6, but variant 0 for one channel and 6 or more distinct
-    // chord lengths (disk:7: 7, 6, 6, 6, 5, 4, 3 and 0 half-widths: lengths 15, 13, 11, 9, 7, 1).
-    EXPECT_EQ(kernel_of("dilate:se=ellipse:9x9", u8), "cuda.morph_chords variant=6");
-    EXPECT_EQ(kernel_of("dilate:se=disk:7", u8), "cuda.morph_chords variant=0");
-    EXPECT_EQ(kernel_of("dilate:se=disk:7", {997, 613, 3, PixelType::u8}), "cuda.morph_chords variant=6");
+    // The chord kernel's schedule by the table's rule: staged_rows, but thread_loads for one channel and 6 or
+    // more distinct chord lengths (disk:7: 7, 6, 6, 6, 5, 4, 3 and 0 half-widths: lengths 15, 13, 11, 9, 7, 1).
+    EXPECT_EQ(kernel_of("dilate:se=ellipse:9x9", u8), "cuda.morph_chords schedule=staged_rows");
+    EXPECT_EQ(kernel_of("dilate:se=disk:7", u8), "cuda.morph_chords schedule=thread_loads");
+    EXPECT_EQ(kernel_of("dilate:se=disk:7", {997, 613, 3, PixelType::u8}), "cuda.morph_chords schedule=staged_rows");
 }
 
 TEST(CudaPlanKernels, LinearFamiliesAndForms) {

@@ -1,11 +1,14 @@
-// map_sample: the border of interleaved rows maps the pixel and keeps the channel, at any distance.
+// map_sample and mapped_sample: the border of interleaved rows maps the pixel and keeps the channel, at any
+// distance, in 64-bit and 32-bit indices; floor_div rounds toward minus infinity.
 #include <gtest/gtest.h>
 
 #include "core/border_index.hpp"
 
 using apron::BorderMode;
 using apron::map_index;
+using apron::floor_div;
 using apron::map_sample;
+using apron::mapped_sample;
 
 namespace {
 
@@ -40,4 +43,28 @@ TEST(BorderSamples, RgbRowOfTwoPixels) {
     EXPECT_EQ(map_sample(-4, 2, 3, BorderMode::mirror), 2);  // pixel -2 reads pixel 0
     EXPECT_EQ(map_sample(-1, 2, 3, BorderMode::constant), -1);
     EXPECT_EQ(map_sample(-1000000001LL, 7, 4, BorderMode::wrap) % 4, 3);
+}
+
+TEST(BorderSamples, FloorDivRoundsDown) {
+    for (int c = 1; c <= 4; ++c)
+        for (int s = -25; s <= 25; ++s) {
+            const int q = floor_div(s, c);
+            EXPECT_TRUE(q * c <= s && s < (q + 1) * c) << s << " / " << c;
+            EXPECT_EQ(floor_div((long long)s, c), q);
+        }
+}
+
+// The kernels' forms: 32-bit indices (map_sample<int>), and mapped_sample for the modes that map every pixel.
+TEST(BorderSamples, NarrowAndMappedFormsAgree) {
+    for (BorderMode m : every_mode)
+        for (int c = 1; c <= 4; ++c)
+            for (int n : {1, 3, 4})
+                for (int s = -40; s < n * c + 40; ++s) {
+                    const int want = map_sample(s, n, c, m);
+                    EXPECT_EQ(map_sample<int>(s, n, c, m), want) << s;
+                    if (m != BorderMode::constant) {
+                        EXPECT_EQ(mapped_sample(s, n, c, m), want) << s;
+                        EXPECT_EQ(mapped_sample<int>(s, n, c, m), want) << s;
+                    }
+                }
 }

@@ -20,7 +20,8 @@ struct Overrides {
     int direct_regs = -1;          // APRON_DIRECT_REGS=0|4|8: the register kernel off / its outputs per thread
     bool runtime_off = false;      // APRON_RUNTIME_DIRECT=0: no run-time compiled kernel
     bool rtc_integer = false;      // APRON_RTC_INTEGER=1: the run-time kernel accumulates integers where it can
-    int chords_variant = -1;       // APRON_CHORDS_VARIANT=N: the chord kernel's schedule N (morph_chords.hpp)
+    int chords_variant = -1;       // APRON_CHORDS_VARIANT=0|1: the chord kernel's schedule, thread_loads or
+                                   // staged_rows (cuda/chord_schedule.hpp); other values: the table's choice
 
     // "" when none is set, else the variables as given, e.g. "APRON_DP4A=0 APRON_FFT_SIDE=1024".
     std::string describe() const;

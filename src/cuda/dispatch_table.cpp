@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "apron/errors.hpp"
@@ -156,23 +157,25 @@ KernelChoice choose_morph(const MorphPlan& p, const ImageShape& shape, int arch)
     // 2. morph_chords: any flat element up to 64x64 and 128 runs as chords (Urbach-Wilkinson run tables in
     //    shared memory, morph_chords.cu); disk:7 u8 4.8 Gpix/s through morph_direct before it.
     if (p.algorithm == MorphAlgorithm::chords && morph_chords_supports(p))
-        return {name_of(MorphFamily::morph_chords), "variant=" + std::to_string(chords_variant_for(p, shape.channels))};
+        return {name_of(MorphFamily::morph_chords), std::string("schedule=") + name_of(chords_schedule_for(p, shape.channels))};
     // 3. morph_direct: every cell of the element per sample (disk:7 u8 4.3 Gpix/s on the H200).
     return {name_of(MorphFamily::morph_direct), ""};
 }
 
-// H200, 8192^2 u8, Gpix/s for 1 / 3 / 4 channels, variant 0 (tables built from per-thread global loads)
-// against 6 (raw rows staged once in shared memory by whole warps, column-major tables, chord runs):
-// ellipse 7x7 177/52/26 -> 207/56/50; cross 15x15 158/42/22 -> 185/58/40; ellipse 15x15 144/39/21 ->
-// 175/55/38; but one channel with 6 or more distinct chord lengths: disk:7 134 -> 97, random 15x15 103 -> 75
-// (variant 0 keeps those). Colour: variant 6 everywhere (disk:7 30/20 -> 37/28).
-int chords_variant_for(const MorphPlan& p, int channels) {
-    if (const int v = overrides().chords_variant; v >= 0 && v < morph_chords_variants) return v;
-    if (channels > 1) return 6;
+// H200, 8192^2 u8, Gpix/s for 1 / 3 / 4 channels, thread_loads (tables built from per-thread global loads;
+// "variant 0" in the measurements) against staged_rows (raw rows staged once in shared memory by whole
+// warps, column-major tables, chord runs; "variant 6"): ellipse 7x7 177/52/26 -> 207/56/50; cross 15x15
+// 158/42/22 -> 185/58/40; ellipse 15x15 144/39/21 -> 175/55/38; but one channel with 6 or more distinct
+// chord lengths: disk:7 134 -> 97, random 15x15 103 -> 75 (thread_loads keeps those). Colour: staged_rows
+// everywhere (disk:7 30/20 -> 37/28). The schedules measured between them are gone (docs/perf-notes.md).
+ChordSchedule chords_schedule_for(const MorphPlan& p, int channels) {
+    if (const int v = overrides().chords_variant; v >= 0 && v < int(std::size(chord_schedules)))
+        return chord_schedules[v];
+    if (channels > 1) return ChordSchedule::staged_rows;
     std::vector<int> lengths;
     for (const MorphChord& c : p.chords)
         if (std::find(lengths.begin(), lengths.end(), c.length) == lengths.end()) lengths.push_back(c.length);
-    return lengths.size() >= 6 ? 0 : 6;
+    return lengths.size() >= 6 ? ChordSchedule::thread_loads : ChordSchedule::staged_rows;
 }
 
 KernelChoice choose_combine(const CombinePlan&, const ImageShape&) { return {"cuda.combine", ""}; }

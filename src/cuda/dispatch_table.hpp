@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/overrides.hpp"
+#include "cuda/chord_schedule.hpp"
 #include "plan/plan.hpp"
 
 namespace apron::cuda {
@@ -54,9 +55,9 @@ struct ArchPolicy {
 };
 const ArchPolicy& policy_for(int arch);
 
-// The chord kernel's variant for this plan on images of `channels` channels (morph_chords.cu's header
-// describes them): the override, else the measured rule in dispatch_table.cpp.
-int chords_variant_for(const MorphPlan& plan, int channels);
+// The chord kernel's schedule for this plan on images of `channels` channels (chord_schedule.hpp): the
+// override (APRON_CHORDS_VARIANT=0|1), else the measured rule in dispatch_table.cpp.
+ChordSchedule chords_schedule_for(const MorphPlan& plan, int channels);
 
 // The family and form that run a planned step on the device of compute capability `arch` (x 10).
 KernelChoice choose_linear(const LinearPlan& plan, const ImageShape& shape, int arch);

@@ -44,31 +44,30 @@
 // ptxas (sm_90): in place 40 registers, no spills; register-built 76-100 registers (ptxas holds C = 1 and
 // 3 at 80, 3 blocks per SM: u8 C = 1 spills 4 bytes, C = 3 40 bytes, in the table build, once a segment).
 //
-// Measured (H200, 8192^2 u8, variant 0): disk:7 130 / 26 / 18 Gpix/s at C = 1 / 3 / 4, ellipse 7x7 167
+// Measured (H200, 8192^2 u8, thread_loads): disk:7 130 / 26 / 18 Gpix/s at C = 1 / 3 / 4, ellipse 7x7 167
 // / 44 / 23: 3.5x under the model above, and 7x7 barely faster than 15x15, so a fixed cost per staged
 // sample dominates, not the chords. Counted: each table-build item (18 positions of a row) makes
 // segment + 1 + (P-1)*C byte loads through read_sample (bounds tests and a branch each, ~6
 // instructions), and a warp's 32 items span ~6 rows x 90 bytes, so each of its loads touches ~11
 // 128-byte lines (a wavefront each: the L1/shared path's 32 words): ~27 word-equivalents per pixel for
 // disk:7 C = 1 (C = 4: 23 loads a pixel, ~190), against the chords' 14 shared words and 4.3 table
-// stores. Variants (APRON_CHORDS_VARIANT, read once; counts per output pixel, u8 disk:7 C = 1:
-// instructions, words of the L1/shared path; docs/perf-notes.md):
-//  0 as above: 77, 45.
-//  1 blocks whose staged region lies inside the image load without border tests (others as 0): 70, 45.
-//  2 raw staging: one warp per staged row copies the raw samples (coalesced: 1-2 lines a load) into
-//    shared memory, then the items build the tables from there (raw_positions: u8 one LDS.32 + one
-//    funnel shift per 4 samples, one PRMT a word): 77, 25; the raw rows cost shared memory (disk:7: 2
-//    blocks per SM instead of 3).
-//  3 as 2, the raw rows staged in chunks small enough to keep the tables' blocks per SM: 77, 25.
-//  4 as 3, the kept tables column-major (word w of table row q at w * rs + q, rs odd): a thread's 8 output
-//    rows are consecutive words, so the chord loop adds one address per chord instead of one per row and
-//    read; the build walks down columns (lanes on consecutive rows, raw pitch odd: no bank conflicts):
-//    73, 24.
-//  5 as 4, chords of equal offsets on consecutive rows (ellipses' and crosses' runs) read each row once:
-//    a run of k chords costs 2 (k + 7) reads instead of 16 k: 69, 21 (~400 Gpix/s at the shared path's
-//    limit, still under 450: 10.5 chord words, 4.3 table stores, ~6 raw staging a pixel).
-//  6 as 5, the raw rows copied 4 bytes a lane (aligned LDG.32 + funnel shift + STS.32) inside the image:
-//    raw staging ~6 -> ~3 words a pixel: 61, 18.
+// stores. Two schedules (chord_schedule.hpp; the dispatch table picks one per plan, APRON_CHORDS_VARIANT=0|1
+// forces one; counts per output pixel, u8 disk:7 C = 1: instructions, words of the L1/shared path):
+//  thread_loads, as above: 77, 45. Every staged sample goes through read_sample's border tests, in the
+//    in-place path too.
+//  staged_rows: one warp per staged row copies the raw samples into shared memory (coalesced; inside the
+//    image 4 bytes a lane: aligned LDG.32 + funnel shift + STS.32), in chunks of rows small enough to keep
+//    the tables' blocks per SM; the items build the tables from there (raw_positions: u8 one LDS.32 + one
+//    funnel shift per 4 samples, one PRMT a word), column-major (word w of table row q at w * rs + q, rs
+//    odd: a thread's 8 output rows are consecutive words, so the chord loop adds one address per chord
+//    instead of one per row and read; the build walks down columns, lanes on consecutive rows, raw pitch
+//    odd: no bank conflicts); chords of equal offsets on consecutive rows (ellipses' and crosses' runs) read
+//    each row once, a run of k chords 2 (k + 7) reads instead of 16 k: 61, 18. Where column-major tables
+//    and raw rows do not fit shared memory together, the tables are row-major; where the raw rows do not
+//    fit at all, the items load from global memory, without border tests in blocks inside the image (as
+//    the in-place path does there).
+// The five schedules measured between these two are described in docs/perf-notes.md ("Chord kernel
+// schedules removed (issue 27)").
 #include "cuda/morph_chords.hpp"
 
 #include <algorithm>
@@ -77,6 +76,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -93,7 +93,7 @@ namespace {
 using namespace chords;
 
 // ---- host ----------------------------------------------------------------------------------------------
-int variant_override = -1;  // set_morph_chords_variant; -1: the environment's
+std::optional<ChordSchedule> schedule_override;  // set_morph_chords_schedule; none: the dispatch table's
 
 int device_attribute(cudaDeviceAttr attr, int fallback) {
     int device = 0, value = 0;
@@ -174,9 +174,7 @@ int level_of(int length) {
 
 } // namespace
 
-void set_morph_chords_variant(int variant) {
-    variant_override = variant >= 0 && variant < morph_chords_variants ? variant : -1;
-}
+void set_morph_chords_schedule(std::optional<ChordSchedule> schedule) { schedule_override = schedule; }
 
 bool morph_chords_supports(const MorphPlan& plan) {
     if (plan.algorithm != MorphAlgorithm::chords || plan.chords.empty() || plan.chords.size() > std::size_t(max_chords))
@@ -239,7 +237,7 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
     p.positions = pairs ? 2 * g.half : g.pitch;
     p.load = (pairs ? segment<true> + 1 : segment<false>) + ((1 << (levels - 1)) - 1) * C;
     // Register path: the kept tables one after the other, each on its chords' rows; row-major (rs = 0),
-    // or column-major with an odd column stride rs (variant 4).
+    // or column-major with an odd column stride rs (staged_rows).
     int rows_max = 0;
     for (int l = 0; l < max_levels; ++l) {
         const bool keep = reg && l < levels && dy_min[l] <= dy_max[l];
@@ -256,10 +254,11 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
         }
         return words;
     };
-    p.variant = variant_override >= 0 ? variant_override : chords_variant_for(plan, C);
-    int table_words = lay_out(reg && p.variant >= 4 ? rows_max | 1 : 0);
+    p.schedule = schedule_override.value_or(chords_schedule_for(plan, C));
+    const bool staged = reg && p.schedule == ChordSchedule::staged_rows;
+    int table_words = lay_out(staged ? rows_max | 1 : 0);
     std::size_t bytes = g.bytes;
-    if (reg && p.variant >= 2) {
+    if (staged) {
         // Raw staging: (segs - 1) * seg + N samples a row (every load of the items, as the kernel's N).
         const int seg = pairs ? segment<true> : segment<false>;
         const int n = seg + reg_reach_of(C) + (pairs ? 1 : 0);
@@ -277,19 +276,17 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
             p.raw_rows = g.rows;
             const std::size_t tables = std::size_t(table_words) * sizeof(u32);
             const auto with_rows = [&](int rows) { return tables + std::size_t(rows) * p.raw_pitch * sample_bytes; };
-            if (p.variant >= 3) {
-                // Chunks of rows small enough to keep the blocks per SM that the tables alone allow (1 KB
-                // reserved a block), at least 8 rows.
-                const std::size_t blocks = std::max<std::size_t>(1, sm / (tables + reserved));
-                while (p.raw_rows > 8 && blocks * (with_rows(p.raw_rows) + reserved) > sm) p.raw_rows = std::max(8, p.raw_rows / 2);
-            }
+            // Chunks of rows small enough to keep the blocks per SM that the tables alone allow (1 KB reserved a
+            // block), at least 8 rows.
+            const std::size_t blocks = std::max<std::size_t>(1, sm / (tables + reserved));
+            while (p.raw_rows > 8 && blocks * (with_rows(p.raw_rows) + reserved) > sm) p.raw_rows = std::max(8, p.raw_rows / 2);
             bytes = with_rows(p.raw_rows);
             if (bytes <= std::size_t(smem_optin_limit()) && tables <= (std::size_t(112) << 10)) break;
             if (p.rs) {  // column-major tables too big: row-major
                 table_words = lay_out(0);
                 continue;
             }
-            bytes = g.bytes;  // no room for the raw rows: variant 1's global loads
+            bytes = g.bytes;  // no room for the raw rows: global loads (the kernel's inside_loads)
             p.raw_cols = 0;
             break;
         }
@@ -312,7 +309,7 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
         p.chord_run[k] = 1;
         for (int l = level; l < max_levels; ++l) p.level_end[l] = int(k) + 1;
     }
-    if (reg && p.rs && p.raw_cols && p.variant >= 5) {
+    if (staged && p.rs && p.raw_cols) {
         // Runs: chords of one column offset and length on consecutive rows (the register path reads only
         // level_end[max_levels - 1], the entry count).
         std::vector<int> by_column(order);

@@ -1,8 +1,11 @@
 #pragma once
 // Morphology with any flat structuring element, as chords (runs of set cells) over power-of-two run tables
 // in shared memory (Urbach-Wilkinson; see morph_chords.cu).
+#include <optional>
+
 #include <cuda_runtime.h>
 
+#include "cuda/chord_schedule.hpp"
 #include "plan/plan.hpp"
 
 namespace apron::cuda {
@@ -12,10 +15,9 @@ namespace apron::cuda {
 bool morph_chords_supports(const MorphPlan& plan);
 void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out, cudaStream_t stream);
 
-// Kernel variants (morph_chords.cu's header): the dispatch table picks one per plan (chords_variant_for,
-// or APRON_CHORDS_VARIANT=0..morph_chords_variants-1 through its overrides); set_morph_chords_variant
-// forces one (-1: back to the table's choice), for tests that check every variant.
-constexpr int morph_chords_variants = 7;
-void set_morph_chords_variant(int variant);
+// The schedule the kernel runs (chord_schedule.hpp) is the dispatch table's (chords_schedule_for, which
+// APRON_CHORDS_VARIANT=0|1 overrides); set_morph_chords_schedule forces one (nullopt: back to the table's
+// choice), for tests that check each schedule.
+void set_morph_chords_schedule(std::optional<ChordSchedule> schedule);
 
 } // namespace apron::cuda

@@ -59,14 +59,14 @@ struct Params {
     // rows store_row0[l] .. + store_rows[l]; load: samples a segment reads.
     int store_base[max_levels], store_row0[max_levels], store_rows[max_levels];
     int positions, load;
-    // Variants (APRON_CHORDS_VARIANT, see the header): 0 every staged sample through read_sample's border
-    // tests; >= 1 blocks whose staged region lies inside the image load without them; raw_cols > 0
-    // (variants 2, 3): the register path stages the raw samples once, coalesced, into shared memory
-    // (raw_rows staged rows at a time, raw_pitch samples a row, at word raw_base) and builds its tables
-    // from there instead of from overlapping global loads.
-    int variant;
+    // The schedule (chord_schedule.hpp, morph_chords.cu's header): thread_loads takes every staged sample
+    // through read_sample's border tests; staged_rows lets blocks whose staged region lies inside the image
+    // load without them, and with raw_cols > 0 its register path stages the raw samples once, coalesced,
+    // into shared memory (raw_rows staged rows at a time, raw_pitch samples a row, at word raw_base) and
+    // builds its tables from there instead of from overlapping global loads.
+    ChordSchedule schedule;
     int raw_base, raw_pitch, raw_cols, raw_rows;
-    // Variant 4: the kept tables column-major, word w of table row q at store_base + w * rs + q (rs odd:
+    // staged_rows: the kept tables column-major, word w of table row q at store_base + w * rs + q (rs odd:
     // a warp's lanes, on consecutive columns, hit distinct banks), so a thread's 8 output rows are 8
     // consecutive words: the chord loop adds the row as an immediate offset; 0: row-major.
     int rs;
@@ -74,8 +74,8 @@ struct Params {
     // table base, staged row and position; second read likewise, -1: one read (length a power of two).
     int chord_a[max_chords];
     int chord_b[max_chords];
-    // Variant 5 (column-major tables): entry k stands for chord_run[k] chords of equal offsets on
-    // consecutive rows dy, dy + 1, ..: the thread reads each of their rows once (see the chord loop).
+    // Column-major tables: entry k stands for chord_run[k] chords of equal offsets on consecutive rows dy,
+    // dy + 1, ..: the thread reads each of their rows once (see the chord loop).
     int chord_run[max_chords];
 };
 
@@ -112,9 +112,7 @@ __device__ __forceinline__ u32 read_sample(const Params& p, int row, int s) {
     const T* r = reinterpret_cast<const T*>(p.in + std::size_t(row) * p.in_pitch);
     if (s >= 0 && s < p.samples) return bits_of<T>(__ldg(r + s));
     if (p.mode < 0) return p.outside;
-    const int px = s >= 0 ? s / C : -((-s + C - 1) / C);  // floor division
-    const int ch = s - px * C;
-    return bits_of<T>(__ldg(r + map_index(px, p.width, BorderMode(p.mode)) * C + ch));
+    return bits_of<T>(__ldg(r + mapped_sample<int>(s, p.width, C, BorderMode(p.mode))));
 }
 
 template <class T>
@@ -199,14 +197,15 @@ __device__ __forceinline__ void store_levels(const Params& p, u32* tile, u32 (&v
     }
 }
 
-// How the register path loads its samples (a template parameter, so each variant keeps its own register
-// allocation): global_loads (variant 0: every load through read_sample's border tests), inside_loads
-// (variant 1: blocks inside the image skip them), raw_staging (variants 2, 3: raw rows staged in shared
-// memory once, the tables built from there), raw_transposed (variant 4: raw staging, tables column-major).
+// How the register path loads its samples (a template parameter, so each keeps its own register
+// allocation): global_loads (thread_loads: every load through read_sample's border tests); for staged_rows
+// raw_transposed (raw rows staged in shared memory once, the tables built from there column-major), and
+// where shared memory is short raw_staging (the tables row-major) or inside_loads (no raw rows: global
+// loads, which blocks inside the image make without border tests).
 enum Stage { global_loads, inside_loads, raw_staging, raw_transposed };
 
 // The register path held at 3 blocks per SM for C <= 3 (80 registers), 2 for C = 4: unbounded, ptxas's
-// choice moves with unrelated code (variant 0's u8 C = 1 kernel took 80 registers, then 94 once the other
+// choice moves with unrelated code (global_loads' u8 C = 1 kernel took 80 registers, then 94 once the other
 // stages were added; inside_loads 128-164 for C = 3, 4).
 template <class T, bool Dilate, int C, bool Reg, int Stage>
 __global__ void __launch_bounds__(block_threads, Reg ? (C <= 3 ? 3 : 2) : 1)
@@ -236,10 +235,10 @@ __global__ void __launch_bounds__(block_threads, Reg ? (C <= 3 ? 3 : 2) : 1)
             // then the tables of those rows from shared memory (uniform loop: kernel parameters only).
             T* raw = reinterpret_cast<T*>(tile + p.raw_base);
             const int warp = tid / 32, lane = tid % 32;
-            // variant 6: whole words from global memory, where the aligned words around the staged samples
-            // (3 bytes before, up to 7 after) lie inside the row
+            // whole words from global memory, where the aligned words around the staged samples (3 bytes
+            // before, up to 7 after) lie inside the row
             const int bytes = p.raw_cols * int(sizeof(T));
-            const bool wide = p.variant >= 6 && inside && sx0 >= 3 && sx0 + p.raw_cols + 8 <= p.samples;
+            const bool wide = inside && sx0 >= 3 && sx0 + p.raw_cols + 8 <= p.samples;
             for (int c0 = 0; c0 < p.rows; c0 += p.raw_rows) {
                 const int crows = min(p.raw_rows, p.rows - c0);
                 for (int q = warp; q < crows; q += block_threads / 32) {
@@ -335,7 +334,8 @@ __global__ void __launch_bounds__(block_threads, Reg ? (C <= 3 ? 3 : 2) : 1)
         }
     } else {
         // 1. stage T_1
-        const bool inside = p.variant > 0 && gy0 >= 0 && gy0 + p.rows <= p.height && sx0 >= 0 && sx0 + p.pitch <= p.samples;
+        const bool inside = p.schedule == ChordSchedule::staged_rows && gy0 >= 0 && gy0 + p.rows <= p.height && sx0 >= 0 &&
+                            sx0 + p.pitch <= p.samples;
         if constexpr (pairs) {
             const int items = p.rows * p.half;  // item (r, m): samples 2m, 2m+1
             for (int id = tid; id < items; id += block_threads) {
@@ -461,7 +461,7 @@ void launch_typed(Params& p, std::size_t bytes, int blocks, cudaStream_t stream)
     if constexpr (Reg) {
         if (p.raw_cols > 0 && p.rs > 0) kernel = morph_chords_kernel<T, Dilate, C, Reg, raw_transposed>;
         else if (p.raw_cols > 0) kernel = morph_chords_kernel<T, Dilate, C, Reg, raw_staging>;
-        else if (p.variant > 0) kernel = morph_chords_kernel<T, Dilate, C, Reg, inside_loads>;
+        else if (p.schedule == ChordSchedule::staged_rows) kernel = morph_chords_kernel<T, Dilate, C, Reg, inside_loads>;
     }
     if (bytes > 48 * 1024)
         APRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));

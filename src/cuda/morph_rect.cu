@@ -161,10 +161,7 @@ __device__ __forceinline__ T read_sample(const Params& p, int row, int s) {
     const T* r = in_row<T>(p, row);
     if (s >= 0 && s < p.samples) return r[s];
     if (p.mode < 0) return outside_value<T>(p);
-    const int C = p.channels;
-    const int px = s >= 0 ? s / C : -((-s + C - 1) / C);  // floor division
-    const int ch = s - px * C;
-    return r[map_index(px, p.width, BorderMode(p.mode)) * C + ch];
+    return r[mapped_sample<int>(s, p.width, p.channels, BorderMode(p.mode))];
 }
 
 // 16 bytes of input into tile words (u8: 16 samples -> 8 words of two u16 lanes).

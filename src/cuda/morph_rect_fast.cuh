@@ -99,27 +99,6 @@ __device__ __forceinline__ void vsmall(const Ld& ld, Pair (&o)[R]) {
     }
 }
 
-// k >= R: van Herk / Gil-Werman on the thread's R rows (see window_core).
-template <int R, class P, class Ld>
-__device__ __forceinline__ void vcore(const Ld& ld, int k, Pair (&o)[R]) {
-    o[R - 2] = ld(R - 2);
-#pragma unroll
-    for (int t = R - 3; t >= 0; --t) o[t] = P::op(ld(t), o[t + 1]);
-    Pair c = ld(R - 1);
-    int j = R;
-#pragma unroll 2
-    for (; j + 1 < k; j += 2) c = P::op3(c, ld(j), ld(j + 1));
-    if (j < k) c = P::op(c, ld(j));
-    o[0] = P::op(o[0], c);
-    Pair q = ld(k);
-#pragma unroll
-    for (int t = 1; t < R - 1; ++t) {
-        if (t > 1) q = P::op(q, ld(k + t - 1));
-        o[t] = P::op3(o[t], c, q);
-    }
-    o[R - 1] = P::op3(c, q, ld(k + R - 2));
-}
-
 template <class T>
 struct ColumnLoader {
     const std::byte* base;  // row 0 of the strip, the thread's column
@@ -175,13 +154,13 @@ __device__ __forceinline__ void fast_vertical(const Ld& ld, int mh, Pair (&o)[fa
     case 7: vsmall<fast_r, 7, P>(ld, o); break;
     default:
         if (mh >= fast_r) {
-            vcore<fast_r, P>(ld, mh, o);
+            van_herk_segment<fast_r, 2, P>(ld, mh, o);
         } else {
             Pair h[fast_r / 2];
-            vcore<fast_r / 2, P>(ld, mh, h);
+            van_herk_segment<fast_r / 2, 2, P>(ld, mh, h);
 #pragma unroll
             for (int t = 0; t < fast_r / 2; ++t) o[t] = h[t];
-            vcore<fast_r / 2, P>(ld.down(fast_r / 2), mh, h);
+            van_herk_segment<fast_r / 2, 2, P>(ld.down(fast_r / 2), mh, h);
 #pragma unroll
             for (int t = 0; t < fast_r / 2; ++t) o[fast_r / 2 + t] = h[t];
         }
@@ -289,8 +268,7 @@ __global__ void __launch_bounds__(fast_threads, 4) morph_rect_fast_kernel(const 
                 } else if (p.mode < 0) {
                     ld.x[i] = -1;
                 } else {
-                    const int px = si >= 0 ? si / C : -((-si + C - 1) / C);  // floor division
-                    ld.x[i] = map_index(px, p.width, BorderMode(p.mode)) * C + (si - px * C);
+                    ld.x[i] = mapped_sample<int>(si, p.width, C, BorderMode(p.mode));
                 }
             }
 #pragma unroll 1

@@ -1,7 +1,8 @@
 #pragma once
 // Extremum operators and running-window helpers shared by the rectangle morphology kernels
-// (morph_rect.cu, morph_rect_fast.cuh, morph_rect_passes.cu). Words are 32 bits: f32 one sample (FMNMX),
-// u16 and widened u8 two samples (VIMNMX.U16x2). See morph_rect.cu for the design and the costs.
+// (morph_rect.cu, morph_rect_fast.cuh, morph_rect_passes.cu), among them the one van Herk / Gil-Werman
+// segment. Words are 32 bits: f32 one sample (FMNMX), u16 and widened u8 two samples (VIMNMX.U16x2). See
+// morph_rect.cu for the design and the costs.
 #include <cstdint>
 #include <type_traits>
 
@@ -70,34 +71,50 @@ __device__ __forceinline__ void window_small_dispatch(const u32* b, int s, int k
     if constexpr (K + 1 < R) window_small_dispatch<R, K + 1, Op>(b, s, k, o);
 }
 
-// o[t] = ext_{j < k} b[(t + j) * s] for t < R, k >= R: the windows share rows R-1 .. k-1; each adds a
-// suffix of rows t .. R-2 and a prefix of rows k .. k+t-1 (van Herk / Gil-Werman on the thread's segment).
-template <int R, class Op>
-__device__ __forceinline__ void window_core(const u32* b, int s, int k, u32 (&o)[R]) {
-    o[R - 2] = b[(R - 2) * s];
+// Words of a staged row or column, s apart (the channel stride or the tile pitch): the accessor of the
+// kernels whose windows run over shared memory.
+struct StridedWords {
+    const u32* b;
+    int s;
+    __device__ __forceinline__ u32 operator()(int j) const { return b[j * s]; }
+    __device__ __forceinline__ StridedWords down(int n) const { return {b + n * s, s}; }
+};
+
+// The van Herk / Gil-Werman segment, one copy for every rectangle kernel: o[t] = ext_{j < k} ld(t + j) for
+// t < R, k >= R. The R windows share rows R-1 .. k-1; each adds a suffix of rows t .. R-2 and a prefix of
+// rows k .. k+t-1: k + 3R ops and k + R - 1 reads for R outputs. The kernels differ only in what these
+// parameters say:
+//  - Ld: ld(j) is row j of the thread's segment (StridedWords over shared memory; the passes' and the fast
+//    kernel's loaders read global memory, with or without the border rule);
+//  - V: a u32 word, or the fast kernel's Pair of words (Op then works on both);
+//  - CoreUnroll: the unroll of the shared core loop, as each kernel was measured with: 4 in the passes (sides
+//    past 64, long cores), 2 in the fused and fast kernels (sides up to 64).
+// Each kernel compiles to the registers, stack and spills of its former copy (docs/perf-notes.md, issue 27).
+template <int R, int CoreUnroll, class Op, class Ld, class V>
+__device__ __forceinline__ void van_herk_segment(const Ld& ld, int k, V (&o)[R]) {
+    o[R - 2] = ld(R - 2);
 #pragma unroll
-    for (int t = R - 3; t >= 0; --t) o[t] = Op::op(b[t * s], o[t + 1]);
-    u32 c = b[(R - 1) * s];
+    for (int t = R - 3; t >= 0; --t) o[t] = Op::op(ld(t), o[t + 1]);
+    V c = ld(R - 1);
     int j = R;
-#pragma unroll 2
-    for (; j + 1 < k; j += 2) c = Op::op3(c, b[j * s], b[(j + 1) * s]);  // one VIMNMX3 per two rows
-    if (j < k) c = Op::op(c, b[j * s]);
-    const u32* tail = b + k * s;
+#pragma unroll CoreUnroll
+    for (; j + 1 < k; j += 2) c = Op::op3(c, ld(j), ld(j + 1));  // one VIMNMX3 per two rows
+    if (j < k) c = Op::op(c, ld(j));
     o[0] = Op::op(o[0], c);
-    u32 p = tail[0];
+    V q = ld(k);
 #pragma unroll
     for (int t = 1; t < R - 1; ++t) {
-        if (t > 1) p = Op::op(p, tail[(t - 1) * s]);
-        o[t] = Op::op3(o[t], c, p);
+        if (t > 1) q = Op::op(q, ld(k + t - 1));
+        o[t] = Op::op3(o[t], c, q);
     }
-    o[R - 1] = Op::op3(c, p, tail[(R - 2) * s]);
+    o[R - 1] = Op::op3(c, q, ld(k + R - 2));
 }
 
 // Reads rows 0 .. R + k - 2 of b (stride s words).
 template <int R, class Op>
 __device__ __forceinline__ void window(const u32* b, int s, int k, u32 (&o)[R]) {
     static_assert(R >= 8 && (R & (R - 1)) == 0);
-    if (k >= R) return window_core<R, Op>(b, s, k, o);
+    if (k >= R) return van_herk_segment<R, 2, Op>(StridedWords{b, s}, k, o);
     if constexpr (R > 8) {
         u32 lo[R / 2], hi[R / 2];
         window<R / 2, Op>(b, s, k, lo);

@@ -125,27 +125,6 @@ struct BorderColumn {
     }
 };
 
-// k >= R: the R windows share rows R-1 .. k-1 (window_core of morph_rect_ops.cuh over a loader).
-template <int R, class Op, class Ld>
-__device__ __forceinline__ void segment_core(const Ld& ld, int k, u32 (&o)[R]) {
-    o[R - 2] = ld(R - 2);
-#pragma unroll
-    for (int t = R - 3; t >= 0; --t) o[t] = Op::op(ld(t), o[t + 1]);
-    u32 c = ld(R - 1);
-    int j = R;
-#pragma unroll 4
-    for (; j + 1 < k; j += 2) c = Op::op3(c, ld(j), ld(j + 1));
-    if (j < k) c = Op::op(c, ld(j));
-    o[0] = Op::op(o[0], c);
-    u32 q = ld(k);
-#pragma unroll
-    for (int t = 1; t < R - 1; ++t) {
-        if (t > 1) q = Op::op(q, ld(k + t - 1));
-        o[t] = Op::op3(o[t], c, q);
-    }
-    o[R - 1] = Op::op3(c, q, ld(k + R - 2));
-}
-
 // sink(t, ext_{j < k} ld(t + j)) for t < pass_r. k >= 32: one segment of 32 ((k + 96) / 32 ops per
 // output); 8 <= k < 32: four segments of 8 (at most (31 + 24) / 8 = 7 ops); k < 8: a plain running
 // extremum (at most 6 ops). Three shapes, no compile-time window table: the passes run where the fused
@@ -154,14 +133,14 @@ template <class Op, class Ld, class Sink>
 __device__ __forceinline__ void pass_windows(const Ld& ld, int k, const Sink& sink) {
     if (k >= pass_r) {
         u32 o[pass_r];
-        segment_core<pass_r, Op>(ld, k, o);
+        van_herk_segment<pass_r, 4, Op>(ld, k, o);
 #pragma unroll
         for (int t = 0; t < pass_r; ++t) sink(t, o[t]);
     } else if (k >= 8) {
 #pragma unroll 1
         for (int b = 0; b < pass_r; b += 8) {
             u32 o[8];
-            segment_core<8, Op>(ld.down(b), k, o);
+            van_herk_segment<8, 4, Op>(ld.down(b), k, o);
 #pragma unroll
             for (int t = 0; t < 8; ++t) sink(b + t, o[t]);
         }
@@ -175,14 +154,6 @@ __device__ __forceinline__ void pass_windows(const Ld& ld, int k, const Sink& si
         }
     }
 }
-
-// Words of a staged row, s apart (the channel stride).
-struct StagedRow {
-    const u32* b;
-    int s;
-    __device__ __forceinline__ u32 operator()(int j) const { return b[j * s]; }
-    __device__ __forceinline__ StagedRow down(int n) const { return {b + n * s, s}; }
-};
 
 template <class T, bool Dilate>
 __global__ void __launch_bounds__(vertical_threads, 6) morph_rect_vertical_kernel(const PassParams p) {
@@ -227,6 +198,8 @@ __global__ void __launch_bounds__(horizontal_threads) morph_rect_horizontal_kern
             } else if (p.mode < 0) {
                 v = p.outside;
             } else {
+                // mapped_sample(s) without its floor division: staged word 0 starts a pixel, so q >= 0 splits
+                // into pixel and channel directly (mapped_sample here: 32-56 more instructions, same registers)
                 const int px = x0 - p.anchor + q / C, ch = q - (q / C) * C;
                 v = word_of(src[map_index(px, p.width, BorderMode(p.mode)) * C + ch]);
             }
@@ -242,7 +215,7 @@ __global__ void __launch_bounds__(horizontal_threads) morph_rect_horizontal_kern
     const int out_pitch = horizontal_tile * C + 1;  // odd: the rows of a warp's stores on distinct banks
     if (active) {
         u32* const res = results + r * out_pitch + seg * pass_r * C + c;
-        pass_windows<Op>(StagedRow{staged + r * p.pitch + seg * pass_r * C + c, C}, p.k,
+        pass_windows<Op>(StridedWords{staged + r * p.pitch + seg * pass_r * C + c, C}, p.k,
                          [&](int t, u32 v) { res[t * C] = v; });
     }
     __syncthreads();
