@@ -146,7 +146,8 @@ TEST(CudaPlanKernels, PlansWithoutACudaKernelOrWithAWrongOneStillRun) {
     }
     ExecutionPlan rect = make_plan({parse_operation("dilate:se=ellipse:5x5")}, in.shape(), PixelType::u8, Backend::cuda);
     StepPlan step = first_step(rect);
-    std::get<MorphPlan>(step.what).kernel = {"cuda.morph_rect", ""};  // an ellipse: the rectangle kernel declines
+    // The rectangle kernel bound to an ellipse: it declines, and the direct kernel runs.
+    std::get<MorphPlan>(step.what).kernel = {"cuda.morph_rect", "", Backend::cuda, int(cuda::MorphFamily::morph_rect)};
     expect_like_reference(step, in, "ellipse named morph_rect");
 }
 

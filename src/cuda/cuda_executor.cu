@@ -226,14 +226,10 @@ public:
     }
 
     void morph(const MorphPlan& p, ConstImageView in, ImageView out) override {
-        MorphFamily family = MorphFamily::morph_direct;
-        if (!morph_family_of(p.kernel, &family)) morph_family_of(choose_morph(p, in.shape, cuda_device_arch()), &family);
+        const MorphFamily family = bound_morph_family(p, in.shape);  // bound in the plan, or the table's now
         // morph_rect's launcher takes its fast path or its general kernel by the view's alignment.
         if (family == MorphFamily::morph_rect && morph_rect_supports(p)) return launch_morph_rect(p, in, out, stream_);
-        if (family == MorphFamily::morph_chords && morph_chords_supports(p)) {
-            record_launch(choose_morph(p, in.shape, cuda_device_arch()));  // the schedule: the table's rule on the view's channels
-            return launch_morph_chords(p, in, out, stream_);
-        }
+        if (family == MorphFamily::morph_chords && morph_chords_supports(p)) return launch_morph_chords(p, in, out, stream_);
         record_launch({name_of(MorphFamily::morph_direct), ""});
         // morph_direct takes every element.
         const Mask& e = p.step.element;

@@ -147,19 +147,32 @@ LinearFamily bound_linear_family(const LinearPlan& p, const ImageShape& shape) {
     return k.launcher >= 0 && k.launcher < linear_family_count ? LinearFamily(k.launcher) : LinearFamily::linear_direct;
 }
 
+namespace {
+
+// The family's name and form, bound (the executor calls its launcher by the index: bound_morph_family).
+KernelChoice bound(MorphFamily f, std::string detail) { return {name_of(f), std::move(detail), Backend::cuda, int(f)}; }
+
+} // namespace
+
+MorphFamily bound_morph_family(const MorphPlan& p, const ImageShape& shape) {
+    const KernelChoice& k = p.kernel.bound_backend == Backend::cuda && p.kernel.launcher >= 0 ? p.kernel
+                                                                                              : choose_morph(p, shape, cuda_device_arch());
+    return k.launcher >= 0 && k.launcher <= int(MorphFamily::morph_direct) ? MorphFamily(k.launcher) : MorphFamily::morph_direct;
+}
+
 KernelChoice choose_morph(const MorphPlan& p, const ImageShape& shape, int arch) {
     (void)arch;  // one policy so far: measured on sm_90 only
     // 1. morph_rect: any full rectangle (morph_rect_supports). Up to 64 a side the fused tiled kernel: u8
     //    3x3-31x31 at 68-21 % of the roofline, 1.9x NPP at 3x3, 10-15x CuPy; its fast interior path (u8/u16,
     //    1-4 channels, W <= 16/14/9/7, H <= 64, aligned views) ~5.5 thread-instructions per pixel against 63
     //    for the general kernel at 3x3 (H200, u8 gray rect 7x7: 930 Gpix/s). Beyond 64, two separable passes.
-    if (morph_rect_supports(p)) return {name_of(MorphFamily::morph_rect), morph_rect_form(p, shape.channels)};
+    if (morph_rect_supports(p)) return bound(MorphFamily::morph_rect, morph_rect_form(p, shape.channels));
     // 2. morph_chords: any flat element up to 64x64 and 128 runs as chords (Urbach-Wilkinson run tables in
     //    shared memory, morph_chords.cu); disk:7 u8 4.8 Gpix/s through morph_direct before it.
     if (p.algorithm == MorphAlgorithm::chords && morph_chords_supports(p))
-        return {name_of(MorphFamily::morph_chords), std::string("schedule=") + name_of(chords_schedule_for(p, shape.channels))};
+        return bound(MorphFamily::morph_chords, std::string("schedule=") + name_of(chords_schedule_for(p, shape.channels)));
     // 3. morph_direct: every cell of the element per sample (disk:7 u8 4.3 Gpix/s on the H200).
-    return {name_of(MorphFamily::morph_direct), ""};
+    return bound(MorphFamily::morph_direct, "");
 }
 
 // H200, 8192^2 u8, Gpix/s for 1 / 3 / 4 channels, thread_loads (tables built from per-thread global loads;
@@ -217,12 +230,6 @@ KernelChoice family_name(LinearFamily f, const LinearPlan& p) {
     case LinearFamily::runtime_direct: return {name_of(f), overrides().rtc_integer ? "integer" : ""};
     default: return {name_of(f), ""};
     }
-}
-
-bool morph_family_of(const KernelChoice& k, MorphFamily* out) {
-    for (MorphFamily f : {MorphFamily::morph_rect, MorphFamily::morph_chords, MorphFamily::morph_direct})
-        if (k.family == name_of(f)) return *out = f, true;
-    return false;
 }
 
 } // namespace apron::cuda

@@ -67,9 +67,9 @@ LinearFamily bound_linear_family(const LinearPlan& plan, const ImageShape& shape
 KernelChoice choose_morph(const MorphPlan& plan, const ImageShape& shape, int arch);
 KernelChoice choose_combine(const CombinePlan& plan, const ImageShape& shape);
 
-// The morphology family a recorded kernel name belongs to; false for a name of another backend (a plan made
-// for the CPU, run on CUDA: the executor then asks choose_morph itself).
-bool morph_family_of(const KernelChoice& k, MorphFamily* out);
+// The morphology family whose launcher the plan bound (choose_morph's), or the table's choice now for a plan
+// made for another backend or by hand.
+MorphFamily bound_morph_family(const MorphPlan& plan, const ImageShape& shape);
 
 const char* name_of(LinearFamily f);  // "cuda.fft", ...
 

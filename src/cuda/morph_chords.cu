@@ -68,6 +68,7 @@
 //    the in-place path does there).
 // The five schedules measured between these two are described in docs/perf-notes.md ("Chord kernel
 // schedules removed (issue 27)").
+#include "cuda/launch_record.hpp"
 #include "cuda/morph_chords.hpp"
 
 #include <algorithm>
@@ -255,6 +256,7 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
         return words;
     };
     p.schedule = schedule_override.value_or(chords_schedule_for(plan, C));
+    record_launch({"cuda.morph_chords", std::string("schedule=") + name_of(p.schedule)});
     const bool staged = reg && p.schedule == ChordSchedule::staged_rows;
     int table_words = lay_out(staged ? rows_max | 1 : 0);
     std::size_t bytes = g.bytes;
