@@ -59,6 +59,22 @@ TEST(CostModel, ParsesAndInterpolates) {
     EXPECT_NEAR(*again.seconds("fft", "f32", 50, n), *t.seconds("fft", "f32", 50, n), 1e-3);
 }
 
+// Colour classes: their own points where measured, else the same class on gray; u16 on colour borrows f32 on
+// the same channels before gray u16.
+TEST(CostModel, ColourClassesFallBackToGray) {
+    const CostTable t = parse_cost_table(std::string(kTable) + "direct\tf32-c3\t9\t1\n", "t.tsv");
+    const double n = 1e9;
+    EXPECT_NEAR(*t.seconds("direct", "f32-c3", 9, n), 1.0, 1e-12);   // 1 Gsample/s
+    EXPECT_NEAR(*t.seconds("direct", "u16-c3", 9, n), 1.0, 1e-12);
+    EXPECT_NEAR(*t.seconds("direct", "u8-int-c3", 9, n), 1.0, 1e-12);
+    EXPECT_NEAR(*t.seconds("direct", "f32-c4", 9, n), 0.5, 1e-12);   // no c4 point: gray's 2 Gpix/s
+    EXPECT_NEAR(*t.seconds("direct", "f32", 9, n), 0.5, 1e-12);
+    LinearPlan p;
+    p.in = PixelType::u16;
+    EXPECT_EQ(cost_class(p, 3), "u16-c3");
+    EXPECT_EQ(cost_class(p, 1), "u16");
+}
+
 TEST(CostModel, BadTablesNameTheFileAndLine) {
     auto message = [](const std::string& text) {
         try {

@@ -27,11 +27,23 @@ double growth_exponent(std::string_view path) {
 
 // Classes a class borrows from when the table has no point for it (u16 moves twice the bytes of u8 and
 // half those of f32: closest to f32 for these memory-light paths).
-std::vector<std::string_view> class_chain(std::string_view cls) {
-    if (cls == "u8-int") return {"u8-int", "u8", "f32"};
-    if (cls == "u16") return {"u16", "f32"};
-    if (cls == "u8") return {"u8", "f32"};
-    return {cls};
+// A colour class ("u8-c3") borrows along the same chain on its channel count first, then on gray.
+std::vector<std::string> class_chain(std::string_view cls) {
+    std::string base(cls), colour;
+    if (const auto at = base.rfind("-c"); at != std::string::npos && at + 2 < base.size()) {
+        colour = base.substr(at);
+        base.resize(at);
+    }
+    std::vector<std::string> gray;
+    if (base == "u8-int") gray = {"u8-int", "u8", "f32"};
+    else if (base == "u16") gray = {"u16", "f32"};
+    else if (base == "u8") gray = {"u8", "f32"};
+    else gray = {base};
+    std::vector<std::string> chain;
+    if (!colour.empty())
+        for (const std::string& c : gray) chain.push_back(c + colour);
+    chain.insert(chain.end(), gray.begin(), gray.end());
+    return chain;
 }
 
 std::vector<std::string> split_tabs(const std::string& line) {
@@ -45,7 +57,7 @@ std::vector<std::string> split_tabs(const std::string& line) {
 } // namespace
 
 std::optional<double> CostTable::seconds(std::string_view path, std::string_view cls, double k, double samples) const {
-    for (std::string_view c : class_chain(cls)) {
+    for (const std::string& c : class_chain(cls)) {
         std::vector<const CostPoint*> pts;
         for (const auto& p : points)
             if (p.path == path && p.cls == c && p.gpix > 0) pts.push_back(&p);
@@ -145,15 +157,16 @@ const CostTable* cost_table_for(Backend backend, int cuda_arch, const std::strin
     return best;
 }
 
-std::string cost_class(const LinearPlan& p) {
-    if (p.in == PixelType::f32) return "f32";
-    if (p.in == PixelType::u16) return "u16";
+std::string cost_class(const LinearPlan& p, int channels) {
+    const std::string colour = channels > 1 ? "-c" + std::to_string(channels) : "";
+    if (p.in == PixelType::f32) return "f32" + colour;
+    if (p.in == PixelType::u16) return "u16" + colour;
     if (p.exact) {
         bool bytes = true;
         for (auto w : p.integer_mask.weights) bytes = bytes && w >= -128 && w <= 127;
-        if (bytes) return "u8-int";
+        if (bytes) return "u8-int" + colour;
     }
-    return "u8";
+    return "u8" + colour;
 }
 
 } // namespace apron

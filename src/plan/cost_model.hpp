@@ -46,8 +46,11 @@ std::string format_cost_table(const CostTable& t);  // the file format parse_cos
 const CostTable* cost_table_for(Backend backend, int cuda_arch, const std::string& device = "");
 
 // The pixel class of a plan: "f32", "u16", "u8", or "u8-int" (an exact u8 plan whose integer weights all
-// fit in a signed byte: the byte dot-product and tensor-core kernels). u16 classes fall back to f32.
-std::string cost_class(const LinearPlan& p);
+// fit in a signed byte: the byte dot-product and tensor-core kernels). u16 classes fall back to f32. On
+// `channels` > 1 interleaved channels the class gets "-cN" ("u8-c3"): the kernels' time per sample is not the
+// same on colour (a 5x5 Gaussian on the H200: direct beats separable on gray, loses on RGB). A colour class
+// falls back to its gray class where the table has no colour point.
+std::string cost_class(const LinearPlan& p, int channels = 1);
 
 // Built-in tables (generated from calibration/*.tsv at configure time).
 const std::vector<std::pair<std::string, std::string>>& builtin_cost_tables();  // {name, text}

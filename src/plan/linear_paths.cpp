@@ -55,7 +55,7 @@ double predict(Algorithm path, const LinearPlan& p, const ImageShape& shape, con
     if (!table) return std::numeric_limits<double>::quiet_NaN();
     const Mask& m = p.step.mask;
     const double samples = double(shape.width) * shape.height * shape.channels;
-    const std::string cls = cost_class(p);
+    const std::string cls = cost_class(p, shape.channels);
     const double square = std::sqrt(double(m.width) * m.height), sides = 0.5 * (m.width + m.height);
     std::optional<double> s;
     switch (path) {
@@ -67,7 +67,7 @@ double predict(Algorithm path, const LinearPlan& p, const ImageShape& shape, con
     case Algorithm::low_rank: {
         // r float separable passes to f32 (the first reads the input's class), r - 1 additions.
         const double r = lr ? double(lr->terms.size()) : 2;
-        auto pass = table->seconds("separable", cls == "u8-int" ? "u8" : cls, sides, samples);
+        auto pass = table->seconds("separable", cls.rfind("u8-int", 0) == 0 ? "u8" + cls.substr(6) : cls, sides, samples);
         auto add = table->seconds("combine", "f32", 1, samples);
         if (pass && add) s = r * *pass + (r - 1) * *add;
         break;

@@ -107,10 +107,10 @@ constexpr Class classes[] = {{"f32", PixelType::f32, false}, {"u8", PixelType::u
 // costliest timed step holds besides (intermediates, tables, scratch; its largest mask on every path).
 void require_bench_memory(const CalibrateOptions& o, Backend backend, int width, int height, int largest_side) {
     const std::uint64_t pixels = std::uint64_t(width) * std::uint64_t(height);
-    const std::uint64_t host_image = pixels * 4;
+    const std::uint64_t host_image = pixels * 4 * 4;  // the largest random image: f32 on 4 channels
     std::uint64_t buffers = 0, step = 0;
     if (backend == Backend::cpu) {
-        buffers = 2 * pixels * (1 + 4);
+        buffers = 2 * pixels * (1 + 4) * (1 + 3 + 4);  // u8 and f32 inputs and outputs on 1, 3 and 4 channels
         for (const Class& c : classes)
             for (Algorithm path : {Algorithm::direct, Algorithm::separable, Algorithm::fft})
                 for (MaskKind kind : {MaskKind::full, MaskKind::separable}) {
@@ -130,25 +130,20 @@ void require_bench_memory(const CalibrateOptions& o, Backend backend, int width,
 // One backend, one image size: inputs of each type and outputs, in the executor's memory.
 class Bench {
 public:
-    Bench(Backend b, int width, int height) : backend_(b), ex_(executor_for(b)) {
-        for (PixelType t : {PixelType::u8, PixelType::f32}) {
-            const ImageShape s{width, height, 1, t};
-            const Image host = random_image(s, 1234 + unsigned(t));
-            Buffer in = ex_->allocate(s);
-            ex_->upload(host.view(), in.view);
-            inputs_[t] = std::move(in);
-            outputs_[t] = ex_->allocate(s);
-        }
-        ex_->synchronize();
+    Bench(Backend b, int width, int height) : backend_(b), ex_(executor_for(b)), width_(width), height_(height) {
+        for (PixelType t : {PixelType::u8, PixelType::f32}) make_images(t, 1);
     }
     Backend backend() const { return backend_; }
-    ImageShape shape(PixelType t) const { return inputs_.at(t).view.shape; }
+    ImageShape shape(PixelType t, int channels = 1) const { return {width_, height_, channels, t}; }
 
-    // Seconds per run of one step (nullopt when the planner declines the forced path).
-    std::optional<double> time_linear(const Mask& m, PixelType in, Algorithm path) {
+    // Seconds per run of one step on `channels` interleaved channels (nullopt when the planner declines the
+    // forced path).
+    std::optional<double> time_linear(const Mask& m, PixelType in, Algorithm path, int channels = 1) {
+        const Key key{in, channels};
+        if (!inputs_.count(key)) make_images(in, channels);
         ExecutionPlan plan;
         try {
-            plan = make_plan({correlation(m)}, shape(in), in, backend_, path);
+            plan = make_plan({correlation(m)}, shape(in, channels), in, backend_, path);
         } catch (const Error&) {
             return std::nullopt;
         }
@@ -156,8 +151,8 @@ public:
         auto run = [&] {
             std::vector<Buffer> results;
             for (const StepPlan& s : steps) {
-                auto view_of = [&](int i) { return i == op_input ? inputs_[in].cview() : results.at(std::size_t(i)).cview(); };
-                Buffer out = &s == &steps.back() ? outputs_[s.out_shape.type] : ex_->allocate(s.out_shape);
+                auto view_of = [&](int i) { return i == op_input ? inputs_[key].cview() : results.at(std::size_t(i)).cview(); };
+                Buffer out = &s == &steps.back() ? outputs_[Key{s.out_shape.type, channels}] : ex_->allocate(s.out_shape);
                 run_step_kind(*ex_, s, view_of(s.input), s.second == no_operand ? ConstImageView{} : view_of(s.second), out.view);
                 results.push_back(std::move(out));
             }
@@ -167,7 +162,8 @@ public:
 
     std::optional<double> time_combine() {
         const CombinePlan c{CombineStep{1, 1, 0}, PixelType::f32, PixelType::f32, PixelType::f32};
-        return seconds_of([&] { ex_->combine(c, inputs_[PixelType::f32].cview(), inputs_[PixelType::f32].cview(), outputs_[PixelType::f32].view); });
+        const Key f32{PixelType::f32, 1};
+        return seconds_of([&] { ex_->combine(c, inputs_[f32].cview(), inputs_[f32].cview(), outputs_[f32].view); });
     }
 
 private:
@@ -186,9 +182,27 @@ private:
         return std::chrono::duration<double>(Clock::now() - start).count() / reps;
     }
 
+    using Key = std::pair<PixelType, int>;  // type, channels
+
+    // A random input and an output of this type and channel count (f32 outputs too: raw sums of u8).
+    void make_images(PixelType t, int channels) {
+        for (PixelType u : {t, PixelType::f32}) {
+            const Key key{u, channels};
+            if (inputs_.count(key)) continue;
+            const ImageShape s = shape(u, channels);
+            const Image host = random_image(s, 1234 + unsigned(u) + 17 * unsigned(channels));
+            Buffer in = ex_->allocate(s);
+            ex_->upload(host.view(), in.view);
+            inputs_[key] = std::move(in);
+            outputs_[key] = ex_->allocate(s);
+        }
+        ex_->synchronize();
+    }
+
     Backend backend_;
     std::unique_ptr<Executor> ex_;
-    std::map<PixelType, Buffer> inputs_, outputs_;
+    int width_, height_;
+    std::map<Key, Buffer> inputs_, outputs_;
 };
 
 std::vector<int> default_sides(Backend b) {
@@ -250,6 +264,25 @@ std::string calibrate(const CalibrateOptions& o) {
                 say(o, line);
             }
         }
+    // Colour: the direct and separable paths on 3 and 4 interleaved channels, where their order can differ
+    // from gray (the FFT and the tensor cores transform or stage each channel alone: their gray rate holds).
+    for (int channels : {3, 4})
+        for (const Class& c : classes)
+            for (Algorithm path : {Algorithm::direct, Algorithm::separable})
+                for (int k : sides) {
+                    if (k > 31) break;
+                    const MaskKind kind = path == Algorithm::separable ? MaskKind::separable : MaskKind::full;
+                    const Mask m = make_mask(k, k, c.integer_mask, kind, 77 + unsigned(k));
+                    const auto s = bench.time_linear(m, c.in, path, channels);
+                    if (!s) continue;
+                    const std::string cls = std::string(c.name) + "-c" + std::to_string(channels);
+                    const double colour_samples = samples * channels;
+                    table.points.push_back({to_string(path), cls, double(k), colour_samples / *s * 1e-9});
+                    char line[128];
+                    std::snprintf(line, sizeof line, "%-9s %-9s %4dx%-4d %10.3f ms %9.2f Gsamples/s", to_string(path), cls.c_str(), k, k,
+                                  *s * 1e3, colour_samples / *s * 1e-9);
+                    say(o, line);
+                }
     if (const auto s = bench.time_combine()) {
         table.points.push_back({"combine", "f32", 1, samples / *s * 1e-9});
         say(o, "combine   f32               " + std::to_string(*s * 1e3) + " ms");
@@ -261,7 +294,8 @@ std::string calibrate(const CalibrateOptions& o) {
     out << "# apron calibration table (apron calibrate): throughput of each linear path, 1e9 output samples/s\n"
         << "# measured " << when << ", apron " << APRON_VERSION << ", image " << width << "x" << height
         << "x1, the step alone in the executor's memory, mean of runs filling 0.2 s\n"
-        << "# classes: f32 image and float mask; u8 image and float mask; u8-int: u8 image, integer weights -8..8\n"
+        << "# classes: f32 image and float mask; u8 image and float mask; u8-int: u8 image, integer weights -8..8;\n"
+        << "# CLASS-cN: the same on N interleaved channels (direct and separable, sides up to 31)\n"
         << format_cost_table(table);
     return out.str();
 }
