@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/overrides.hpp"
 #include "cuda/fft_linear.hpp"
 #include "cuda/fft_support.hpp"
 #include "plan/fft_bound.hpp"
@@ -32,11 +33,17 @@ namespace {
 
 using test::random_mask;
 
-// Sets an environment variable for one scope.
-struct ScopedEnv {
-    std::string name;
-    ScopedEnv(const char* n, const char* value) : name(n) { ::setenv(n, value, 1); }
-    ~ScopedEnv() { ::unsetenv(name.c_str()); }
+// The FFT's tile side and tiles per batch forced for one scope (APRON_FFT_SIDE, APRON_FFT_BATCH; 0: the
+// planner's).
+struct ForcedFft {
+    static Overrides with(int side, int batch) {
+        Overrides o = overrides();
+        o.fft_side = side;
+        o.fft_batch = batch;
+        return o;
+    }
+    OverrideScope scope;
+    explicit ForcedFft(int side, int batch = 0) : scope(with(side, batch)) {}
 };
 
 Executor& gpu() {
@@ -204,7 +211,7 @@ TEST(CudaFft, NonFiniteSamplesAreSummedDirectlyInTheirTiles) {
     in.view().row<float>(10)[41] = std::numeric_limits<float>::quiet_NaN();
     in.view().row<float>(70)[200] = std::numeric_limits<float>::infinity();
     const Mask m = random_mask(31, 31, false, 62);
-    ScopedEnv side("APRON_FFT_SIDE", "64");  // several tiles, of which only some hold the samples
+    const ForcedFft side(64);  // several tiles, of which only some hold the samples
     LinearPlan p = test::plan_for(m, in.shape(), PixelType::f32, BorderMode::reflect);
     p.algorithm = LinearAlgorithm::fft;
     bool took = false;
@@ -240,7 +247,7 @@ TEST(CudaFft, ManyTilesInManyBatches) {
     const Image in = test::random_image(600, 550, 3, PixelType::u8, 71);
     const Mask m = random_mask(17, 17, true, 72);
     {
-        ScopedEnv side("APRON_FFT_SIDE", "64"), batch("APRON_FFT_BATCH", "3");
+        const ForcedFft small(64, 3);
         const LinearPlan p = test::plan_for(m, in.shape(), PixelType::u8, BorderMode::reflect, 0, Normalise::sum);
         const cuda::FftTiling t = cuda::choose_fft_tiling(p, in.shape());
         EXPECT_EQ(t.nx, 64);
@@ -256,7 +263,7 @@ TEST(CudaFft, ManyTilesInManyBatches) {
     // against the direct kernels (the reference would take minutes): within twice the tolerance, each being
     // within it of the float64 result.
     const Image big = test::random_image(2500, 1900, 4, PixelType::f32, 75);
-    ScopedEnv batch("APRON_FFT_BATCH", "5");
+    const ForcedFft batch(0, 5);
     LinearPlan p = test::plan_for(random_mask(41, 41, false, 76), big.shape(), PixelType::f32, BorderMode::mirror);
     const cuda::FftTiling t = cuda::choose_fft_tiling(p, big.shape());
     EXPECT_GT(t.batches, 1) << t.nx << "x" << t.ny << ", " << t.tiles() << " tiles";
@@ -318,7 +325,7 @@ TEST(CudaFft, TilingChoices) {
     EXPECT_TRUE(cuda_fft_supports(widest, {5000, 10, 1, PixelType::f32}));
     // APRON_FFT_SIDE forces the side where the mask fits, and is ignored where it does not.
     {
-        ScopedEnv side("APRON_FFT_SIDE", "128");
+        const ForcedFft side(128);
         EXPECT_EQ(cuda::choose_fft_tiling(q, small).nx, 128);
         const LinearPlan wide = test::plan_for(random_mask(129, 5, false, 98), small, PixelType::u8);
         EXPECT_GE(cuda::choose_fft_tiling(wide, small).nx, 256);

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/overrides.hpp"
 #include "apron/errors.hpp"
 #include "apron/pipeline.hpp"
 #include "cuda/fft_linear.hpp"
@@ -33,11 +34,12 @@ namespace {
 #define REQUIRE_GPU() \
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
 
-struct ScopedEnv {
-    std::string name;
-    ScopedEnv(const char* n, const char* value) : name(n) { ::setenv(n, value, 1); }
-    ~ScopedEnv() { ::unsetenv(name.c_str()); }
-};
+// The override table without the run-time compiled kernel, for one scope (the baseline kernel's cases).
+Overrides without_runtime_direct() {
+    Overrides o = overrides();
+    o.runtime_off = true;
+    return o;
+}
 
 struct Path {
     Algorithm algorithm;
@@ -95,8 +97,8 @@ int check_on_gpu(const WeightCase& wc, double magnitude, std::uint32_t& seed) {
                 o.backend = Backend::cuda;
                 o.out_type = tout;
                 o.algorithm = p.algorithm;
-                std::optional<ScopedEnv> off;
-                if (p.baseline) off.emplace("APRON_RUNTIME_DIRECT", "0");
+                std::optional<OverrideScope> off;
+                if (p.baseline) off.emplace(without_runtime_direct());
                 runs += run_and_check(s, in, o, must_accept(p, wc), what);
             }
         }
