@@ -19,6 +19,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/overrides.hpp"
 #include "apron/calibrate.hpp"
 #include "apron/devices.hpp"
 #include "apron/errors.hpp"
@@ -127,8 +128,8 @@ void print_timing(const std::vector<apron::StageTiming>& stages) {
 
 // Seconds before the first progress line: APRON_PROGRESS_SECONDS, else `otherwise`.
 double progress_wait(double otherwise) {
-    const char* env = std::getenv("APRON_PROGRESS_SECONDS");
-    return env ? std::max(0.0, std::atof(env)) : otherwise;
+    const double set = apron::environment_settings().progress_seconds;
+    return set >= 0 ? set : otherwise;
 }
 
 // The progress of a streamed run on stderr: on a terminal a line redrawn at most ten times a second; in a

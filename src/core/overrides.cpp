@@ -1,6 +1,7 @@
 // The override table (overrides.hpp): the one place apron reads its tuning variables.
 #include "core/overrides.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -59,6 +60,25 @@ Overrides& table() {
 } // namespace
 
 const Overrides& overrides() { return table(); }
+
+const EnvironmentSettings& environment_settings() {
+    static const EnvironmentSettings s = [] {
+        EnvironmentSettings r;
+        auto set = [](const char* name) -> std::string {
+            const char* v = std::getenv(name);
+            return v ? v : "";
+        };
+        if (set("APRON_RTC_DISK_CACHE") != "0") {
+            if (const std::string d = set("APRON_RTC_CACHE_DIR"); !d.empty()) r.rtc_cache_dir = d;
+            else if (const std::string x = set("XDG_CACHE_HOME"); !x.empty()) r.rtc_cache_dir = x + "/apron";
+            else if (const std::string h = set("HOME"); !h.empty()) r.rtc_cache_dir = h + "/.cache/apron";
+        }
+        if (const std::string p = set("APRON_PROGRESS_SECONDS"); !p.empty()) r.progress_seconds = std::max(0.0, std::atof(p.c_str()));
+        for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) r.mpi_launched = r.mpi_launched || std::getenv(v);
+        return r;
+    }();
+    return s;
+}
 
 OverrideScope::OverrideScope(Overrides o) : saved_(std::move(table())) { table() = std::move(o); }
 OverrideScope::~OverrideScope() { table() = std::move(saved_); }

@@ -30,6 +30,17 @@ struct Overrides {
 // The table, read from the environment on first use.
 const Overrides& overrides();
 
+// The other variables apron reads, also once: they set places and timings, not choices, so plans do not
+// record them.
+struct EnvironmentSettings {
+    // The NVRTC kernel cache's folder: APRON_RTC_CACHE_DIR, else $XDG_CACHE_HOME/apron, else
+    // $HOME/.cache/apron; "" with APRON_RTC_DISK_CACHE=0 (kernels compiled anew by every process).
+    std::string rtc_cache_dir;
+    double progress_seconds = -1;  // APRON_PROGRESS_SECONDS: seconds before `apron`'s first progress line (-1: unset)
+    bool mpi_launched = false;     // an MPI launcher's variables are set (OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_*)
+};
+const EnvironmentSettings& environment_settings();
+
 // For tests: the table as a process started with `o` would read it, until the scope ends. Not thread-safe
 // against plans being made meanwhile.
 class OverrideScope {

@@ -1,5 +1,6 @@
 // NVRTC through dlopen, the disk cache of compiled binaries and the in-memory cache of loaded kernels
 // (see nvrtc_cache.hpp).
+#include "core/overrides.hpp"
 #include "cuda/nvrtc_cache.hpp"
 
 #include <cuda.h>
@@ -125,14 +126,7 @@ std::uint64_t fnv1a(const std::string& s) {
     return h;
 }
 
-std::filesystem::path cache_dir() {
-    const char* off = std::getenv("APRON_RTC_DISK_CACHE");
-    if (off && std::string(off) == "0") return {};
-    if (const char* d = std::getenv("APRON_RTC_CACHE_DIR"); d && *d) return d;
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "apron";
-    if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache" / "apron";
-    return {};
-}
+std::filesystem::path cache_dir() { return environment_settings().rtc_cache_dir; }  // "" : no disk cache
 
 // ---- the driver API, through the runtime's entry points ----------------------------------------------------
 struct Driver {

@@ -1,6 +1,7 @@
 // MPI for `apron batch` (see mpi_batch.hpp). Every MPI call of the process goes through one mutex, which is
 // what MPI_THREAD_SERIALIZED asks of the caller: reader threads of any rank ask for work, rank 0's
 // coordinator thread answers, the main thread starts, synchronises and reduces.
+#include "core/overrides.hpp"
 #include "dist/mpi_batch.hpp"
 
 #include <atomic>
@@ -29,11 +30,7 @@ std::mutex& mpi_mutex() {
 
 constexpr int tag_request = 701, tag_reply = 702;
 
-bool launched_by_mpi() {
-    for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
-        if (std::getenv(v)) return true;
-    return false;
-}
+bool launched_by_mpi() { return environment_settings().mpi_launched; }
 
 void check(int rc, const char* what) {
     if (rc != MPI_SUCCESS) {
