@@ -95,12 +95,28 @@ TEST(PreparedPipeline, ReachAddsEveryStepsRowsAndSaysWhetherOneWraps) {
     EXPECT_TRUE(Pipeline({"box:width=3,border=wrap"}).prepare(shape, {.backend = Backend::cpu}).reach().wraps);
 }
 
+// Odd shapes through a prepared pipeline, against the reference: a 1-pixel image, masks and elements larger
+// than the image, every border mode (the steps exact: the same bits).
+TEST(PreparedPipeline, OnePixelAndMasksLargerThanTheImageOnEveryBorder) {
+    for (const char* border : {"constant", "nearest", "reflect", "mirror", "wrap"})
+        for (const ImageShape& shape : {ImageShape{1, 1, 1, PixelType::u8}, ImageShape{3, 2, 3, PixelType::u16},
+                                        ImageShape{7, 1, 4, PixelType::u8}}) {
+            const std::string b = std::string("border=") + border;
+            const Pipeline p({"box:width=9,height=5," + b, "erode:se=disk:3," + b, "sobel:dy=1," + b});
+            const Image in = iotest::random_image(shape.width, shape.height, shape.channels, shape.type, 31);
+            const PreparedPipeline prepared = p.prepare(in.shape(), {.backend = Backend::cpu});
+            EXPECT_TRUE(same_bytes(prepared.run(in), p.run(in, {.backend = Backend::reference})))
+                << border << " " << shape.width << "x" << shape.height << "x" << shape.channels;
+        }
+}
+
 TEST(PreparedPipeline, MemoryOfABandGrowsWithItsRows) {
     const Pipeline p({"gaussian:sigma=2", "dilate:se=disk:2"});
     const PreparedPipeline prepared = p.prepare({512, 4096, 3, PixelType::u8}, {.backend = Backend::cpu});
     EXPECT_LT(prepared.memory(64), prepared.memory(128));
     EXPECT_LT(prepared.memory(128), prepared.memory());
     EXPECT_EQ(prepared.memory(4096), prepared.memory());
+    EXPECT_TRUE(iotest::fails_naming([&] { (void)prepared.memory(-1); }, "rows", "negative"));
 }
 
 TEST(PreparedPipeline, AStreamedRunPlansOnce) {

@@ -3,9 +3,9 @@
 
 #include <cmath>
 #include <cstdio>
-#include <span>
 
 #include "apron/errors.hpp"
+#include "core/fnv1a.hpp"
 #include "plan/step_kind.hpp"
 
 namespace apron {
@@ -46,15 +46,10 @@ std::string exact_number(double v) {
     return text;
 }
 
-// FNV-1a of the weights' bytes (the same weights give the same bits).
+// A hash of the weights' bytes: the same weights give the same bits.
 std::string mask_text(const Mask& m) {
-    std::uint64_t h = 0xcbf29ce484222325ull;
-    for (const unsigned char b : std::span(reinterpret_cast<const unsigned char*>(m.weights.data()), m.weights.size() * sizeof(double)))
-        h = (h ^ b) * 0x100000001b3ull;
-    char hash[17];
-    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(h));
     return std::to_string(m.width) + "x" + std::to_string(m.height) + "@" + std::to_string(m.anchor_x) + "," +
-           std::to_string(m.anchor_y) + " weights " + hash;
+           std::to_string(m.anchor_y) + " weights " + hex16(fnv1a_of(m.weights.data(), m.weights.size()));
 }
 
 } // namespace apron

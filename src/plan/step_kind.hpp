@@ -89,22 +89,14 @@ static_assert(kind_detail::in_variant_order(StepKinds{}), "StepKinds, Step::acti
 template <class T>
 using KindOf = typename kind_detail::Find<std::decay_t<T>, StepKinds>::type;
 
-// Calls f(Kind{}, alternative) on a step's action or plan.
-template <class F>
-decltype(auto) on_kind(const Step& s, F&& f) {
-    return std::visit([&](const auto& a) -> decltype(auto) { return f(KindOf<decltype(a)>{}, a); }, s.action);
-}
-template <class F>
-decltype(auto) on_kind(Step& s, F&& f) {
-    return std::visit([&](auto& a) -> decltype(auto) { return f(KindOf<decltype(a)>{}, a); }, s.action);
-}
-template <class F>
-decltype(auto) on_kind(const StepPlan& s, F&& f) {
-    return std::visit([&](const auto& p) -> decltype(auto) { return f(KindOf<decltype(p)>{}, p); }, s.what);
-}
-template <class F>
-decltype(auto) on_kind(StepPlan& s, F&& f) {
-    return std::visit([&](auto& p) -> decltype(auto) { return f(KindOf<decltype(p)>{}, p); }, s.what);
+// Calls f(Kind{}, alternative) on a step's action (Step) or plan (StepPlan), const or not.
+inline auto& alternatives(Step& s) { return s.action; }
+inline const auto& alternatives(const Step& s) { return s.action; }
+inline auto& alternatives(StepPlan& s) { return s.what; }
+inline const auto& alternatives(const StepPlan& s) { return s.what; }
+template <class S, class F>
+decltype(auto) on_kind(S& s, F&& f) {
+    return std::visit([&](auto& x) -> decltype(auto) { return f(KindOf<decltype(x)>{}, x); }, alternatives(s));
 }
 
 // The calls the rest of apron makes.

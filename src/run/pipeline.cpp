@@ -108,6 +108,8 @@ PreparedPipeline Pipeline::prepare(const ImageShape& input, const RunOptions& op
     state->options.timings = nullptr;
     state->options.between_steps = nullptr;
     state->options.cuda_stream = nullptr;
+    state->with_result = estimate_memory(state->plan, options.threads, true);
+    state->into_output = estimate_memory(state->plan, options.threads, false);
     return PreparedPipeline(std::move(state));
 }
 
@@ -191,6 +193,9 @@ const ImageShape& PreparedPipeline::input() const { return state_->plan.input; }
 const ImageShape& PreparedPipeline::output() const { return state_->plan.output; }
 
 std::uint64_t PreparedPipeline::memory(int rows, bool result_allocated) const {
+    if (rows < 0) fail("rows", std::to_string(rows) + " is negative (0: the whole image)");
+    if (rows == 0 || rows == state_->plan.input.height)
+        return (result_allocated ? state_->with_result : state_->into_output).total();
     return estimate_memory(state_->plan, state_->options.threads, result_allocated, rows).total();
 }
 
@@ -214,10 +219,26 @@ Image PreparedPipeline::run(ConstImageView input) const { return run(input, stat
 
 void PreparedPipeline::run(ConstImageView input, ImageView output) const { run(input, output, state_->options); }
 
+namespace {
+
+std::string shape_text(const ImageShape& s) {
+    return std::to_string(s.width) + "x" + std::to_string(s.height) + "x" + std::to_string(s.channels) + " " + to_string(s.type);
+}
+
+// What a call may not change: the options the plan was made under, and the input's shape.
+void check_call(const PreparedPipeline::State& state, ConstImageView input, const RunOptions& options) {
+    if (const std::string o = differing_option(state.options, options); !o.empty())
+        fail(o, "differs from the option the pipeline was prepared with (prepare it again for other options)");
+    if (!(input.shape == state.plan.input))
+        fail("input image", "is " + shape_text(input.shape) + ", the pipeline was prepared for " + shape_text(state.plan.input));
+}
+
+} // namespace
+
 Image PreparedPipeline::run(ConstImageView input, const RunOptions& options) const {
-    // The result's memory counts against the budget too: check before allocating it.
-    const MemoryEstimate need = estimate_memory(state_->plan, state_->options.threads, true);
-    require_memory(need.total(), options.memory_budget, "pipeline", need.describe());
+    check_call(*state_, input, options);
+    // The result's memory counts against the budget too: checked before it is allocated.
+    require_memory(state_->with_result.total(), options.memory_budget, "pipeline", state_->with_result.describe());
     Image result(output());
     run(input, result.view(), options);
     return result;
@@ -225,18 +246,11 @@ Image PreparedPipeline::run(ConstImageView input, const RunOptions& options) con
 
 void PreparedPipeline::run(ConstImageView input, ImageView output, const RunOptions& options) const {
     const ExecutionPlan& plan = state_->plan;
-    if (const std::string o = differing_option(state_->options, options); !o.empty())
-        fail(o, "differs from the option the pipeline was prepared with (prepare it again for other options)");
-    const auto text = [](const ImageShape& s) {
-        return std::to_string(s.width) + "x" + std::to_string(s.height) + "x" + std::to_string(s.channels) + " " + to_string(s.type);
-    };
-    if (!(input.shape == plan.input))
-        fail("input image", "is " + text(input.shape) + ", the pipeline was prepared for " + text(plan.input));
+    check_call(*state_, input, options);
     const std::shared_ptr<void> device = use_cuda_device(options.cuda_device);
-    const MemoryEstimate need = estimate_memory(plan, options.threads, false);
-    require_memory(need.total(), options.memory_budget, "pipeline", need.describe());
+    require_memory(state_->into_output.total(), options.memory_budget, "pipeline", state_->into_output.describe());
     const ImageShape& want = plan.output;
-    if (!(output.shape == want)) fail("output image", "is " + text(output.shape) + ", the result is " + text(want));
+    if (!(output.shape == want)) fail("output image", "is " + shape_text(output.shape) + ", the result is " + shape_text(want));
     if (overlaps(input, ConstImageView(output))) fail("output image", "overlaps the input (apron does not filter in place)");
     auto executor = make_executor(plan.backend, options.threads, options.cuda_stream);
     Executor& ex = *executor;

@@ -8,22 +8,12 @@
 
 #include "apron/border.hpp"
 #include "apron/ops.hpp"
+#include "core/fnv1a.hpp"
 #include "plan/step_kind.hpp"
 
 namespace apron {
 
 namespace {
-
-std::uint64_t fnv1a(std::span<const unsigned char> bytes, std::uint64_t h = 0xcbf29ce484222325ull) {
-    for (const unsigned char b : bytes) h = (h ^ b) * 0x100000001b3ull;
-    return h;
-}
-
-std::string hex16(std::uint64_t v) {
-    char text[17];
-    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(v));
-    return text;
-}
 
 std::string step_text(const Step& step) {
     return "input " + std::to_string(step.input) + " second " + std::to_string(step.second) + " " + parameters_of(step);
@@ -47,7 +37,7 @@ std::string Fingerprint::text() const {
 
 std::string Fingerprint::id() const {
     const std::string t = text();
-    return hex16(fnv1a(std::span(reinterpret_cast<const unsigned char*>(t.data()), t.size())));
+    return hex16(fnv1a_of(t.data(), t.size()));
 }
 
 std::optional<std::string> Fingerprint::difference_from(const Fingerprint& earlier) const {
