@@ -111,3 +111,46 @@ TEST(Finish, ExactPlansToFloatAddAnOddDeltaOnce) {
                 }
             }
 }
+
+// The GPU kernels run an exact plan's finish in float arithmetic where exact_finish_as_float allows it;
+// it must store what the integer form stores, for every sum the f32 accumulator holds exactly: ties,
+// saturation at both ends, every power-of-two denominator to 2^8, offsets and even deltas of either sign.
+template <class T>
+void expect_float_form_exact(std::mt19937& rng) {
+    int taken = 0;
+    for (int trial = 0; trial < 400000; ++trial) {
+        const std::int64_t d = std::int64_t(1) << (rng() % 10);  // 1 .. 512 (512: refused)
+        const std::int64_t delta = 2 * (int(rng() % 64) - 32) * (trial % 7 == 0 ? 1000 : 1);
+        std::int64_t offset = trial % 3 == 0 ? std::int64_t(rng() % 4096) - 2048 : 0;
+        if (trial % 11 == 0) offset = d / 2;  // the planner's rounding offset
+        LinearFinish f = integer_finish(d, offset, delta);
+        // isum near the rounding boundaries of the output range, or anywhere below 2^24 - |offset|.
+        const std::int64_t span = (std::int64_t(1) << 24) - 4096;
+        std::int64_t isum = std::int64_t(rng() % (2 * span)) - span;
+        if (trial % 2 == 0) {
+            const std::int64_t target = std::int64_t(rng() % (std::int64_t(PixelTraits<T>::max) + 3)) - 1;
+            isum = (target - delta) * d - offset + std::int64_t(rng() % (2 * d + 1)) - d;
+            if (isum <= -span || isum >= span) continue;
+        }
+        LinearFinish g;
+        if (!exact_finish_as_float(f, true, g)) {
+            EXPECT_TRUE(d > 256 || std::llabs(offset + delta * d) >= (std::int64_t(1) << 24));
+            continue;
+        }
+        ++taken;
+        const T want = finish_exact<T>(isum, f);
+        const T got = finish_float<T, float>(float(isum), g);
+        ASSERT_EQ(int(got), int(want)) << "isum " << isum << " d " << d << " offset " << offset << " delta " << delta;
+    }
+    EXPECT_GT(taken, 300000);
+}
+
+TEST(Finish, FloatFormOfExactFinishStoresTheSameBits) {
+    std::mt19937 rng(7);
+    expect_float_form_exact<std::uint8_t>(rng);
+    expect_float_form_exact<std::uint16_t>(rng);
+    LinearFinish g;
+    EXPECT_FALSE(exact_finish_as_float(integer_finish(3, 1, 0), true, g));   // not a power of two
+    EXPECT_FALSE(exact_finish_as_float(integer_finish(1, 0, 0), false, g));  // into f32
+    EXPECT_FALSE(exact_finish_as_float(integer_finish(2, 0, 1), true, g));   // odd delta: the planner moves it
+}

@@ -20,9 +20,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "apron/errors.hpp"
 #include "core/border_index.hpp"
+#include "core/dispatch.hpp"
 #include "core/linear_finish.hpp"
 #include "core/pixel.hpp"
 #include "cuda/cuda_check.hpp"
@@ -49,14 +51,15 @@ __device__ __forceinline__ int window(const unsigned (&v)[N], int b) {
     return int(__byte_perm(v[m], v[m + 1], r | (r + 1) << 4 | (r + 2) << 8 | (r + 3) << 12));
 }
 
-// Eight outputs of one row: one 8-byte store for u8 when all exist and the row allows it, else scalars.
+// Eight outputs of one row, finished by the 32-bit form (u8 / u16 outputs of plans that fit it): one 8-byte
+// store for u8 when all exist and the row allows it, else scalars.
 template <class Out>
 __device__ __forceinline__ void store8(std::byte* out, std::size_t pitch, int y, int x, int width, const int (&acc)[rx],
                                        bool vec, const LinearFinish& f) {
     Out* row = reinterpret_cast<Out*>(out + std::size_t(y) * pitch) + x;
     Out v[rx];
 #pragma unroll
-    for (int q = 0; q < rx; ++q) v[q] = finish_exact32<Out>(acc[q], f);
+    for (int q = 0; q < rx; ++q) v[q] = finish_exact32_fitting<Out>(acc[q], f);
     if constexpr (sizeof(Out) == 1) {
         if (vec && x + rx <= width) {
             const unsigned lo = unsigned(v[0]) | unsigned(v[1]) << 8 | unsigned(v[2]) << 16 | unsigned(v[3]) << 24;
@@ -68,18 +71,43 @@ __device__ __forceinline__ void store8(std::byte* out, std::size_t pitch, int y,
     for (int q = 0; q < rx && x + q < width; ++q) row[q] = v[q];
 }
 
-template <int K>
+// The u8 / u16 finishes that need the 64-bit or double form: one output at a time, in a loop that is not
+// unrolled (rare plans; inline, their code would take the instruction cache from the common ones).
+template <class Out>
+__device__ __noinline__ void store_long(std::byte* out, std::size_t pitch, int y0, int x, int width, int row_end,
+                                        const int* acc, const LinearFinish& f) {
+#pragma unroll 1
+    for (int i = 0; i < ry * rx; ++i) {
+        const int y = y0 + i / rx, xq = x + i % rx;
+        if (y < row_end && xq < width)
+            reinterpret_cast<Out*>(out + std::size_t(y) * pitch)[xq] = finish_exact<Out>(std::int64_t(acc[i]), f);
+    }
+}
+
+// One kernel per mask size and output type: each holds the finish of its own type only (three types inlined
+// in one kernel made it several times larger than its arithmetic, and its warps waited on instruction fetch:
+// ncu, 3x3, a third of the stall cycles).
+template <int K, class Out>
 __global__ void __launch_bounds__(block_x* block_y, 4)
-    direct_dp4a(DeviceView in, std::byte* out, std::size_t out_pitch, PixelType out_type,
+    direct_dp4a(DeviceView in, std::byte* out, std::size_t out_pitch,
                 const __grid_constant__ PackedWeights<K> w, BorderMode mode, int outside, LinearFinish finish,
                 bool out_vec, int row_begin, int row_end) {
     constexpr int R = K / 2, S = (K + 3) / 4, NW = rx / 4 + 2;
     const int x = (blockIdx.x * block_x + threadIdx.x) * rx;               // first output column
     const int y0 = row_begin + (blockIdx.y * block_y + threadIdx.y) * ry;  // first output row
-    if (x >= in.width || y0 >= row_end) return;
     const int bx0 = blockIdx.x * block_x * rx, by0 = row_begin + blockIdx.y * block_y * ry;
     const bool interior = bx0 - 4 >= 0 && bx0 + block_x * rx + 4 <= in.width && by0 - R >= 0 &&
                           by0 + block_y * ry + R <= in.height;
+    // Border blocks: the block's column map (stream byte b of thread t at colmap[t * rx + b]), made once in
+    // shared memory so that the words reaching past the row's ends (the first and last threads of a row)
+    // map their bytes without holding a map in registers (in registers it spilled).
+    __shared__ int colmap[block_x * rx + 8];
+    if (!interior) {
+        for (int i = threadIdx.y * block_x + threadIdx.x; i < block_x * rx + 8; i += block_x * block_y)
+            colmap[i] = map_index(bx0 - 4 + i, in.width, mode);
+        __syncthreads();
+    }
+    if (x >= in.width || y0 >= row_end) return;
 
     int acc[ry][rx];
 #pragma unroll
@@ -87,56 +115,97 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
 #pragma unroll
         for (int q = 0; q < rx; ++q) acc[r][q] = w.bias;
 
+    // Each input row of the window (t = 0 .. ry + K - 2) as NW words, bytes x-4 .. x+rx+3 offset by -128,
+    // meets the mask rows of the outputs it reaches. Interior and border blocks run separate copies of the
+    // unrolled loop, so the border's column map lives only in its own copy.
+    const auto accumulate = [&](auto&& load_row) {
 #pragma unroll
-    for (int t = 0; t < ry + K - 1; ++t) {
-        const int gy = y0 - R + t;
-        unsigned v[NW];  // bytes x-4 .. x+rx+3, each offset by -128
-        if (interior) {
+        for (int t = 0; t < ry + K - 1; ++t) {
+            unsigned v[NW];
+            load_row(y0 - R + t, v);
+            // Window o (output q, taps 4s .. 4s+3: o = q + 4s) starts at stream byte 4 - R + o; each is built
+            // once per input row and serves every output row that meets it.
+            int win[rx + 4 * (S - 1)];
+#pragma unroll
+            for (int o = 0; o < rx + 4 * (S - 1); ++o) win[o] = window(v, 4 - R + o);
+#pragma unroll
+            for (int r = 0; r < ry; ++r) {
+                const int j = t - r;
+                if (j < 0 || j >= K) continue;
+#pragma unroll
+                for (int s = 0; s < S; ++s)
+#pragma unroll
+                    for (int q = 0; q < rx; ++q) acc[r][q] = __dp4a(win[q + 4 * s], w.w[j][s], acc[r][q]);
+            }
+        }
+    };
+    if (interior) {
+        accumulate([&](int gy, unsigned* v) {
             const unsigned* row = reinterpret_cast<const unsigned*>(in.data + std::size_t(gy) * in.pitch) + x / 4;
 #pragma unroll
             for (int m = 0; m < NW; ++m) v[m] = __ldg(row - 1 + m) ^ 0x80808080u;
-        } else {
+        });
+    } else {
+        // Border blocks: the row is mapped once per row; a word wholly inside the row is one load, as inside
+        // (every word of every thread but the first and last of a row); only the others read the column
+        // map. Before, every byte of every row went through map_index, and the 1/16 of blocks on the left
+        // and right edges took longer than the rest of the image.
+        bool whole[NW];
+#pragma unroll
+        for (int m = 0; m < NW; ++m) whole[m] = x - 4 + 4 * m >= 0 && x + 4 * m <= in.width;
+        accumulate([&](int gy, unsigned* v) {
             const int sy = map_index(gy, in.height, mode);
+            const unsigned char* row = reinterpret_cast<const unsigned char*>(in.data + std::size_t(sy < 0 ? 0 : sy) * in.pitch);
 #pragma unroll
             for (int m = 0; m < NW; ++m) {
                 unsigned word = 0;
+                if (sy < 0) {
+                    word = unsigned(outside) * 0x01010101u;
+                } else if (whole[m]) {
+                    word = __ldg(reinterpret_cast<const unsigned*>(row + x - 4 + 4 * m));
+                } else {
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int b = 4 * m + e;  // stream byte: column x - 4 + b
-                    if (b < 4 - R || b >= 4 + rx + R) continue;  // outside every window
-                    const int sx = map_index(x - 4 + b, in.width, mode);
-                    const unsigned px = (sx < 0 || sy < 0) ? unsigned(outside)
-                                                           : unsigned(reinterpret_cast<const unsigned char*>(
-                                                                 in.data + std::size_t(sy) * in.pitch)[sx]);
-                    word |= px << (8 * e);
+                    for (int e = 0; e < 4; ++e) {
+                        const int b = 4 * m + e;  // stream byte: column x - 4 + b
+                        if (b < 4 - R || b >= 4 + rx + R) continue;  // outside every window
+                        const int sx = colmap[threadIdx.x * rx + b];
+                        word |= (sx < 0 ? unsigned(outside) : unsigned(__ldg(row + sx))) << (8 * e);
+                    }
                 }
                 v[m] = word ^ 0x80808080u;
             }
-        }
-        // Window o (output q, taps 4s .. 4s+3: o = q + 4s) starts at stream byte 4 - R + o; each is built
-        // once per input row and serves every output row that meets it.
-        int win[rx + 4 * (S - 1)];
-#pragma unroll
-        for (int o = 0; o < rx + 4 * (S - 1); ++o) win[o] = window(v, 4 - R + o);
+        });
+    }
+    if constexpr (std::is_same_v<Out, float>) {
+        // Into f32: the sum plus an integral delta (Sobel) in one FADD, else the double form, inline (out of
+        // line it measured 21 % slower).
+        const bool is_sum = finish_is_sum(finish);
 #pragma unroll
         for (int r = 0; r < ry; ++r) {
-            const int j = t - r;
-            if (j < 0 || j >= K) continue;
+            const int y = y0 + r;
+            if (y >= row_end) break;
+            float* row = reinterpret_cast<float*>(out + std::size_t(y) * out_pitch) + x;
 #pragma unroll
-            for (int s = 0; s < S; ++s)
-#pragma unroll
-                for (int q = 0; q < rx; ++q) acc[r][q] = __dp4a(win[q + 4 * s], w.w[j][s], acc[r][q]);
+            for (int q = 0; q < rx; ++q)
+                if (x + q < in.width)
+                    row[q] = is_sum ? float(acc[r][q]) + float(finish.delta_int) : finish_exact<float>(acc[r][q], finish);
         }
-    }
+    } else {
+        if (finish.fits_int32) {
 #pragma unroll
-    for (int r = 0; r < ry; ++r) {
-        const int y = y0 + r;
-        if (y >= row_end) break;
-        switch (out_type) {
-        case PixelType::u8: store8<std::uint8_t>(out, out_pitch, y, x, in.width, acc[r], out_vec, finish); break;
-        case PixelType::u16: store8<std::uint16_t>(out, out_pitch, y, x, in.width, acc[r], out_vec, finish); break;
-        case PixelType::f32: store8<float>(out, out_pitch, y, x, in.width, acc[r], out_vec, finish); break;
+            for (int r = 0; r < ry; ++r) {
+                const int y = y0 + r;
+                if (y >= row_end) break;
+                store8<Out>(out, out_pitch, y, x, in.width, acc[r], out_vec, finish);
+            }
+            return;
         }
+        int flat[ry * rx];
+#pragma unroll
+        for (int r = 0; r < ry; ++r)
+#pragma unroll
+            for (int q = 0; q < rx; ++q) flat[r * rx + q] = acc[r][q];
+        store_long<Out>(out, out_pitch, y0, x, in.width, row_end, flat, finish);
     }
 }
 
@@ -162,8 +231,10 @@ void launch_k(const LinearPlan& p, ConstImageView in, ImageView out, cudaStream_
     const dim3 block(block_x, block_y);
     const dim3 grid(unsigned((in.width() + block_x * rx - 1) / (block_x * rx)),
                     unsigned((row_end - row_begin + block_y * ry - 1) / (block_y * ry)));
-    direct_dp4a<K><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, pack<K>(p), p.step.border,
-                                               outside, p.finish, out_vec, row_begin, row_end);
+    with_type(p.out, [&]<class Out>() {
+        direct_dp4a<K, Out><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, pack<K>(p), p.step.border,
+                                                        outside, p.finish, out_vec, row_begin, row_end);
+    });
     APRON_CUDA_CHECK_LAUNCH("direct_dp4a");
 }
 

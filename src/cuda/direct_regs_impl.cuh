@@ -71,11 +71,20 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
     const int samples = in.width * C;
     const int x = (blockIdx.x * block_x + threadIdx.x) * RX;               // first output sample
     const int y0 = row_begin + (blockIdx.y * block_y + threadIdx.y) * RY;  // first output row
-    if (x >= samples || y0 >= row_end) return;
     // The block's whole window inside the image: word loads, no border maths.
     const int bx0 = blockIdx.x * block_x * RX, by0 = row_begin + blockIdx.y * block_y * RY;
     const bool interior = bx0 - HA >= 0 && bx0 + block_x * RX + HA <= samples && by0 - R >= 0 &&
                           by0 + block_y * RY + R <= in.height;
+    // Border blocks: the block's column map (window sample e of thread t at colmap[t * RX + e]), made once
+    // in shared memory, so the border copy holds no map in registers (it spilled there).
+    constexpr int map_len = block_x * RX + 2 * HA;
+    __shared__ int colmap[map_len];
+    if (!interior) {
+        for (int i = threadIdx.y * block_x + threadIdx.x; i < map_len; i += block_x * block_y)
+            colmap[i] = map_sample(bx0 - HA + i, in.width, C, mode);
+        __syncthreads();
+    }
+    if (x >= samples || y0 >= row_end) return;
 
     float acc[RY][RX];
 #pragma unroll
@@ -113,14 +122,30 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
             for (int m = 0; m < NV / 4; ++m) load4<In>(row, x - HA + 4 * m, v + 4 * m);
         });
     } else {
-        int col[NV];  // the in-row sample each window sample reads, or -1 (constant border)
+        // Border blocks: the row is mapped once per row, and a word wholly inside the row is one load as
+        // inside (every word of every thread but the first and last of the row); only the others read
+        // their samples through the block's column map. Per-sample loads on every row made the left and
+        // right edge blocks (1/16 of the image at 8192 samples) cost several times the others.
+        bool whole[NV / 4];
 #pragma unroll
-        for (int e = e_begin; e < e_end; ++e) col[e] = map_sample(x - HA + e, in.width, C, mode);
+        for (int m = 0; m < NV / 4; ++m) whole[m] = x - HA + 4 * m >= 0 && x - HA + 4 * m + 4 <= samples;
         accumulate([&](int gy, float* v) {
             const int sy = map_index(gy, in.height, mode);
+            const std::byte* row = in.data + std::size_t(sy < 0 ? 0 : sy) * in.pitch;
 #pragma unroll
-            for (int e = e_begin; e < e_end; ++e)
-                v[e] = (col[e] < 0 || sy < 0) ? outside : tiled::load_sample<In>(in, col[e], sy);
+            for (int m = 0; m < NV / 4; ++m) {
+                if (4 * m + 4 <= e_begin || 4 * m >= e_end) continue;  // no sample of the word is read
+                if (sy >= 0 && whole[m]) {
+                    load4<In>(row, x - HA + 4 * m, v + 4 * m);
+                } else {
+#pragma unroll
+                    for (int e = 4 * m; e < 4 * m + 4; ++e)
+                        if (e >= e_begin && e < e_end) {
+                            const int c = colmap[threadIdx.x * RX + e];
+                            v[e] = (c < 0 || sy < 0) ? outside : tiled::load_sample<In>(in, c, sy);
+                        }
+                }
+            }
         });
     }
     store_rows(OutputRows{out, out_pitch, out_type, samples, row_end, vec_out, exact, finish}, y0, x, acc);
@@ -135,8 +160,9 @@ void launch(const LinearPlan& p, const tiled::Weights<K>& w, ConstImageView in, 
     constexpr int RY = rows_per_thread<K, RX, C>();
     const dim3 grid(unsigned((std::size_t(in.width()) * C + block_x * RX - 1) / (block_x * RX)),
                     unsigned((row_end - row_begin + block_y * RY - 1) / (block_y * RY)));
+    const KernelFinish f = kernel_finish(p.exact, p.finish, p.out);
     direct_regs<K, In, RX, C><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w,
-                                                           p.step.border, outside, p.finish, p.exact, vec_out,
+                                                           p.step.border, outside, f.finish, f.exact, vec_out,
                                                            row_begin, row_end);
     APRON_CUDA_CHECK_LAUNCH("direct_regs");
 }

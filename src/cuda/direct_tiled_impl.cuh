@@ -170,7 +170,10 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
         for (int r = threadIdx.y; r < tile_h; r += block_y) {
             const int sy = map_index(gy0 + r, in.height, mode);
             for (int c = threadIdx.x; c < tile_w; c += block_x) {
-                const int sx = map_sample(gx0 + c, in.width, C, mode);
+                // Columns inside the row need no map (its division and remainders): in the blocks of the
+                // left and right edges, that is all but the halo.
+                const int s = gx0 + c;
+                const int sx = s >= 0 && s < samples ? s : map_sample(s, in.width, C, mode);
                 tile[r * pitch + c] = (sx < 0 || sy < 0) ? outside : load_sample<In>(in, sx, sy);
             }
         }
@@ -255,8 +258,9 @@ void launch(const LinearPlan& p, const Weights<K>& w, ConstImageView in, ImageVi
     const std::size_t quad = 4 * sizeof(In);
     const bool aligned = reinterpret_cast<std::uintptr_t>(in.data) % quad == 0 && in.pitch % quad == 0;
     const bool vec_out = vector_stores(out);
+    const KernelFinish f = kernel_finish(p.exact, p.finish, p.out);
     direct_tiled_rx<K, In, C><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w,
-                                                           p.step.border, outside, p.finish, p.exact, row_begin,
+                                                           p.step.border, outside, f.finish, f.exact, row_begin,
                                                            row_end, aligned, vec_out);
     APRON_CUDA_CHECK_LAUNCH("direct_tiled_rx");
 }

@@ -269,6 +269,11 @@ void launch(const LinearPlan& plan, ConstImageView in, ImageView out, cudaStream
     p.finish = plan.finish;
     p.g = geometry(in.channels());
     p.exact = plan.exact;
+    if constexpr (std::is_same_v<Acc, float>) {
+        const KernelFinish f = kernel_finish(plan.exact, plan.finish, plan.out);
+        p.exact = f.exact;
+        p.finish = f.finish;
+    }
     const std::size_t isz = sizeof(In), osz = bytes_per_sample(plan.out);
     p.vec_in = reinterpret_cast<std::uintptr_t>(in.data) % (4 * isz) == 0 && in.pitch % (4 * isz) == 0;
     p.vec_out = reinterpret_cast<std::uintptr_t>(out.data) % (4 * osz) == 0 && out.pitch % (4 * osz) == 0;

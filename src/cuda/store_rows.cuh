@@ -79,6 +79,19 @@ __device__ __forceinline__ void store4_any(const OutputRows& o, int y, int xs, c
 
 } // namespace store_detail
 
+// The (exact, finish) pair a float-accumulator kernel takes for a plan: an exact plan whose finish has a
+// float form of the same bits (exact_finish_as_float: power-of-two divisors, sharpen, Sobel into u8) runs
+// that form, without the conversion unit.
+struct KernelFinish {
+    bool exact;
+    LinearFinish finish;
+};
+inline KernelFinish kernel_finish(bool exact, const LinearFinish& f, PixelType out) {
+    KernelFinish k{exact, f};
+    if (exact && exact_finish_as_float(f, is_integer(out), k.finish)) k.exact = false;
+    return k;
+}
+
 // Rows y0 .. y0 + RY - 1 (those below row_end), samples xs .. xs + RX - 1 (those below `samples`; xs a
 // multiple of 4, RX of 4).
 template <int RY, int RX, class Acc>
