@@ -266,7 +266,7 @@ TEST(CudaColourLinear, ExactFinishesOfEveryDenominator) {
 // The exact finishes beyond the 32-bit form, bit for bit: a scale or delta that is not integral into u8 and
 // u16 (64-bit integers and doubles, which the kernels run in a loop of their own, out of the unrolled
 // stores), and exact plans into f32 (the intermediate steps of a pipeline on integer images): those that
-// divide or add a fractional delta (the same loop) and plain sums plus an integral delta (finish_is_sum,
+// divide or add a fractional delta (the same loop) and plain sums plus an integral delta (finish_is_scaled_sum,
 // inline; the IDP.4A kernel, which takes the gray u8 ones, keeps its own finish). On the
 // register kernel (3x3, aligned views), the tiles (7x7, and 3x3 on unaligned views) and the fused
 // separable kernel, 1-4 channels, tiny images and images with interior blocks.
@@ -284,7 +284,7 @@ TEST(CudaColourLinear, ExactFinishesBeyondThe32BitForm) {
         {Family::direct, "correlate:mask=" + m7 + ",scale=0.3,delta=12.5,border=wrap", PixelType::u8, PixelType::u8},
         {Family::direct, "correlate:mask=" + m7 + ",scale=5.1", PixelType::u16, PixelType::u16},
         {Family::direct, "correlate:mask=" + m3 + ",delta=0.5", PixelType::u8, PixelType::f32},
-        {Family::direct, "correlate:mask=" + m3 + ",delta=-3", PixelType::u8, PixelType::f32},  // finish_is_sum
+        {Family::direct, "correlate:mask=" + m3 + ",delta=-3", PixelType::u8, PixelType::f32},  // finish_is_scaled_sum
         {Family::direct, "sobel:dx=1", PixelType::u16, PixelType::f32},
         {Family::direct, "correlate:mask=" + m7 + ",border=reflect", PixelType::u8, PixelType::f32},
         {Family::direct, "correlate:mask=" + m7 + ",scale=0.3,border=constant,value=9", PixelType::u16, PixelType::f32},

@@ -17,6 +17,7 @@
 #include "plan/plan.hpp"
 #if APRON_HAVE_CUDA
 #include "cuda/morph_rect.hpp"
+#include "cuda/morph_rect_fast.hpp"
 #endif
 #include "gpu_test_morph_support.hpp"
 #include "test_support.hpp"
@@ -342,3 +343,33 @@ TEST(CudaMorphRect, LargeColourImagesMatchCpu) {
                     }
         }
 }
+
+#if APRON_HAVE_CUDA
+// Colour rectangles wider than the fast kernel's span run as a chain of fast passes (morph_rect.cu): the
+// plan says so, and every width past the span up to 16, even ones with their off-centre anchor, short and
+// tall, both kinds and every border in turn, on an image of many fast tiles and a ring, equal the CPU's.
+TEST(CudaMorphRect, WideColourRectanglesChainFastPasses) {
+    REQUIRE_GPU();
+    const std::string d = Pipeline({"dilate:se=rect:15x15"})
+                              .describe(ImageShape{1024, 512, 3, PixelType::u8}, {.backend = Backend::cuda});
+    EXPECT_NE(d.find("fast chain"), std::string::npos) << d;
+    std::uint32_t seed = 2100;
+    int turn = 0;
+    for (PixelType t : {PixelType::u8, PixelType::u16})
+        for (int c = 2; c <= 4; ++c) {
+            const Image in = random_input(1031, 203, c, t, ++seed);
+            const int first = cuda::morph_fast_max_width(c) + 1;
+            for (int w : {first, first + 1, 12, 15, 16}) {
+                if (w > 16) continue;
+                for (int h : {1, 4, 15}) {
+                    const std::string border = test::morph_borders(t)[std::size_t(turn++ % 6)];
+                    for (const char* kind : {"dilate", "erode"}) {
+                        const std::string op = spec(kind, rect_name(w, h), border);
+                        ASSERT_TRUE(test::same_samples(run_on(op, in, Backend::cuda), run_on(op, in, Backend::cpu)))
+                            << op << ' ' << test::type_name(t) << " c" << c;
+                    }
+                }
+            }
+        }
+}
+#endif

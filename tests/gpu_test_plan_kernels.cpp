@@ -44,7 +44,9 @@ TEST(CudaPlanKernels, MorphologyNamesWhatRuns) {
     EXPECT_EQ(kernel_of("dilate:se=rect:31x31", u8), "cuda.morph_rect");
     EXPECT_EQ(kernel_of("erode:se=rect:9x5", {97, 61, 3, PixelType::f32}), "cuda.morph_rect");
     EXPECT_EQ(kernel_of("erode:se=rect:7x5", {97, 61, 3, PixelType::u8}), "cuda.morph_rect fast");
-    EXPECT_EQ(kernel_of("erode:se=rect:15x5", {97, 61, 4, PixelType::u8}), "cuda.morph_rect");  // W > 7 at 4 channels
+    // W > 7 at 4 channels: a chain of fast passes (7, 7 and 3 wide); past 16, the general kernel.
+    EXPECT_EQ(kernel_of("erode:se=rect:15x5", {97, 61, 4, PixelType::u8}), "cuda.morph_rect fast chain");
+    EXPECT_EQ(kernel_of("erode:se=rect:17x5", {97, 61, 4, PixelType::u8}), "cuda.morph_rect");
     // Past 64 on a side: the separable passes, still the rectangle family.
     const ExecutionPlan wide = cuda_plan("dilate:se=rect:101x101", u8);
     const auto& m = std::get<MorphPlan>(first_step(wide).what);
@@ -65,6 +67,10 @@ TEST(CudaPlanKernels, LinearFamiliesAndForms) {
     EXPECT_EQ(kernel_of("gaussian:sigma=2", f32, Algorithm::separable), "cuda.separable_fused");
     EXPECT_EQ(kernel_of("box:width=5", f32, Algorithm::direct), "cuda.direct_regs k=5 rx=4");
     EXPECT_EQ(kernel_of("box:width=3", u8, Algorithm::direct).rfind("cuda.direct_", 0), 0u);
+    // A float mask on u8: the fixed-point form, named with its shift and error bound.
+    const std::string fixed = kernel_of("gaussian:sigma=0.6", u8, Algorithm::direct);
+    EXPECT_EQ(fixed.rfind("cuda.direct_dp2a k=5 fixed=2^-", 0), 0u) << fixed;
+    EXPECT_NE(fixed.find(" error<="), std::string::npos) << fixed;
     EXPECT_EQ(kernel_of("box:width=7", f32, Algorithm::direct), "cuda.direct_tiled k=7 rx=4");
     EXPECT_EQ(kernel_of("box:width=7", f32x3, Algorithm::direct).rfind("cuda.direct_", 0), 0u);
     const std::string even = kernel_of("box:width=8,height=6", f32, Algorithm::direct);

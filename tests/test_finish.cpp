@@ -154,3 +154,26 @@ TEST(Finish, FloatFormOfExactFinishStoresTheSameBits) {
     EXPECT_FALSE(exact_finish_as_float(integer_finish(1, 0, 0), false, g));  // into f32
     EXPECT_FALSE(exact_finish_as_float(integer_finish(2, 0, 1), true, g));   // odd delta: the planner moves it
 }
+
+// Exact plans into f32 over a power of two (Sobel, binomial masks): the GPU kernels' one FMA must store the
+// double form's float, for every sum the f32 accumulator holds exactly, offsets and deltas of either sign.
+TEST(Finish, ScaledSumIntoFloatIsTheDoubleForm) {
+    std::mt19937 rng(11);
+    int taken = 0;
+    for (int trial = 0; trial < 300000; ++trial) {
+        const std::int64_t d = std::int64_t(1) << (rng() % 21);
+        const std::int64_t offset = trial % 3 == 0 ? std::int64_t(rng() % 8192) - 4096 : 0;
+        const std::int64_t delta = (int(rng() % 2001) - 1000) * (trial % 5 == 0 ? 9973 : 1);
+        LinearFinish f = integer_finish(d, offset, delta);
+        f.delta = double(delta);  // the double form reads delta, the 32-bit forms delta_int
+        const std::int64_t span = (std::int64_t(1) << 24) - 8192;
+        const std::int64_t isum = std::int64_t(rng() % (2 * span)) - span;
+        if (!finish_is_scaled_sum(f)) continue;
+        ++taken;
+        const float want = finish_exact<float>(isum, f);
+        const float got = finish_scaled_sum(float(isum), f);
+        ASSERT_EQ(got, want) << "isum " << isum << " d " << d << " offset " << offset << " delta " << delta;
+    }
+    EXPECT_GT(taken, 250000);
+    EXPECT_FALSE(finish_is_scaled_sum(integer_finish(3, 0, 0)));  // a divisor that is not a power of two
+}

@@ -88,12 +88,18 @@ APRON_HD T finish_exact32(int isum, const LinearFinish& f) {
     return finish_exact32_fitting<T>(isum, f);
 }
 
-// An exact plan into f32 whose value is its integer sum plus an integral delta (no division, scale or
-// offset: Sobel, unnormalised integer masks). Then float(isum) + float(delta) is the double form's value:
-// both terms are exact floats (|isum| < 2^24, the f32 accumulator), and one correctly rounded addition gives
-// what rounding their exact double sum to float gives.
-APRON_HD bool finish_is_sum(const LinearFinish& f) {
-    return f.fits_int32 && f.denominator == 1 && f.offset == 0 && f.delta_int >= -(1 << 24) && f.delta_int <= (1 << 24);
+// An exact plan into f32 whose value is its integer sum over a power of two plus an integral delta (Sobel,
+// unnormalised integer masks, binomial masks over 2^k; |isum + offset| < 2^24, the f32 accumulator). Then
+// (isum + offset) * 2^-k is an exact float, and one FMA adding the delta rounds the exact value once: the
+// double form's value (its quotient and sum are exact in double, then rounded to float once).
+APRON_HD bool finish_is_scaled_sum(const LinearFinish& f) {
+    return f.power_of_two && f.integer_rounding && f.offset > -(1 << 24) && f.offset < (1 << 24) &&
+           f.delta_int >= -(1 << 24) && f.delta_int <= (1 << 24);
+}
+
+// That value, from the exact sum held in a float (or an int below 2^24).
+APRON_HD float finish_scaled_sum(float exact_sum, const LinearFinish& f) {
+    return fmaf(exact_sum + float(f.offset), float(f.inverse_denominator), float(f.delta_int));
 }
 
 // The float form of an exact plan's finish, where it stores the same bits (the GPU kernels take it: the

@@ -57,7 +57,8 @@ constexpr int halo_words_samples() {
     return ((K / 2) * C + 3) / 4 * 4;
 }
 
-template <int K, class In, int RX, int C>
+// Fixed: void, or In for a float finish into In (store_rows: one short store, no branches on the type).
+template <int K, class In, int RX, int C, class Fixed>
 __global__ void __launch_bounds__(block_x* block_y, 4)
     direct_regs(DeviceView in, std::byte* out, std::size_t out_pitch, PixelType out_type,
                 const __grid_constant__ tiled::Weights<K> w, BorderMode mode, float outside, LinearFinish finish,
@@ -148,7 +149,7 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
             }
         });
     }
-    store_rows(OutputRows{out, out_pitch, out_type, samples, row_end, vec_out, exact, finish}, y0, x, acc);
+    store_rows<Fixed>(OutputRows{out, out_pitch, out_type, samples, row_end, vec_out, exact, finish}, y0, x, acc);
 }
 
 template <int K, class In, int RX, int C>
@@ -161,9 +162,9 @@ void launch(const LinearPlan& p, const tiled::Weights<K>& w, ConstImageView in, 
     const dim3 grid(unsigned((std::size_t(in.width()) * C + block_x * RX - 1) / (block_x * RX)),
                     unsigned((row_end - row_begin + block_y * RY - 1) / (block_y * RY)));
     const KernelFinish f = kernel_finish(p.exact, p.finish, p.out);
-    direct_regs<K, In, RX, C><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w,
-                                                           p.step.border, outside, f.finish, f.exact, vec_out,
-                                                           row_begin, row_end);
+    auto kernel = f.fixed_same_type(p.in, p.out) ? direct_regs<K, In, RX, C, In> : direct_regs<K, In, RX, C, void>;
+    kernel<<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w, p.step.border, outside, f.finish,
+                                       f.exact, vec_out, row_begin, row_end);
     APRON_CUDA_CHECK_LAUNCH("direct_regs");
 }
 

@@ -39,6 +39,10 @@ void launch_direct_tiled(const LinearPlan& p, ConstImageView in, ImageView out, 
         record_launch(direct_form_name("cuda.direct_dp4a", p.step.mask.width, 0));
         return launch_direct_dp4a(p, in, out, stream, row_begin, row_end);
     }
+    if (const auto fixed = direct_dp2a_form(p, in)) {
+        record_launch({"cuda.direct_dp2a", fixed_point_detail(p.step.mask.width, *fixed)});
+        return launch_direct_dp2a(p, *fixed, in, out, stream, row_begin, row_end);
+    }
     with_channels(in.channels(), [&]<int C>() {
         const bool launched = with_size<direct_tiled_sizes>(p.step.mask.width, [&]<int K>() {
             launch_direct_tiled_k<K, C>(p, in, out, stream, row_begin, row_end);

@@ -99,7 +99,9 @@ struct TileRx {
     static_assert(sizeof(float) * h * pitch <= 48 * 1024, "static shared memory of one block");
 };
 
-template <int K, class In, int C>
+// Fixed: void, or In for a float finish into In (store_rows; instantiated for masks up to 5x5, where the
+// store is a large part of the work).
+template <int K, class In, int C, class Fixed>
 __global__ void __launch_bounds__(block_x* block_y, 4)
     direct_tiled_rx(DeviceView in, std::byte* out, std::size_t out_pitch, PixelType out_type,
                     const __grid_constant__ Weights<K> w, BorderMode mode, float outside, LinearFinish finish, bool exact,
@@ -233,7 +235,7 @@ __global__ void __launch_bounds__(block_x* block_y, 4)
 
     const int xs = x0 + threadIdx.x * rx;
     if (xs >= samples) return;
-    store_rows(OutputRows{out, out_pitch, out_type, samples, row_end, vec_out, exact, finish}, y0 + threadIdx.y * RY, xs,
+    store_rows<Fixed>(OutputRows{out, out_pitch, out_type, samples, row_end, vec_out, exact, finish}, y0 + threadIdx.y * RY, xs,
                acc);
 }
 
@@ -259,9 +261,11 @@ void launch(const LinearPlan& p, const Weights<K>& w, ConstImageView in, ImageVi
     const bool aligned = reinterpret_cast<std::uintptr_t>(in.data) % quad == 0 && in.pitch % quad == 0;
     const bool vec_out = vector_stores(out);
     const KernelFinish f = kernel_finish(p.exact, p.finish, p.out);
-    direct_tiled_rx<K, In, C><<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w,
-                                                           p.step.border, outside, f.finish, f.exact, row_begin,
-                                                           row_end, aligned, vec_out);
+    auto kernel = direct_tiled_rx<K, In, C, void>;
+    if constexpr (K <= 5)
+        if (f.fixed_same_type(p.in, p.out)) kernel = direct_tiled_rx<K, In, C, In>;
+    kernel<<<grid, block, 0, stream>>>(device_view(in), out.data, out.pitch, p.out, w, p.step.border, outside, f.finish,
+                                       f.exact, row_begin, row_end, aligned, vec_out);
     APRON_CUDA_CHECK_LAUNCH("direct_tiled_rx");
 }
 

@@ -72,6 +72,8 @@ KernelChoice direct_tiled_form(const LinearPlan& p, const ImageShape& shape, con
     // 5x5 296 -> 416, 7x7 221 -> 366, 9x9 167 -> 281 against the float kernels (APRON_DP4A=0 in one call).
     if (!o.dp4a_off && direct_dp4a_supports(p, own_buffer(shape))) return direct_form_name("cuda.direct_dp4a", m.width, 0);
     const ConstImageView buffer = own_buffer(shape);
+    // IDP.2A in fixed point for float masks on u8 (direct_dp2a_form: only where the error bound holds).
+    if (const auto fixed = direct_dp2a_form(p, buffer)) return {"cuda.direct_dp2a", fixed_point_detail(m.width, *fixed)};
     const int rx = with_type(p.in, [&]<class In>() {
         return m.width == 3 ? regs::usable<3, In>(buffer) : m.width == 5 ? regs::usable<5, In>(buffer) : 0;
     });

@@ -5,8 +5,8 @@
 namespace apron::cuda {
 
 template MorphRectFastRegion launch_morph_rect_fast<std::uint8_t>(const MorphPlan&, ConstImageView, ImageView, int,
-                                                                  std::uint32_t, cudaStream_t);
+                                                                  std::uint32_t, cudaStream_t, bool);
 template MorphRectFastRegion launch_morph_rect_fast<std::uint16_t>(const MorphPlan&, ConstImageView, ImageView, int,
-                                                                   std::uint32_t, cudaStream_t);
+                                                                   std::uint32_t, cudaStream_t, bool);
 
 } // namespace apron::cuda

@@ -326,7 +326,7 @@ extern template void launch_fast_c<std::uint16_t, false>(int, int, const FastPar
 // the image rows and whose outputs are whole.
 template <class T>
 MorphRectFastRegion launch_morph_rect_fast(const MorphPlan& plan, ConstImageView in, ImageView out, int mode,
-                                           std::uint32_t outside, cudaStream_t stream) {
+                                           std::uint32_t outside, cudaStream_t stream, bool reads_inside) {
     static_assert(sizeof(T) <= 2);
     using namespace rect_fast;
     const Mask& el = plan.step.element;
@@ -345,6 +345,7 @@ MorphRectFastRegion launch_morph_rect_fast(const MorphPlan& plan, ConstImageView
     // are whole.
     auto x_ok = [&](int bx) {
         const int x0 = xoff + bx * fast_tw;
+        if (reads_inside && (x0 - ax * C < 0 || x0 + fast_tw + (W - 1 - ax) * C > samples)) return false;
         return x0 >= 0 && x0 + fast_tw <= samples;
     };
     auto y_ok = [&](int by) {

@@ -32,11 +32,11 @@ struct MorphRectFastRegion {
 // rectangle it made. `mode` -1: outside pixels read `outside` (its sample bits), else a BorderMode.
 template <class T>
 MorphRectFastRegion launch_morph_rect_fast(const MorphPlan& plan, ConstImageView in, ImageView out, int mode,
-                                           std::uint32_t outside, cudaStream_t stream);
+                                           std::uint32_t outside, cudaStream_t stream, bool reads_inside = false);
 
 extern template MorphRectFastRegion launch_morph_rect_fast<std::uint8_t>(const MorphPlan&, ConstImageView, ImageView,
-                                                                         int, std::uint32_t, cudaStream_t);
+                                                                         int, std::uint32_t, cudaStream_t, bool);
 extern template MorphRectFastRegion launch_morph_rect_fast<std::uint16_t>(const MorphPlan&, ConstImageView,
-                                                                          ImageView, int, std::uint32_t, cudaStream_t);
+                                                                          ImageView, int, std::uint32_t, cudaStream_t, bool);
 
 } // namespace apron::cuda

@@ -4,7 +4,7 @@
 //
 // The finish is inlined at every unrolled output sample, once per output type, so it is kept short there:
 // the float plan's multiply-add, the exact plan's 32-bit integer division, and an exact plan's sum into f32
-// (finish_is_sum: Sobel into f32). The exact plans' long forms (64-bit integers and doubles: a scale or
+// (finish_is_scaled_sum: Sobel into f32, sums over a power of two). The exact plans' long forms (64-bit integers and doubles: a scale or
 // delta that is not integral, large offsets, and exact plans into f32 that divide, such as a box as the
 // intermediate step of a pipeline on an integer image) run once per output type, in a
 // loop that is not unrolled, over the accumulators copied to local memory, behind a branch uniform across
@@ -44,7 +44,7 @@ __device__ __forceinline__ Out finish_one(Acc a, const OutputRows& o) {
     } else {
         if (o.exact) {  // the short exact forms (store_rows sends the others to Long)
             if constexpr (PixelTraits<Out>::integer) return finish_exact32_fitting<Out>(static_cast<int>(a), o.finish);
-            else return a + float(o.finish.delta_int);  // finish_is_sum
+            else return finish_scaled_sum(a, o.finish);
         }
         return finish_float<Out, float>(a, o.finish);
     }
@@ -85,6 +85,9 @@ __device__ __forceinline__ void store4_any(const OutputRows& o, int y, int xs, c
 struct KernelFinish {
     bool exact;
     LinearFinish finish;
+    // The float finish into the input's own type (u8 -> u8, ...): the kernels' instantiation with a fixed
+    // store (store_rows<In>) takes it.
+    bool fixed_same_type(PixelType in, PixelType out) const { return !exact && in == out; }
 };
 inline KernelFinish kernel_finish(bool exact, const LinearFinish& f, PixelType out) {
     KernelFinish k{exact, f};
@@ -94,13 +97,46 @@ inline KernelFinish kernel_finish(bool exact, const LinearFinish& f, PixelType o
 
 // Rows y0 .. y0 + RY - 1 (those below row_end), samples xs .. xs + RX - 1 (those below `samples`; xs a
 // multiple of 4, RX of 4).
-template <int RY, int RX, class Acc>
+//
+// Fixed (a sample type): the kernel was instantiated for a float finish into that type (o.type and o.exact
+// are not read): one finish per sample, with no branch on the output type or the exact flag. Those
+// branches, inlined at every one of a thread's 32 samples with the finishes of three types and two forms,
+// were most of the register kernel's code (SASS, u8 3x3: the store about 11 instructions a sample against
+// 16 for the whole window arithmetic). void: every type and form, chosen at run time.
+template <class Fixed = void, int RY, int RX, class Acc>
 __device__ __forceinline__ void store_rows(const OutputRows& o, int y0, int xs, const Acc (&acc)[RY][RX]) {
     static_assert(RX % 4 == 0);
     using namespace store_detail;
     constexpr int groups = RX / 4;  // of 4 samples, a row
+    if constexpr (!std::is_void_v<Fixed>) {
+        static_assert(std::is_same_v<Acc, float>);
+#pragma unroll
+        for (int r = 0; r < RY; ++r) {
+            const int y = y0 + r;
+            if (y >= o.row_end) break;
+#pragma unroll
+            for (int g = 0; g < groups; ++g) {
+                const int x = xs + 4 * g;
+                if (x >= o.samples) break;
+                Fixed v[4];
+#pragma unroll
+                for (int q = 0; q < 4; ++q) v[q] = finish_float<Fixed, float>(acc[r][4 * g + q], o.finish);
+                Fixed* row = reinterpret_cast<Fixed*>(o.data + std::size_t(y) * o.pitch) + x;
+                if (o.vec && x + 4 <= o.samples) {
+                    if constexpr (sizeof(Fixed) == 1) *reinterpret_cast<uchar4*>(row) = make_uchar4(v[0], v[1], v[2], v[3]);
+                    else if constexpr (sizeof(Fixed) == 2) *reinterpret_cast<ushort4*>(row) = make_ushort4(v[0], v[1], v[2], v[3]);
+                    else *reinterpret_cast<float4*>(row) = make_float4(v[0], v[1], v[2], v[3]);
+                } else {
+#pragma unroll
+                    for (int q = 0; q < 4; ++q)
+                        if (x + q < o.samples) row[q] = v[q];
+                }
+            }
+        }
+        return;
+    }
     if constexpr (std::is_same_v<Acc, float>) {
-        if (o.exact && (o.type == PixelType::f32 ? !finish_is_sum(o.finish) : !o.finish.fits_int32)) {
+        if (o.exact && (o.type == PixelType::f32 ? !finish_is_scaled_sum(o.finish) : !o.finish.fits_int32)) {
             float a[RY * RX];
 #pragma unroll
             for (int r = 0; r < RY; ++r)
