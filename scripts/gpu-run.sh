@@ -107,8 +107,8 @@ case " $steps " in *" sanitize "*)
   # ten times slower, the small ones (the long sweeps stay out: under a sanitizer they take the whole call).
   small=Cuda.PipelinesAndViews:Cuda.DevicePipelinesRunOnTheCallersStream:CudaMorphRect.NaNIsAMissingSample:CudaSeparable.*:-CudaSeparable.GaussianOnALargeOddImage
   small=CudaMorphRect.ElementsLargerThanTheImage:CudaMorphChords.RandomElementsWithHolesAndAnyAnchor:CudaMorphChords.UnalignedDeviceViews:CudaMorphChords.FloatSpecialValuesFollowTheReference:CudaPlanKernels.PlansWithoutACudaKernelOrWithAWrongOneStillRun:$small
-  small=GpuLargeWeights.Cufft*:CudaDp4a.*:CudaMorphRect.FloatSpecialValuesFollowTheReference:CudaMorphRect.DerivedOperations:CudaMorphRect.HostRoiViews:CudaMorphRect.UnalignedDeviceViews:RuntimeDirect.RoiViewsAndAnchors:RuntimeDirect.TheExecutorRoutesOtherMasksHere:$small
-  large=CudaColourLinear.DirectExactColourOnALargeImage:CudaMorphRect.LargeColourImagesMatchCpu:CudaMorphChords.MatchesCpuOnALargeImage:Cuda.IntegerPathIsBitExactOnALargeImage:Cuda.OverlappedHostToHostGivesTheSameBits:CudaMorphRect.MatchesCpuOnALargeImage:CudaSeparable.GaussianOnALargeOddImage:RuntimeDirect.ExactSumsBeyondTwoToThe24InIntegers
+  small=GpuLargeWeights.Cufft*:CudaDp4a.*:CudaDp2a.*:CudaMorphRect.FloatSpecialValuesFollowTheReference:CudaMorphRect.DerivedOperations:CudaMorphRect.HostRoiViews:CudaMorphRect.UnalignedDeviceViews:RuntimeDirect.RoiViewsAndAnchors:RuntimeDirect.TheExecutorRoutesOtherMasksHere:$small
+  large=CudaMorphRect.WideColourRectanglesChainFastPasses:CudaColourLinear.DirectExactColourOnALargeImage:CudaMorphRect.LargeColourImagesMatchCpu:CudaMorphChords.MatchesCpuOnALargeImage:Cuda.IntegerPathIsBitExactOnALargeImage:Cuda.OverlappedHostToHostGivesTheSameBits:CudaMorphRect.MatchesCpuOnALargeImage:CudaSeparable.GaussianOnALargeOddImage:RuntimeDirect.ExactSumsBeyondTwoToThe24InIntegers
   log "compute-sanitizer memcheck, racecheck, initcheck"
   for tool in memcheck racecheck initcheck; do
     filter=$small
