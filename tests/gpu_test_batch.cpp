@@ -8,12 +8,10 @@
 
 #include "apron/batch.hpp"
 #include "plan/plan.hpp"
+#include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
 using namespace apron;
-
-#define REQUIRE_GPU() \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
 
 namespace {
 

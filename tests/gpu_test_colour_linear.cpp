@@ -28,14 +28,12 @@
 #include "cuda/direct_tiled.hpp"
 #include "cuda/separable_fused.hpp"
 #include "plan/plan.hpp"
+#include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
 using namespace apron;
 
 namespace {
-
-#define REQUIRE_GPU() \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
 
 const char* const modes[] = {"reflect", "nearest", "mirror", "wrap", "constant"};
 

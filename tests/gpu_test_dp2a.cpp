@@ -17,15 +17,13 @@
 #include "core/border_index.hpp"
 #include "cuda/direct_dp4a.hpp"
 #include "plan/plan.hpp"
+#include "gpu_test_support.hpp"
 #include "plan_support.hpp"
 #include "test_support.hpp"
 
 using namespace apron;
 
 namespace {
-
-#define REQUIRE_GPU() \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
 
 using test::plan_for;
 
@@ -35,14 +33,6 @@ Mask float_mask(int k, std::uint32_t seed) {
     std::vector<double> w(std::size_t(k) * k);
     for (double& v : w) v = d(rng);
     return Mask(k, k, w);
-}
-
-struct Gpu {
-    std::unique_ptr<Executor> ex = make_cuda_executor();
-};
-Gpu& gpu() {
-    static Gpu g;
-    return g;
 }
 
 // The fixed-point result computed on the host from the same FixedPointMask: what the kernel must store.
@@ -76,7 +66,7 @@ void expect_fixed(const LinearPlan& p, const Image& in, int in_shift = 0, int ro
                              std::to_string(in.width()) + "x" + std::to_string(in.height()) + " shift " +
                              std::to_string(in_shift);
     ASSERT_FALSE(p.exact) << what;
-    Executor& ex = *gpu().ex;
+    Executor& ex = test::shared_cuda_executor();
     Buffer d_wide = ex.allocate(ImageShape{in.width() + in_shift, in.height(), 1, PixelType::u8});
     const ImageView d_in = d_wide.view.roi(in_shift, 0, in.width(), in.height());
     ex.upload(in.view(), d_in);

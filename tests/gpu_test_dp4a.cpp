@@ -13,16 +13,13 @@
 
 #include "cuda/direct_dp4a.hpp"
 #include "plan/plan.hpp"
+#include "gpu_test_support.hpp"
 #include "plan_support.hpp"
 #include "test_support.hpp"
 
 using namespace apron;
 
 namespace {
-
-#define REQUIRE_GPU() \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
-
 
 using test::plan_for;
 
@@ -43,14 +40,6 @@ Mask byte_mask(int k, int lo, int hi, std::uint32_t seed) {
     return Mask(k, k, w);
 }
 
-struct Gpu {
-    std::unique_ptr<Executor> ex = make_cuda_executor();
-};
-Gpu& gpu() {
-    static Gpu g;
-    return g;
-}
-
 // Runs the plan on the CUDA executor (device buffers; the output a view `out_shift` samples into a wider
 // buffer) and on the CPU backend; expects identical bits and that the dp4a kernel took it.
 void expect_exact(const LinearPlan& p, const Image& in, int out_shift = 0, int row_begin = 0, int row_end = -1) {
@@ -58,7 +47,7 @@ void expect_exact(const LinearPlan& p, const Image& in, int out_shift = 0, int r
                              to_string(p.out) + " border " + to_string(p.step.border) + " image " +
                              std::to_string(in.width()) + "x" + std::to_string(in.height());
     ASSERT_TRUE(p.exact) << what;
-    Executor& ex = *gpu().ex;
+    Executor& ex = test::shared_cuda_executor();
     Buffer d_in = ex.allocate(in.shape());
     ex.upload(in.view(), d_in.view);
     ASSERT_TRUE(cuda::direct_dp4a_supports(p, d_in.cview())) << what;

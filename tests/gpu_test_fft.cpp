@@ -20,16 +20,13 @@
 #include "cuda/fft_support.hpp"
 #include "plan/fft_bound.hpp"
 #include "plan/plan.hpp"
+#include "gpu_test_support.hpp"
 #include "plan_support.hpp"
 #include "test_support.hpp"
 
 using namespace apron;
 
 namespace {
-
-
-#define REQUIRE_GPU() \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
 
 using test::random_mask;
 

@@ -22,6 +22,7 @@
 #include "apron/errors.hpp"
 #include "apron/pipeline.hpp"
 #include "cuda/fft_linear.hpp"
+#include "gpu_test_support.hpp"
 #include "large_weights_support.hpp"
 #include "plan/plan.hpp"
 #include "plan_support.hpp"
@@ -30,9 +31,6 @@ using namespace apron;
 using namespace apron::test::large;
 
 namespace {
-
-#define REQUIRE_GPU() \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
 
 // The override table without the run-time compiled kernel, for one scope (the baseline kernel's cases).
 Overrides without_runtime_direct() {

@@ -14,14 +14,12 @@
 #include "cuda/launch_record.hpp"
 #include "plan/plan.hpp"
 #include "plan/step_kind.hpp"
+#include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
 using namespace apron;
 
 namespace {
-
-#define REQUIRE_GPU() \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
 
 std::string kernel_of(const StepPlan& s) {
     return on_kind(s, [](auto, const auto& p) { return p.kernel.name(); });

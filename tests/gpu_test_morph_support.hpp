@@ -13,11 +13,8 @@
 #include "apron/border.hpp"
 #include "apron/image.hpp"
 #include "apron/pipeline.hpp"
-#include "plan/plan.hpp"  // cuda_available
+#include "gpu_test_support.hpp"
 #include "test_support.hpp"
-
-#define REQUIRE_GPU() \
-    if (!apron::cuda_available()) GTEST_SKIP() << "no CUDA device"
 
 namespace apron::test {
 

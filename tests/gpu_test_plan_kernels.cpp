@@ -15,14 +15,12 @@
 #include "cuda/dispatch_table.hpp"
 #include "plan/backend_caps.hpp"
 #include "plan/plan.hpp"
+#include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
 using namespace apron;
 
 namespace {
-
-#define REQUIRE_GPU() \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
 
 const StepPlan& first_step(const ExecutionPlan& p) { return p.operations.at(0).steps.at(0); }
 

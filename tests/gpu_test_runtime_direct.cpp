@@ -15,16 +15,13 @@
 #include "apron/pipeline.hpp"
 #include "cuda/runtime_direct_api.hpp"
 #include "plan/plan.hpp"
+#include "gpu_test_support.hpp"
 #include "plan_support.hpp"
 #include "test_support.hpp"
 
 using namespace apron;
 
 namespace {
-
-
-#define REQUIRE_GPU() \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
 
 using test::plan_for;
 

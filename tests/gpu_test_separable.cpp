@@ -14,14 +14,12 @@
 
 #include "apron/pipeline.hpp"
 #include "plan/plan.hpp"
+#include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
 using namespace apron;
 
 namespace {
-
-#define REQUIRE_GPU() \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
 
 // The first step's linear plan for this spec on this shape.
 LinearPlan plan_of(const std::string& spec, const ImageShape& shape, PixelType out) {
