@@ -43,6 +43,7 @@
 #include "cuda/fft_support.hpp"
 #include "cuda/dispatch_table.hpp"
 #include "cuda/launch_record.hpp"
+#include "cuda/stream_scratch.hpp"
 
 namespace apron::cuda {
 namespace {
@@ -271,29 +272,6 @@ __global__ void __launch_bounds__(block_x* block_y)
     }
 }
 
-// Stream-ordered scratch for one call, freed on the stream after the call's last kernel.
-class Scratch {
-public:
-    Scratch(std::size_t bytes, cudaStream_t stream, const char* what) : stream_(stream) {
-        if (!bytes) return;
-        const cudaError_t e = cudaMallocAsync(&p_, bytes, stream);
-        if (e != cudaSuccess) {
-            cudaGetLastError();
-            throw Error(std::string("cuda: out of device memory for ") + what + " (" + std::to_string(bytes) + " bytes, " +
-                        cudaGetErrorString(e) + ")");
-        }
-    }
-    ~Scratch() {
-        if (p_) cudaFreeAsync(p_, stream_);
-    }
-    Scratch(const Scratch&) = delete;
-    Scratch& operator=(const Scratch&) = delete;
-    void* get() const { return p_; }
-
-private:
-    void* p_ = nullptr;
-    cudaStream_t stream_;
-};
 
 double shift_of(PixelType t) { return t == PixelType::u8 ? 128.0 : t == PixelType::u16 ? 32768.0 : 0.0; }
 

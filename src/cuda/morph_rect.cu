@@ -83,6 +83,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_limits.hpp"
 #include "cuda/morph_rect_fast.hpp"
+#include "cuda/stream_scratch.hpp"
 #include "cuda/launch_record.hpp"
 #include "cuda/morph_rect_ops.cuh"
 
@@ -502,23 +503,17 @@ void run_rect(const MorphPlan& plan, ConstImageView in, ImageView out, cudaStrea
 }
 
 // The chain of fast passes for a wide colour rectangle (see wide_colour_takes), through one or two
-// stream-ordered temporaries.
+// stream-ordered temporaries (cuda/stream_scratch.hpp).
 template <class T>
 void run_wide_colour(const MorphPlan& plan, ConstImageView in, ImageView out, cudaStream_t stream) {
     const Mask& e = plan.step.element;
     const int C = in.channels(), Wmax = morph_fast_max_width(C);
-    struct StreamBuffer {
-        void* data = nullptr;
-        cudaStream_t stream;
-        ~StreamBuffer() {
-            if (data) cudaFreeAsync(data, stream);
-        }
-    } tmp[2]{{nullptr, stream}, {nullptr, stream}};
     const std::size_t pitch = (std::size_t(in.width()) * C * sizeof(T) + 255) / 256 * 256;
-    const int passes = 1 + (e.width - Wmax + Wmax - 2) / (Wmax - 1);
-    for (int i = 0; i < std::min(passes - 1, 2); ++i)
-        APRON_CUDA_CHECK(cudaMallocAsync(&tmp[i].data, pitch * std::size_t(in.height()), stream));
-    auto image = [&](int i) { return ImageView{static_cast<std::byte*>(tmp[i].data), in.shape, pitch, Memory::device}; };
+    const std::size_t bytes = pitch * std::size_t(in.height());
+    const int passes = 1 + (e.width - 2) / (Wmax - 1);  // Wmax, then segments adding up to Wmax - 1 each
+    const Scratch tmp[2] = {{passes > 1 ? bytes : 0, stream, "a rectangle chain's image"},
+                            {passes > 2 ? bytes : 0, stream, "a rectangle chain's second image"}};
+    auto image = [&](int i) { return ImageView{static_cast<std::byte*>(tmp[i].get()), in.shape, pitch, Memory::device}; };
     // Pass 1: W1 x H with the vertical window, whole (fast interior and general ring) from the input.
     int made = Wmax, anchor = std::min(e.anchor_x, Wmax - 1);
     ImageView dst = passes == 1 ? out : image(0);
