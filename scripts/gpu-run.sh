@@ -21,6 +21,8 @@
 # and name .device-carry in the call's `carry`.
 # The device's copy of .git can be older than the working tree it carries: name the commit measured with
 # APRON_COMMIT=<sha> in the call, or the report shows the stale one.
+# APRON_CMAKE_ARGS adds configure options (-DAPRON_NVJPEG=OFF). "multi" measures every GPU of the node
+# (bench/multi_gpu.py, APRON_MULTI_ARGS); APRON_PYTHON_TESTS_ONLY=1 makes "python" run the suite alone.
 # APRON_GPU_STEPS selects steps (default "build test sanitize bench peers report"; "stress" runs one test
 # (APRON_STRESS, a gtest filter) in 16 processes at once, 4 rounds; "profile" runs ncu on one case,
 # APRON_PROFILE="--op correlate --type u8 --k 5"); APRON_BENCH_ARGS adds bench_gpu arguments (--sweep,
@@ -66,12 +68,20 @@ carry_pkg fftw3f fftw
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$OUT/summary.txt"
 echo "commit ${APRON_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}" | tee -a "$OUT/summary.txt"
 
+# libtiff: the GPU machine has the library (libtiff.so.6) but not its headers; Debian's libtiff-dev headers
+# are carried in .device-carry/tiff (apt-get download libtiff-dev; dpkg -x libtiff-dev*.deb .device-carry/tiff).
+tiff_args=()
+tiff_lib=$(ls /usr/lib/x86_64-linux-gnu/libtiff.so.6 2>/dev/null | head -1)
+if ! pkg-config --exists libtiff-4 2>/dev/null && [ -n "$tiff_lib" ] && [ -f "$carry/tiff/usr/include/x86_64-linux-gnu/tiffio.h" ]; then
+  tiff_args=(-DTIFF_INCLUDE_DIR="$carry/tiff/usr/include/x86_64-linux-gnu" -DTIFF_LIBRARY="$tiff_lib")
+fi
+
 case " $steps " in *" build "*)
   log "build"
   # APRON_CUDA=ON: the CUDA backend whatever the GPU detection of APRON_CUDA=AUTO finds (a failed detection
   # fails the configure here instead of building a CPU-only apron whose GPU tests all skip).
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DAPRON_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DPython_EXECUTABLE="$(command -v python3)" > "$OUT/build.log" 2>&1 ||
+    -DPython_EXECUTABLE="$(command -v python3)" "${tiff_args[@]}" ${APRON_CMAKE_ARGS:-} > "$OUT/build.log" 2>&1 ||
     { tail -30 "$OUT/build.log"; exit 1; }
   cmake --build build-gpu -j"$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
   # Register and shared-memory use of every kernel (ptxas), for docs/perf-notes.md.
@@ -129,8 +139,11 @@ case " $steps " in *" python "*)
   # build's extension, then the call overhead (NumPy, CuPy, torch) and device arrays at full size against
   # the same cases in C++ and against cupyx.scipy.ndimage (bench/python_device.py), into python.txt.
   log "python: tests/python_api, call overhead, device arrays"
-  { APRON_PYTHON_BUILD=$root/build-gpu/python APRON_BIN=$root/build-gpu/tools/apron timeout 240 \
+  { nvidia-smi -L
+    APRON_PYTHON_BUILD=$root/build-gpu/python APRON_BIN=$root/build-gpu/tools/apron timeout 240 \
       python3 -m pytest -q -p no:cacheprovider -rs tests/python_api 2>&1 | tail -25
+    # APRON_PYTHON_TESTS_ONLY=1: the suite alone (a multi-GPU call, whose time all counts).
+    if [ -z "${APRON_PYTHON_TESTS_ONLY:-}" ]; then
     for array in numpy cupy torch; do
       PYTHONPATH=$root/build-gpu/python timeout 60 python3 bench/python_overhead.py --array $array 2>&1 | tail -8
     done
@@ -139,7 +152,8 @@ case " $steps " in *" python "*)
     PYTHONPATH=$root/build-gpu/python${carry:+:$carry/kornia} timeout 240 python3 bench/python_device.py \
       --bench-gpu build-gpu/bench/bench_gpu 2>&1 | tail -40
     PYTHONPATH=$root/build-gpu/python timeout 120 python3 bench/python_cpu_peers.py 2>&1 | tail -24
-  } > "$OUT/python.txt" 2>&1
+    fi
+  } > "$OUT/python.txt" 2>&1 < /dev/null
   grep -E "passed|failed|error" "$OUT/python.txt" | tail -3 | tee -a "$OUT/summary.txt"
 ;; esac
 
@@ -252,6 +266,20 @@ case " $steps " in *" batch "*)
   log "batch: files"
   timeout ${APRON_BATCH_TIMEOUT:-240} python3 bench/batch_files.py --apron build-gpu/tools/apron ${APRON_BATCH_FILES_ARGS:-} 2>&1 |
     tee -a "$OUT/summary.txt"
+;; esac
+
+case " $steps " in *" multi "*)
+  # Every GPU of the node (issue 29): batches from files in a tmpfs against the storage bound measured by cat
+  # in the same run, a GPU-bound batch and one streamed image on 1, 2 and 4 GPUs (one process, MPI ranks),
+  # bench_batch host to host; every output compared across GPU counts (bench/multi_gpu.py).
+  log "multi-GPU: files against the storage bound, scaling over 1, 2, 4 GPUs"
+  nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
+  tiff_flag=$(grep -q "^TIFF_LIBRARY.*libtiff" build-gpu/CMakeCache.txt && echo --tiff)
+  timeout ${APRON_MULTI_TIMEOUT:-420} python3 bench/multi_gpu.py --apron build-gpu/tools/apron \
+    --bench-batch build-gpu/bench/bench_batch --csv "$OUT/multi.csv" --md "$OUT/multi.md" $tiff_flag \
+    ${APRON_MULTI_ARGS:-} > "$OUT/multi.txt" 2>&1 < /dev/null
+  cat "$OUT/multi.md" >> "$OUT/summary.txt"
+  rm -rf /dev/shm/apron-multi
 ;; esac
 
 case " $steps " in *" peers "*)

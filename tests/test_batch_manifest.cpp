@@ -633,6 +633,22 @@ TEST(BatchProgress, StageNames) {
     EXPECT_STREQ(to_string(Stage::download), "download");
     EXPECT_STREQ(to_string(Stage::write), "write");
     EXPECT_STREQ(to_string(Stage::idle), "idle");
+    EXPECT_STREQ(to_string(Stage::hash), "hash");
+    EXPECT_STREQ(to_string(Stage::decode), "decode");
+    EXPECT_STREQ(to_string(Stage::pin), "pin");
+    EXPECT_STREQ(to_string(Stage::encode), "encode");
+}
+
+TEST(BatchProgress, SummaryGivesTheRateOfStagesThatCountBytes) {
+    StageClock clock;
+    clock.add(Stage::read, 8);  // 2 threads over 10 s: 40 %
+    clock.set_workers(Stage::read, 2);
+    clock.add_bytes(Stage::read, 30'000'000'000);  // 3 GB/s over the run
+    clock.add(Stage::compute, 1);
+    const std::string s = stage_summary(clock, 10);
+    EXPECT_NE(s.find("bottleneck: read (40% busy, 3.00 GB/s)"), std::string::npos) << s;
+    EXPECT_NE(s.find("read           8.00        2   40.0%    3.00\n"), std::string::npos) << s;
+    EXPECT_NE(s.find("compute        1.00        1   10.0%\n"), std::string::npos) << s;
 }
 
 TEST(BatchProgress, StageClockSumsAndIgnoresNonsense) {
@@ -663,7 +679,7 @@ TEST(BatchProgress, SummaryNamesTheBusiestStage) {
     EXPECT_NE(s.find("upload         0.00        1    0.0%"), std::string::npos) << s;
     // Every stage has its row, in pipeline order.
     std::size_t at = 0;
-    for (const char* name : {"read ", "upload ", "compute ", "download ", "write ", "idle "}) {
+    for (const char* name : {"read ", "hash ", "decode ", "pin ", "upload ", "compute ", "download ", "encode ", "write ", "idle "}) {
         const std::size_t found = s.find(std::string("\n") + name, at);
         ASSERT_NE(found, std::string::npos) << name << " in\n" << s;
         at = found + 1;

@@ -54,7 +54,7 @@ std::vector<int> device_list(const std::string& text) {
 
 std::string human_seconds(double s) {
     char b[32];
-    std::snprintf(b, sizeof b, s < 100 ? "%.2f s" : "%.0f s", s);
+    std::snprintf(b, sizeof b, s < 10 ? "%.3f s" : s < 100 ? "%.2f s" : "%.0f s", s);
     return b;
 }
 
@@ -77,6 +77,11 @@ int dry_run(const BatchArgs& a, const std::vector<apron::BatchItem>& items, cons
                   << o.pipeline.describe(check.first_shape, o.run);
     else
         std::cout << "no plan: no input is readable\n";
+    if (!check.streamed.empty()) {
+        std::cout << check.streamed.size() << " of " << items.size()
+                  << " inputs larger than the memory budget, streamed in bands after the others:\n";
+        for (const auto& input : check.streamed) std::cout << "  " << input << "\n";
+    }
     if (!check.failures.empty()) {
         std::cout << check.failures.size() << " of " << items.size()
                   << " inputs unreadable (a real run reports each and exits 5):\n";

@@ -53,7 +53,10 @@ struct BatchOptions {
 
     // Host memory for the images in flight: each image's file, decoded pixels, result and the result's
     // encoding are counted before they are allocated (sizes from the file's header), and an image waits
-    // until it fits beside the others; one that alone does not fit fails alone, like a corrupt file.
+    // until it fits beside the others. One that alone does not fit is streamed in bands (apron/stream.hpp,
+    // as `apron filter` streams it) with the whole budget after the others are done, where its file alone
+    // names its output (no job file padding, no source or sink callbacks); otherwise it fails alone, like a
+    // corrupt file.
     // 0: default_memory_budget() (apron/memory.hpp). It is also read.memory_budget and run.memory_budget
     // where those are 0.
     std::uint64_t memory_budget = 0;
@@ -110,6 +113,7 @@ struct BatchCheck {
     std::optional<std::size_t> first;    // the first input that reads, if any
     ImageShape first_shape;              // and its shape
     std::vector<BatchFailure> failures;  // in input order
+    std::vector<std::string> streamed;   // inputs larger than the memory budget: streamed in bands, after the others
 };
 BatchCheck check_batch_inputs(const std::vector<BatchItem>& items, const BatchOptions& options);
 // Where run_batch would compute ("CPU backend", "2 GPUs x 4 streams"), with its checks of the backend,

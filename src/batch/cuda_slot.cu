@@ -38,6 +38,7 @@ class CudaSlot final : public ComputeSlot {
 public:
     explicit CudaSlot(int device) : device_(device) {
         APRON_CUDA_CHECK(cudaSetDevice(device));
+        APRON_CUDA_CHECK(cudaFree(nullptr));  // the device's context, now: its start is set-up, not an image's upload
         APRON_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
         for (cudaEvent_t& e : marks_) APRON_CUDA_CHECK(cudaEventCreate(&e));
     }
@@ -72,6 +73,8 @@ public:
             APRON_CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[s], marks_[s + 1]));
             clock.add(stages[s], ms * 1e-3);
         }
+        clock.add_bytes(Stage::upload, std::uint64_t(in.shape.row_bytes()) * std::uint64_t(in.height()));
+        clock.add_bytes(Stage::download, std::uint64_t(out.shape.row_bytes()) * std::uint64_t(out.height()));
     }
 
 private:

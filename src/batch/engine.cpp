@@ -14,6 +14,7 @@
 #include "apron/batch.hpp"
 #include "apron/errors.hpp"
 #include "apron/memory.hpp"
+#include "apron/stream.hpp"
 #include "core/bounded_queue.hpp"
 #include "batch/compute_slot.hpp"
 #include "batch/image_header.hpp"
@@ -21,9 +22,10 @@
 #include "batch/manifest.hpp"
 #include "batch/memory_gate.hpp"
 #include "batch/output_lock.hpp"
+#include "batch/pnm_in_place.hpp"
 #include "batch/progress.hpp"
+#include "core/host_memory.hpp"
 #include "core/usable_cores.hpp"
-#include "io/file_io.hpp"
 
 namespace apron {
 namespace {
@@ -41,7 +43,8 @@ struct InputFacts {
 struct Work {
     std::size_t index = 0;
     Image image;          // decoded here, or filtered here
-    ConstImageView view;  // the decoded pixels: image's, or the caller's (BatchOptions::source)
+    HostBuffer file;      // the file's bytes, where the image is a view of them (binary PNM)
+    ConstImageView view;  // the decoded pixels: image's, file's, or the caller's (BatchOptions::source)
     InputFacts input;
     // Bytes of the memory budget this image holds: its decoded pixels (until filtered), its result and
     // the result's encoding (until written).
@@ -93,6 +96,11 @@ RunOptions run_options(const BatchOptions& o) {
 // The shape of an input as a dry run sees it. Decoded whole, one image at a time: a header alone would pass
 // a file cut short after it, or corrupt compressed data, that the real run then reports as unreadable.
 ImageShape probe_input(const std::string& path, const ReadOptions& ro) { return read_image(path, ro).shape(); }
+
+// An error of the band engine that names an option ("--memory: a band of ...") with the input it was about.
+std::string naming(const std::string& input, const std::string& message) {
+    return message.starts_with(input) ? message : input + ": " + message;
+}
 
 // The job file's promises about every image, checked as each is read.
 void check_against_job(const BatchItem& item, const BatchOptions& o, const ImageShape& s) {
@@ -152,7 +160,8 @@ public:
         make_slots();
         const int cores = usable_cores();
         const int io = o_.io_threads > 0 ? o_.io_threads : std::clamp(cores, 1, 64);
-        for (Stage s : {Stage::read, Stage::write}) clock_.set_workers(s, io);
+        for (Stage s : {Stage::read, Stage::hash, Stage::decode, Stage::encode, Stage::write}) clock_.set_workers(s, io);
+        clock_.set_workers(Stage::pin, io + int(slots_.size()));
         clock_.set_workers(Stage::idle, int(slots_.size()));
         if (!o_.output_dir.empty() && !o_.sink) {
             if (o_.lock_output) lock_ = std::make_unique<OutputLock>(o_.output_dir);  // creates the directories
@@ -187,6 +196,8 @@ public:
             });
         for (int i = 0; i < io; ++i) threads.emplace_back([&] { guarded([&] { io_loop(); }); });
         for (auto& t : threads) t.join();
+        if (!fatal_) slots_.clear();  // the GPUs' streams and buffers go before the band engine takes them
+        if (!fatal_) stream_large_images();
         progress_->finish();
         if (fatal_) std::rethrow_exception(fatal_);
 
@@ -207,8 +218,26 @@ private:
             clock_.set_workers(Stage::compute, 1);
             return;
         }
-        for (int d : devices)
-            for (int s = 0; s < o_.streams_per_device; ++s) slots_.push_back(make_cuda_slot(d));
+        // Each GPU starts in a thread of its own (its context, streams and events): the driver's start of one
+        // device takes a good part of a second, and devices started one after the other made a second GPU
+        // cost more set-up than it saved.
+        std::vector<std::vector<std::unique_ptr<ComputeSlot>>> per_device(devices.size());
+        std::vector<std::exception_ptr> errors(devices.size());
+        std::vector<std::thread> starting;
+        for (std::size_t i = 0; i < devices.size(); ++i)
+            starting.emplace_back([&, i] {
+                try {
+                    for (int s = 0; s < o_.streams_per_device; ++s) per_device[i].push_back(make_cuda_slot(devices[i]));
+                } catch (...) {
+                    errors[i] = std::current_exception();
+                }
+            });
+        for (auto& t : starting) t.join();
+        for (const std::exception_ptr& e : errors)
+            if (e) std::rethrow_exception(e);
+        // Slot k of every device before slot k+1 of any: with fewer images than slots, every GPU gets some.
+        for (int s = 0; s < o_.streams_per_device; ++s)
+            for (auto& slots : per_device) slots_.push_back(std::move(slots[std::size_t(s)]));
         devices_ = int(devices.size());
         // Each slot's share of time in each stage (the events time a stage from when it is queued on the
         // slot's stream, so a copy waiting for the copy engine counts as upload): the stage where images
@@ -299,14 +328,21 @@ private:
             return end_read(false);
         }
         const BatchItem& item = items_.at(*index);
-        Work w{*index, {}, {}, {}, 0, 0};
+        Work w;
+        w.index = *index;
         try {
             if (manifest_ && o_.resume && skip_finished(item)) return end_read(false);
             if (o_.source) {
                 StageTimer t(clock_, Stage::read);
                 w.view = o_.source(*index);
-            } else if (!read_file(item, w)) {
-                return end_read(false);  // the batch is stopping
+            } else {
+                const Read read = read_file(item, w);
+                if (read == Read::stopping) return end_read(false);
+                if (read == Read::streams) {
+                    std::lock_guard<std::mutex> lock(mutex_);
+                    too_large_.push_back(*index);
+                    return end_read(false);
+                }
             }
             check_against_job(item, o_, w.view.shape);
         } catch (const std::exception& e) {  // apron::Error or bad_alloc: this image only
@@ -336,16 +372,20 @@ private:
         return true;
     }
 
+    enum class Read { done, stopping, streams };
+
     // Reads and decodes item's file into w, within the memory budget: the file, its decoded pixels and the
-    // result are taken from the budget (sizes from the header) before anything is allocated. false when the
-    // batch stopped while this image waited for memory.
-    bool read_file(const BatchItem& item, Work& w) {
+    // result are taken from the budget (sizes from the header) before anything is allocated. `stopping` when
+    // the batch stopped while this image waited for memory; `streams` for an image that alone does not fit
+    // the budget and can be streamed in bands instead (after the others, run()).
+    Read read_file(const BatchItem& item, Work& w) {
         const io::InputFile file(item.input);
         const std::uint64_t budget = gate_.budget();
         const std::optional<ImageShape> header = shape_from_header(file, read_);
         std::uint64_t held = 0;
         if (header) {
             const Charge c = charge_of(file.size(), *header, o_, run_);
+            if (c.total() > budget && streamable(item)) return Read::streams;
             check_fits(item.input, c, budget);
             held = c.total();
         } else {
@@ -353,27 +393,36 @@ private:
             check_fits(item.input, Charge{file.size(), 0, 0}, budget);
             held = budget;
         }
-        if (!wait_for_memory(held)) return false;
+        if (!wait_for_memory(held)) return Read::stopping;
         try {
-            StageTimer t(clock_, Stage::read);
             ReadOptions ro = read_;
             if (!cpu_) ro.memory = HostMemory::pinned;
             {
-                const std::string bytes = file.read_all();
-                // The bytes decoded are the bytes the manifest describes: no second read of the file.
-                w.input = {bytes.size(), file.mtime_ns(), crc32_of(std::string_view(bytes))};
-                const std::span<const std::uint8_t> file_bytes(reinterpret_cast<const std::uint8_t*>(bytes.data()),
-                                                               bytes.size());
-                w.image = decode_image(file_bytes, item.input, ro);
+                HostBuffer bytes = read_whole(file, w.input);
+                const std::span<std::uint8_t> file_bytes(bytes.data(), bytes.size());
+                StageTimer t(clock_, Stage::decode);
                 if (o_.keep_metadata || o_.auto_orient) w.metadata = read_metadata(file_bytes, item.input, ro);
-                const ImageShape stored = w.image.shape();
-                // The turned copy replaces the decoded image at once: for a moment the image is held twice.
-                if (o_.auto_orient) turn_upright(w.image, w.metadata, ro.memory);
+                // Binary PNM is its own pixels: the image is a view of the bytes read (pinned for the GPU).
+                // Where it would need turning (never: PNM has no orientation), it is decoded as any other.
+                std::optional<ImageView> in_place;
+                if (!(o_.auto_orient && w.metadata.orientation >= 2)) in_place = pnm_in_place(file_bytes, item.input, ro);
+                ImageShape stored;
+                if (in_place) {
+                    w.view = as_const(*in_place);
+                    w.file = std::move(bytes);
+                    stored = w.view.shape;
+                } else {
+                    w.image = decode_image(file_bytes, item.input, ro);
+                    stored = w.image.shape();
+                    // The turned copy replaces the decoded image at once: for a moment the image is held twice.
+                    if (o_.auto_orient) turn_upright(w.image, w.metadata, ro.memory);
+                    w.view = w.image.view();
+                }
                 if (!o_.keep_metadata) w.metadata = {};
-                if (o_.keep_metadata && !o_.sink) say_not_carried(item, stored, w.image.shape(), w.metadata);
-            }  // the file's bytes are freed
-            w.view = w.image.view();
-            const Charge real = charge_of(0, w.view.shape, o_, run_);
+                if (o_.keep_metadata && !o_.sink) say_not_carried(item, stored, w.view.shape, w.metadata);
+            }  // the file's bytes are freed (unless the image lies in them)
+            Charge real = charge_of(0, w.view.shape, o_, run_);
+            if (w.file.data()) real.decoded = w.file.size();  // the image lies in the file's bytes
             check_fits(item.input, Charge{w.input.bytes, real.decoded, real.result}, budget);
             // Keep what the image holds now; a header that under-stated it is counted as it is.
             if (real.total() <= held) gate_.give(held - real.total());
@@ -384,7 +433,82 @@ private:
             if (!w.held_decoded && !w.held_result) gate_.give(held);
             throw;
         }
-        return true;
+        return Read::done;
+    }
+
+    // An image larger than the budget goes through the band engine (apron/stream.hpp) as `apron filter`
+    // streams it, where nothing but its file names the output: not padded (a job file's padding is cropped
+    // from a whole image), not the caller's pixels or sink.
+    bool streamable(const BatchItem& item) const { return !o_.sink && !o_.source && item.pad_x == 0 && item.pad_y == 0; }
+
+    // The images set aside as larger than the budget, one after the other, each with the whole budget and
+    // every GPU of the batch, after the others are done (they would not fit beside them). Each ends done or
+    // failed as any other image, and is recorded in the manifest with the CRC-32 of both files.
+    void stream_large_images() {
+        std::sort(too_large_.begin(), too_large_.end());
+        for (const std::size_t index : too_large_) {
+            if (stop_) return;
+            const BatchItem& item = items_[index];
+            try {
+                StreamOptions so;
+                so.run = run_;
+                so.run.backend = cpu_ ? (run_.backend == Backend::reference ? Backend::reference : Backend::cpu) : Backend::cuda;
+                so.pnm_byte_order = read_.pnm_byte_order;
+                so.io_threads = std::clamp(o_.io_threads > 0 ? o_.io_threads : usable_cores(), 1, 64);
+                ReadOptions header = read_;
+                header.max_pixels = std::uint64_t(1) << 62;  // the band engine's own limits apply
+                header.memory_budget = 0;                      // segments before the pixels, never the whole file
+                if (o_.keep_metadata) {
+                    so.metadata = read_metadata(item.input, header);
+                    const ImageShape in = probe_image(item.input, header);
+                    const std::string note = fit_metadata(so.metadata, format_for_path(item.output), item.output, in,
+                                                          o_.pipeline.output_shape(in, run_), true);
+                    if (!note.empty()) std::fprintf(stderr, "apron: %s\n", note.c_str());
+                }
+                const StreamReport r = stream_filter(item.input, item.output, o_.pipeline, so);
+                if (o_.notice)
+                    o_.notice(item.input + ": larger than the memory budget of " + format_bytes(gate_.budget()) +
+                              ": streamed in " + std::to_string(r.bands) + " bands of " + std::to_string(r.band_rows) + " rows");
+                const io::InputFile in(item.input), out(item.output);
+                if (manifest_)
+                    manifest_->record({relative_output(item.output, o_.output_dir), out.size(), crc32_of_file(item.output),
+                                       item.input, in.size(), in.mtime_ns(), crc32_of_file(item.input)});
+                const ImageShape shape = probe_image(item.input, header);
+                std::lock_guard<std::mutex> lock(mutex_);
+                ++report_.done;
+                report_.pixels += shape.pixels();
+                report_.bytes_in += std::uint64_t(shape.row_bytes()) * std::uint64_t(shape.height);
+                report_.bytes_out += std::uint64_t(o_.pipeline.output_shape(shape, run_).row_bytes()) * std::uint64_t(shape.height);
+            } catch (const std::exception& e) {
+                failed(index, naming(item.input, e.what()));
+                continue;
+            }
+            progress_->advance(0);
+        }
+    }
+
+    // The file's bytes, into page-locked memory where the GPU takes the image (its copy then runs at the PCIe
+    // rate from where the file was read), with the CRC-32 the manifest records taken piece by piece as each
+    // is read: the bytes decoded are the bytes the manifest describes, and no second pass reads them.
+    HostBuffer read_whole(const io::InputFile& file, InputFacts& facts) {
+        HostBuffer bytes;
+        {
+            StageTimer t(clock_, Stage::pin);
+            bytes = HostBuffer(std::size_t(file.size()), !cpu_);
+        }
+        const auto start = Clock::now();
+        double hashing = 0;
+        std::uint32_t crc = crc32_start();
+        file.read_all_into(std::span<std::uint8_t>(bytes.data(), bytes.size()), [&](std::span<const std::uint8_t> piece) {
+            const auto h = Clock::now();
+            crc = crc32_update(crc, piece);
+            hashing += std::chrono::duration<double>(Clock::now() - h).count();
+        });
+        clock_.add(Stage::read, std::chrono::duration<double>(Clock::now() - start).count() - hashing);
+        clock_.add(Stage::hash, hashing);
+        clock_.add_bytes(Stage::read, bytes.size());
+        facts = {bytes.size(), file.mtime_ns(), crc};
+        return bytes;
     }
 
     // Fits an image's metadata to its output (fit_metadata) and says on stderr what the output cannot hold.
@@ -418,10 +542,17 @@ private:
             }
             if (!w) return;
             give_read_room();
-            Work out{w->index, {}, {}, w->input, 0, w->held_result, std::move(w->metadata)};
+            Work out;
+            out.index = w->index;
+            out.input = w->input;
+            out.held_result = w->held_result;
+            out.metadata = std::move(w->metadata);
             try {
                 const ImageShape shape = o_.pipeline.output_shape(w->view.shape, ro);
-                out.image = Image(shape, cpu_ ? HostMemory::pageable : HostMemory::pinned);
+                {
+                    StageTimer t(clock_, Stage::pin);
+                    out.image = Image(shape, cpu_ ? HostMemory::pageable : HostMemory::pinned);
+                }
                 slot.run(o_.pipeline, ro, w->view, out.image.view(), clock_);
                 std::lock_guard<std::mutex> lock(mutex_);
                 report_.bytes_in += w->view.shape.row_bytes() * std::size_t(w->view.height());
@@ -450,21 +581,18 @@ private:
         const std::uint64_t pixels = std::uint64_t(w.image.width()) * std::uint64_t(w.image.height());
         try {
             GiveBack give_back{gate_, w};
-            StageTimer t(clock_, Stage::write);
             const ImageView full = w.image.view();
             const ImageView kept = full.roi(item.pad_x, item.pad_y, full.width() - 2 * item.pad_x,
                                             full.height() - 2 * item.pad_y);
             const std::uint64_t bytes = kept.shape.row_bytes() * std::uint64_t(kept.height());
             if (o_.sink) {
+                StageTimer t(clock_, Stage::write);
                 o_.sink(w.index, kept);
             } else {
-                WriteOptions write = o_.write;
-                write.metadata = std::move(w.metadata);
-                const std::vector<std::uint8_t> file = encode_image(format_for_path(item.output), kept, item.output, write);
-                write_file_atomically(item.output, file);
+                const auto [size, crc] = write_output(item, kept, std::move(w.metadata));
                 if (manifest_)
-                    manifest_->record({relative_output(item.output, o_.output_dir), file.size(), crc32_of(file),
-                                       item.input, w.input.bytes, w.input.mtime_ns, w.input.crc32});
+                    manifest_->record({relative_output(item.output, o_.output_dir), size, crc, item.input, w.input.bytes,
+                                       w.input.mtime_ns, w.input.crc32});
             }
             std::lock_guard<std::mutex> lock(mutex_);
             ++report_.done;
@@ -475,6 +603,43 @@ private:
             return;
         }
         progress_->advance(pixels);
+    }
+
+    // Encodes and writes one result atomically; its size and CRC-32. Binary PNM goes out from the result's
+    // own rows, each chunk's CRC taken just before it is written (no encoded copy, no second pass); other
+    // formats are encoded first.
+    std::pair<std::uint64_t, std::uint32_t> write_output(const BatchItem& item, ImageView kept, ImageMetadata metadata) {
+        std::uint32_t crc = crc32_start();
+        const bool hashed = manifest_ != nullptr;  // the manifest alone needs the CRC
+        if (writes_pnm_in_place(item.output, o_.write, kept.shape)) {
+            const auto start = Clock::now();
+            double hashing = 0;
+            const std::uint64_t size = write_pnm_in_place(item.output, kept, [&](std::span<const std::uint8_t> chunk) {
+                if (!hashed) return;
+                const auto h = Clock::now();
+                crc = crc32_update(crc, chunk);
+                hashing += std::chrono::duration<double>(Clock::now() - h).count();
+            });
+            clock_.add(Stage::write, std::chrono::duration<double>(Clock::now() - start).count() - hashing);
+            clock_.add(Stage::hash, hashing);
+            clock_.add_bytes(Stage::write, size);
+            return {size, crc};
+        }
+        std::vector<std::uint8_t> file;
+        {
+            StageTimer t(clock_, Stage::encode);
+            WriteOptions write = o_.write;
+            write.metadata = std::move(metadata);
+            file = encode_image(format_for_path(item.output), as_const(kept), item.output, write);
+        }
+        if (hashed) {
+            StageTimer t(clock_, Stage::hash);
+            crc = crc32_update(crc, file);
+        }
+        StageTimer t(clock_, Stage::write);
+        write_file_atomically(item.output, file);
+        clock_.add_bytes(Stage::write, file.size());
+        return {file.size(), crc};
     }
 
     const std::vector<BatchItem>& items_;
@@ -491,6 +656,7 @@ private:
     int read_room_ = 0, reading_ = 0;  // under room_mutex_
     std::atomic<bool> feed_done_ = false;
     std::unique_ptr<Manifest> manifest_;
+    std::vector<std::size_t> too_large_;  // images streamed after the others (under mutex_)
     std::unique_ptr<Progress> progress_;
     StageClock clock_;
     std::atomic<std::size_t> counter_ = 0;
@@ -516,11 +682,29 @@ BatchCheck check_batch_inputs(const std::vector<BatchItem>& items, const BatchOp
     const std::uint64_t budget = budget_of(options);
     std::vector<std::optional<std::string>> why(items.size());
     std::vector<ImageShape> shapes(items.size());
+    std::vector<char> streams(items.size(), 0);
     std::atomic<std::size_t> next = 0;
     auto check = [&] {
         for (std::size_t i; (i = next++) < items.size();) {
             try {
-                const std::uint64_t file = io::InputFile(items[i].input).size();  // what a real run refuses to open
+                const io::InputFile input(items[i].input);  // what a real run refuses to open
+                const std::uint64_t file = input.size();
+                // Larger than the budget: a real run streams it in bands, as this plans it.
+                const std::optional<ImageShape> header = shape_from_header(input, ro);
+                if (header && charge_of(file, *header, options, run).total() > budget && !options.sink &&
+                    !options.source && items[i].pad_x == 0 && items[i].pad_y == 0) {
+                    StreamOptions so;
+                    so.run = run;
+                    so.pnm_byte_order = ro.pnm_byte_order;
+                    try {
+                        describe_stream(items[i].input, items[i].output, options.pipeline, so);
+                    } catch (const std::exception& e) {
+                        why[i] = naming(items[i].input, e.what());
+                        continue;
+                    }
+                    streams[i] = 1;
+                    continue;
+                }
                 const ImageShape shape = probe_input(items[i].input, ro);
                 check_against_job(items[i], options, shape);
                 check_fits(items[i].input, charge_of(file, shape, options, run), budget);
@@ -540,6 +724,8 @@ BatchCheck check_batch_inputs(const std::vector<BatchItem>& items, const BatchOp
     for (std::size_t i = 0; i < items.size(); ++i) {
         if (why[i]) {
             result.failures.push_back({items[i].input, *why[i]});
+        } else if (streams[i]) {
+            result.streamed.push_back(items[i].input);
         } else if (!result.first) {
             result.first = i;
             result.first_shape = shapes[i];

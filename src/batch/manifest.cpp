@@ -281,6 +281,12 @@ bool write_all(int fd, const std::string& text) { return io::write_all(fd, text.
 
 }  // namespace
 
+std::uint32_t crc32_start() { return std::uint32_t(::crc32(0L, Z_NULL, 0)); }
+
+std::uint32_t crc32_update(std::uint32_t crc, std::span<const std::uint8_t> bytes) {
+    return crc_update(crc, bytes.data(), bytes.size());
+}
+
 std::uint32_t crc32_of(std::span<const std::uint8_t> bytes) {
     return crc_update(std::uint32_t(::crc32(0L, Z_NULL, 0)), bytes.data(), bytes.size());
 }

@@ -35,6 +35,9 @@
 
 namespace apron::batch {
 
+// A CRC-32 taken piece by piece: crc32_update(crc32_update(crc32_start(), a), b) == crc32_of(a then b).
+std::uint32_t crc32_start();
+std::uint32_t crc32_update(std::uint32_t crc, std::span<const std::uint8_t> bytes);
 std::uint32_t crc32_of(std::span<const std::uint8_t> bytes);
 std::uint32_t crc32_of(std::string_view bytes);
 // Throws apron::Error naming the file when it cannot be read.

@@ -35,8 +35,14 @@ std::string bar(std::size_t done, std::size_t total) {
     return b + "]";
 }
 
-// The five stages that can be a bottleneck; idle is waiting, not work.
-constexpr Stage kWorkStages[] = {Stage::read, Stage::upload, Stage::compute, Stage::download, Stage::write};
+// The stages that can be a bottleneck; idle is waiting, not work.
+constexpr Stage kWorkStages[] = {Stage::read,    Stage::hash,     Stage::decode, Stage::pin,  Stage::upload,
+                                 Stage::compute, Stage::download, Stage::encode, Stage::write};
+
+// GB/s a stage moved over the run; 0 where it counts no bytes.
+double rate(const StageClock& clock, Stage s, double wall_seconds) {
+    return wall_seconds > 0 ? double(clock.bytes(s)) * 1e-9 / wall_seconds : 0;
+}
 
 double utilisation(const StageClock& clock, Stage s, double wall_seconds) {
     if (!(wall_seconds > 0)) return 0;
@@ -48,9 +54,13 @@ double utilisation(const StageClock& clock, Stage s, double wall_seconds) {
 const char* to_string(Stage s) {
     switch (s) {
     case Stage::read: return "read";
+    case Stage::hash: return "hash";
+    case Stage::decode: return "decode";
+    case Stage::pin: return "pin";
     case Stage::upload: return "upload";
     case Stage::compute: return "compute";
     case Stage::download: return "download";
+    case Stage::encode: return "encode";
     case Stage::write: return "write";
     case Stage::idle: return "idle";
     }
@@ -128,14 +138,19 @@ void Progress::draw(bool final) {
 
 std::string stage_summary(const StageClock& clock, double wall_seconds) {
     char header[128];
-    std::snprintf(header, sizeof header, "%-9s %9s %8s %7s\n", "stage", "busy s", "threads", "util");
+    std::snprintf(header, sizeof header, "%-9s %9s %8s %7s %7s\n", "stage", "busy s", "threads", "util", "GB/s");
     std::string text = header;
     for (int i = 0; i < stage_count; ++i) {
         const Stage s = Stage(i);
         char row[128];
-        std::snprintf(row, sizeof row, "%-9s %9.2f %8d %6.1f%%\n", to_string(s), clock.seconds(s), clock.workers(s),
+        std::snprintf(row, sizeof row, "%-9s %9.2f %8d %6.1f%%", to_string(s), clock.seconds(s), clock.workers(s),
                       100.0 * utilisation(clock, s, wall_seconds));
         text += row;
+        if (clock.bytes(s)) {
+            std::snprintf(row, sizeof row, " %7.2f", rate(clock, s, wall_seconds));
+            text += row;
+        }
+        text += "\n";
     }
 
     const Stage* busiest = nullptr;
@@ -146,8 +161,12 @@ std::string stage_summary(const StageClock& clock, double wall_seconds) {
             busiest = &s;
         }
     if (!busiest) return text + "bottleneck: none (nothing ran)\n";
-    char last[96];
-    std::snprintf(last, sizeof last, "bottleneck: %s (%.0f%% busy)\n", to_string(*busiest), 100.0 * best);
+    char last[128];
+    if (clock.bytes(*busiest))
+        std::snprintf(last, sizeof last, "bottleneck: %s (%.0f%% busy, %.2f GB/s)\n", to_string(*busiest), 100.0 * best,
+                      rate(clock, *busiest, wall_seconds));
+    else
+        std::snprintf(last, sizeof last, "bottleneck: %s (%.0f%% busy)\n", to_string(*busiest), 100.0 * best);
     return text + last;
 }
 

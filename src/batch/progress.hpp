@@ -10,9 +10,11 @@
 
 namespace apron::batch {
 
-// The stages of one image. `idle` is time a compute worker waited for input (decoded images).
-enum class Stage { read, upload, compute, download, write, idle };
-constexpr int stage_count = 6;
+// The stages of one image: reading the file (the system calls), its CRC-32 (for the manifest, fused with
+// the read), decoding it, taking page-locked memory, copies to and from the GPU and the filters, encoding the
+// result, its CRC-32 and writing it. `idle` is time a compute worker waited for input (decoded images).
+enum class Stage { read, hash, decode, pin, upload, compute, download, encode, write, idle };
+constexpr int stage_count = 10;
 const char* to_string(Stage s);
 
 // Busy time per stage, summed over the threads doing it (thread-safe), and how many threads do each.
@@ -22,10 +24,14 @@ public:
     double seconds(Stage s) const;
     void set_workers(Stage s, int n) { workers_[int(s)] = n; }
     int workers(Stage s) const { return workers_[int(s)]; }
+    // Bytes a stage moved (files read or written, pixels copied), for its rate in the summary.
+    void add_bytes(Stage s, std::uint64_t bytes) { bytes_[int(s)].fetch_add(bytes, std::memory_order_relaxed); }
+    std::uint64_t bytes(Stage s) const { return bytes_[int(s)].load(std::memory_order_relaxed); }
 
 private:
     std::atomic<std::int64_t> ns_[stage_count] = {};
-    int workers_[stage_count] = {1, 1, 1, 1, 1, 1};
+    std::atomic<std::uint64_t> bytes_[stage_count] = {};
+    int workers_[stage_count] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 };
 
 // Times a scope into a StageClock.
@@ -68,10 +74,11 @@ private:
     bool finished_ = false;
 };
 
-// The end-of-run table: for each stage its busy seconds, threads, and utilisation (busy / (wall * threads)),
-// then "bottleneck: STAGE (NN% busy)" naming the most utilised of read, upload, compute, download, write
-// (idle is shown but never the bottleneck; ties go to the earlier stage), or "bottleneck: none (nothing ran)"
-// when wall_seconds <= 0 or none of those five was busy.
+// The end-of-run table: for each stage its busy seconds, threads, utilisation (busy / (wall * threads)) and
+// the GB/s it moved over the run (where it counts bytes), then "bottleneck: STAGE (NN% busy)" naming the
+// most utilised stage (idle is shown but never the bottleneck; ties go to the earlier stage), with ", X GB/s"
+// where that stage counts bytes, or "bottleneck: none (nothing ran)" when wall_seconds <= 0 or no stage but
+// idle was busy.
 std::string stage_summary(const StageClock& clock, double wall_seconds);
 
 } // namespace apron::batch

@@ -26,3 +26,33 @@ void free_pinned(void* p) {
 }
 
 } // namespace apron
+
+namespace apron {
+
+HostBuffer::HostBuffer(std::size_t bytes, bool want_pinned) : size_(bytes) {
+    if (want_pinned && bytes > 0) data_ = static_cast<unsigned char*>(allocate_pinned(bytes));
+    pinned_ = data_ != nullptr;
+    if (!data_) data_ = new unsigned char[bytes > 0 ? bytes : 1];  // default-initialised: no zero fill
+}
+
+HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
+    if (this != &o) {
+        reset();
+        data_ = std::exchange(o.data_, nullptr);
+        size_ = std::exchange(o.size_, 0);
+        pinned_ = std::exchange(o.pinned_, false);
+    }
+    return *this;
+}
+
+void HostBuffer::reset() {
+    if (data_) {
+        if (pinned_) free_pinned(data_);
+        else delete[] data_;
+    }
+    data_ = nullptr;
+    size_ = 0;
+    pinned_ = false;
+}
+
+} // namespace apron

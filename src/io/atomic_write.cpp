@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
@@ -122,7 +123,12 @@ io::OutputTarget io::resolve_output(const std::string& path) {
     return t;
 }
 
-void write_file_atomically(const std::string& path, std::span<const std::uint8_t> bytes) {
+namespace {
+
+// The whole of write_file_atomically, with `write_all_to(fd)` putting the bytes in (false with errno set on
+// failure).
+template <class Write>
+void write_atomically(const std::string& path, Write write_all_to) {
     const io::OutputTarget target = io::resolve_output(path);
     const std::string dir = io::directory_of(target.path);
     const std::size_t slash = target.path.find_last_of('/');
@@ -162,7 +168,7 @@ void write_file_atomically(const std::string& path, std::span<const std::uint8_t
         give_up("cannot set permissions", errno, fd);
     }
     errno = 0;
-    if (!io::write_all(fd, bytes.data(), bytes.size())) give_up("cannot write", errno ? errno : EIO, fd);
+    if (!write_all_to(fd)) give_up("cannot write", errno ? errno : EIO, fd);
     // fsync before rename: otherwise a crash can leave the new name pointing at an empty file.
     if (::fsync(fd) != 0) give_up("cannot write (fsync)", errno, fd);
     if (::close(fd) != 0) give_up("cannot write (close)", errno, -1);
@@ -172,5 +178,29 @@ void write_file_atomically(const std::string& path, std::span<const std::uint8_t
 
     io::sync_directory(dir);  // the rename itself durable
 }
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, std::span<const std::uint8_t> bytes) {
+    write_atomically(path, [&](int fd) { return io::write_all(fd, bytes.data(), bytes.size()); });
+}
+
+namespace io {
+
+void write_pieces_atomically(const std::string& path, std::span<const std::span<const std::uint8_t>> pieces,
+                             const std::function<void(std::span<const std::uint8_t>)>& before_each,
+                             std::size_t chunk_bytes) {
+    write_atomically(path, [&](int fd) {
+        for (std::span<const std::uint8_t> piece : pieces)
+            for (std::size_t at = 0; at < piece.size(); at += chunk_bytes) {
+                const std::span<const std::uint8_t> chunk = piece.subspan(at, std::min(chunk_bytes, piece.size() - at));
+                if (before_each) before_each(chunk);
+                if (!io::write_all(fd, chunk.data(), chunk.size())) return false;
+            }
+        return true;
+    });
+}
+
+}  // namespace io
 
 }  // namespace apron

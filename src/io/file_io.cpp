@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -109,6 +110,27 @@ std::string InputFile::read_all() const {
         fail(path_, "changed while it was read (" + std::to_string(size_) + " bytes when opened, then " +
                         (std::uint64_t(got) < size_ ? "fewer" : "more") + "); is another program still writing it?");
     return content;
+}
+
+void InputFile::read_all_into(std::span<std::uint8_t> dst,
+                              const std::function<void(std::span<const std::uint8_t>)>& on_piece,
+                              std::size_t piece_bytes) const {
+    if (dst.size() != size_) fail(path_, "internal: a buffer of " + std::to_string(dst.size()) + " bytes for a file of " + std::to_string(size_));
+    std::uint64_t done = 0;
+    long long got = 0;
+    while (done < size_) {
+        const std::size_t n = std::size_t(std::min<std::uint64_t>(piece_bytes, size_ - done));
+        got = read_at(done, dst.data() + done, n);
+        if (got < 0) fail(path_, "cannot read" + object_of(what_) + ": " + reason(errno));
+        if (got == 0) break;
+        if (on_piece) on_piece(dst.subspan(std::size_t(done), std::size_t(got)));
+        done += std::uint64_t(got);
+    }
+    char extra = 0;
+    const long long more = done == size_ ? read_at(size_, &extra, 1) : 0;
+    if (done != size_ || more != 0)
+        fail(path_, "changed while it was read (" + std::to_string(size_) + " bytes when opened, then " +
+                        (done < size_ ? "fewer" : "more") + "); is another program still writing it?");
 }
 
 std::string read_file(const std::string& path, const std::string& what,

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 
 namespace apron::io {
@@ -39,6 +40,11 @@ public:
     // The whole file, exactly size() bytes; throws "PATH: changed while it was read ..." when it grew or
     // shrank since the open (another program still writing it), so what was checked is what is read.
     std::string read_all() const;
+    // The whole file into `dst` (exactly size() bytes), read in pieces of `piece_bytes`, each handed to
+    // `on_piece` as soon as it is read, while it is still in the cache (a checksum then costs no second pass
+    // over memory). Throws as read_all().
+    void read_all_into(std::span<std::uint8_t> dst, const std::function<void(std::span<const std::uint8_t>)>& on_piece,
+                       std::size_t piece_bytes = std::size_t(1) << 20) const;
 
 private:
     std::string path_, what_;
@@ -55,6 +61,13 @@ std::string read_file(const std::string& path, const std::string& what,
                       const std::function<void(std::uint64_t)>& check_size);
 // The same with a plain limit: "PATH: WHAT is N, larger than the limit of M".
 std::string read_file(const std::string& path, const std::string& what = "", std::size_t max_bytes = SIZE_MAX);
+
+// write_file_atomically of the pieces one after the other (a header and an image's rows where they lie), in
+// chunks of at most `chunk_bytes`, each handed to `before_each` just before it is written, while the write is
+// about to bring it into the cache anyway (a checksum then costs no second pass over memory).
+void write_pieces_atomically(const std::string& path, std::span<const std::span<const std::uint8_t>> pieces,
+                             const std::function<void(std::span<const std::uint8_t>)>& before_each = {},
+                             std::size_t chunk_bytes = std::size_t(1) << 20);
 
 // write() until every byte is out, retrying partial writes and EINTR (a manifest line lands whole). false
 // with errno set on failure.

@@ -99,8 +99,22 @@ int workers_for(const ExecutionPlan& plan, const std::optional<StreamTeam>& team
     return bands_per_gpu * (one_gpu ? 1 : std::max<int>(1, int(cuda_devices().size())));
 }
 
+// Rows per band for `units` GPUs (or processes of a team) filtering at once, from the most that fit the
+// budget: as many bands as the budget needs, rounded up to a multiple of the units so that the last round
+// leaves none idle (five bands on four GPUs take two rounds; eight bands, each shorter, take one), and on
+// GPUs two bands per unit where the halo stays within a quarter of a band, so that each GPU overlaps one
+// band's copies with the other's kernels.
+int even_rows(int height, int fit_rows, int granularity, int units, int halo, bool two_per_unit) {
+    const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+    std::int64_t bands = ceil_div(height, fit_rows);
+    bands = ceil_div(bands, units) * units;
+    if (two_per_unit && bands < 2 * units && height / (2 * units) >= 4 * std::int64_t(halo)) bands = 2 * units;
+    const std::int64_t rows = ceil_div(ceil_div(height, bands), granularity) * granularity;
+    return int(std::clamp<std::int64_t>(rows, granularity, fit_rows));
+}
+
 BandPlan plan_bands(const PreparedPipeline& prepared, const ImageShape& in, const RunOptions& options, int granularity,
-                    std::uint64_t io_buffers, int asked_rows, int workers) {
+                    std::uint64_t io_buffers, int asked_rows, int workers, int processes) {
     const ExecutionPlan& plan = prepared.state().plan;
     BandPlan b;
     const RowReach r = prepared.reach();
@@ -144,6 +158,9 @@ BandPlan plan_bands(const PreparedPipeline& prepared, const ImageShape& in, cons
                         std::to_string(b.top + b.bottom) + " rows needs " + format_bytes(need(std::min(H, granularity))) +
                         ", over the memory budget of " + format_bytes(budget) + " (raise --memory)");
         b.rows = std::min(H, lo * granularity);
+        const bool gpu = plan.backend == Backend::cuda;
+        const int units = (gpu ? std::max(1, b.workers / bands_per_gpu) : 1) * std::max(1, processes);
+        b.rows = even_rows(H, b.rows, granularity, units, b.top + b.bottom, gpu);
     }
     // Wrapping bands hold their rows modulo the height: with a halo as tall as the image, one band.
     if (b.wrap && std::int64_t(b.rows) + b.top + b.bottom > H) b.rows = H;
@@ -382,7 +399,7 @@ std::string describe_stream(const std::string& input, const std::string& output,
     const int threads = fit_io_threads(io_threads(options), plan.output, granularity, options.run);
     const BandPlan b = plan_bands(prepared, in, options.run, granularity,
                                   io_buffer_bytes(*source, plan.output, granularity, threads), options.band_rows,
-                                  workers_for(plan, options.team));
+                                  workers_for(plan, options.team), options.team ? options.team->size : 1);
     return describe_bands(b, in, plan);
 }
 
@@ -414,13 +431,13 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     const std::uint64_t io_buffers = io_buffer_bytes(*source, out, granularity, sink_options.threads);
     const int gpus = plan.backend == Backend::cuda ? workers_for(plan, options.team) / bands_per_gpu : 0;
     BandPlan b = plan_bands(prepared, in, options.run, granularity, io_buffers, options.band_rows,
-                            workers_for(plan, options.team));
+                            workers_for(plan, options.team), team ? team->size : 1);
 
     // A team agrees on rank 0's bands (the default budget and the GPUs may differ between machines).
     const int rank = team ? team->rank : 0;
     if (team) {
         const int rows = team->broadcast(b.rows), workers = b.workers;
-        b = plan_bands(prepared, in, options.run, granularity, io_buffers, rows, workers);
+        b = plan_bands(prepared, in, options.run, granularity, io_buffers, rows, workers, team->size);
     }
     const int workers = b.workers;
     const std::uint64_t memory = options.run.memory_budget ? options.run.memory_budget : default_memory_budget();

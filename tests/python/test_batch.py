@@ -47,7 +47,7 @@ SUMMARY_RE = re.compile(
     r"(?P<failed>\d+) failed in [^:]+: [\d.]+ images/s, [\d.]+ Mpix/s",
     re.M,
 )
-BOTTLENECK_RE = re.compile(r"^bottleneck: (\w+|none) \((\d+% busy|nothing ran)\)\s*$", re.M)
+BOTTLENECK_RE = re.compile(r"^bottleneck: (\w+|none) \((\d+% busy(, [\d.]+ GB/s)?|nothing ran)\)\s*$", re.M)
 MANIFEST_DIR = ".apron-batch"
 
 

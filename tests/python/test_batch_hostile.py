@@ -293,9 +293,15 @@ def test_dry_run_reports_what_the_job_file_and_the_memory_budget_refuse(apron, t
     write_job(tmp_path / "job.txt", ["imgs/a.pgm", "imgs/big.pgm"], bits=8, max_size=(64, 48))
     r = batch(apron, "job.txt", "-o", "out", "--op", "dilate", "--dry-run", cwd=tmp_path, expect=5)
     assert "imgs/big.pgm: is 99x20, larger than the job file's maximum 64x48" in r.stdout, r.stdout
+    # Larger than the budget: streamed in bands where a band fits, refused naming the input where none does.
     r = batch(apron, "imgs", "-o", "out", "--op", "dilate", "--dry-run", "--memory", "2K", cwd=tmp_path, expect=5)
-    assert "imgs/a.pgm: needs " in r.stdout and "over the memory budget of 2.00 KiB" in r.stdout, r.stdout
+    assert "1 of 2 inputs larger than the memory budget, streamed in bands after the others:\n  imgs/a.pgm\n" in r.stdout, r.stdout
+    assert "  imgs/big.pgm: --memory: a band of " in r.stdout and "over the memory budget of" in r.stdout, r.stdout
     assert "memory budget: 2.00 KiB" in r.stdout, r.stdout
+    real = batch(apron, "imgs", "-o", "out", "--op", "dilate", "--memory", "2K", cwd=tmp_path, expect=5)
+    assert [f.removeprefix("apron: failed: ") for f in failure_lines(real.stderr)] == [
+        line.strip() for line in r.stdout.splitlines() if line.startswith("  imgs/big.pgm: ")], real.stderr
+    assert visible_files(tmp_path / "out") == ["a.pgm"]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -356,19 +362,24 @@ def test_genconv_little_endian_16_bit_pgm(apron, tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def test_memory_budget_bounds_images_in_flight_and_refuses_one_too_large(apron, tmp_path):
+def test_memory_budget_bounds_images_in_flight_and_streams_one_too_large(apron, tmp_path):
     names = [f"m{k}.pgm" for k in range(8)]
     write_images(tmp_path / "imgs", names, lambda k: (40 + k, 50 + 3 * k), seed=3900)
     write_pnm(tmp_path / "imgs" / "z_huge.pgm", random_image((300, 400), np.uint8, seed=3901))
     batch(apron, "imgs", "-o", "ref", "--op", "dilate:se=rect:5x5", "-q", cwd=tmp_path)
-    # About one small image at a time; the huge one (120 000 pixels) alone does not fit.
-    r = batch(apron, "imgs", "-o", "out", "--op", "dilate:se=rect:5x5", "--memory", "64K", cwd=tmp_path, expect=5)
-    fails = failure_lines(r.stderr)
-    assert len(fails) == 1, r.stderr
-    assert fails[0].startswith("apron: failed: imgs/z_huge.pgm: needs "), fails[0]
-    assert fails[0].endswith("over the memory budget of 64.0 KiB (raise it with --memory)"), fails[0]
-    for n in names:
+    # About one small image at a time; the huge one (120 000 pixels) alone does not fit: it is streamed in
+    # bands after the others, to the same bytes, and recorded for --resume as any other.
+    r = batch(apron, "imgs", "-o", "out", "--op", "dilate:se=rect:5x5", "--memory", "64K", cwd=tmp_path)
+    assert failure_lines(r.stderr) == [], r.stderr
+    assert "apron: note: imgs/z_huge.pgm: larger than the memory budget of 64.0 KiB: streamed in " in r.stderr, r.stderr
+    for n in names + ["z_huge.pgm"]:
         assert (tmp_path / "out" / n).read_bytes() == (tmp_path / "ref" / n).read_bytes(), n
+    again = batch(apron, "imgs", "-o", "out", "--op", "dilate:se=rect:5x5", "--memory", "64K", "--resume", cwd=tmp_path)
+    assert summary(again.stderr)["skipped"] == len(names) + 1, again.stderr
+    # A budget where not even a band fits: refused, naming the input and the option.
+    r = batch(apron, "imgs", "-o", "tiny", "--op", "dilate:se=rect:5x5", "--memory", "3K", cwd=tmp_path, expect=5)
+    fails = failure_lines(r.stderr)
+    assert fails and all(f.startswith("apron: failed: imgs/") and "--memory" in f for f in fails), r.stderr
     for bad in ("0", "-5", "lots", "12x"):
         r = batch(apron, "imgs", "-o", "bad", "--op", "dilate", "--memory", bad, cwd=tmp_path, expect=1)
         assert "--memory" in one_line(r.stderr)
