@@ -122,7 +122,9 @@ def parse_batch(stderr):
     m = re.search(r"set-up ([\d.]+) (m?s)", stderr)
     setup = float(m.group(1)) / (1000 if m and m.group(2) == "ms" else 1) if m else 0.0
     b = re.search(r"^bottleneck: (.*)$", stderr, re.M)
-    return secs, setup, b.group(1) if b else "?"
+    m = re.search(r"the process ran ([\d.]+) (m?s) before the batch", stderr)
+    before = float(m.group(1)) / (1000 if m and m.group(2) == "ms" else 1) if m else 0.0
+    return secs, setup, before, b.group(1) if b else "?"
 
 
 def tree_digest(d):
@@ -149,8 +151,9 @@ def run_batch(apron, src, ops, gpus, extra=(), label=""):
     if r.returncode != 0:
         say(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}")
         return None
-    secs, setup, bound = parse_batch(r.stderr)
-    say(f"--- {label} on {gpus} GPU(s): process {wall:.2f} s\n{r.stderr.strip()}")
+    secs, setup, before, bound = parse_batch(r.stderr)
+    say(f"--- {label} on {gpus} GPU(s): process {wall:.2f} s (before the batch {before:.2f} s, batch {secs:.2f} s, "
+        f"after it {wall - before - secs:.2f} s)\n{r.stderr.strip()}")
     return wall, secs, setup, bound, tree_digest(out)
 
 
@@ -278,8 +281,9 @@ def part_memory(a, gpus_list):
         r = subprocess.run([a.bench_batch, "--count", "600", "--streams", "4", "--devices", ",".join(map(str, range(g)))],
                            capture_output=True, text=True)
         say(r.stdout.strip()[-1200:] + r.stderr.strip()[-600:])
-        m = re.findall(r"([\d.]+) img/s", r.stdout)
-        row(part="memory", gpus=g, img_s=m[-1] if m else "?")
+        m = re.findall(r"^\d+\s+\d+\s+[\d.]+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", r.stdout, re.M)
+        row(part="memory", gpus=g, img_s=m[-1][0] if m else "?", gb_s_up=m[-1][1] if m else "?",
+            gb_s_down=m[-1][2] if m else "?")
 
 
 def write_md(path):

@@ -105,3 +105,46 @@ endif()
 message(STATUS "apron: CUDA backend ${APRON_HAVE_CUDA} (${apron_cuda_why})")
 set(APRON_CUDA_BUILT ${APRON_HAVE_CUDA} CACHE INTERNAL "The CUDA backend is built (scripts/test.sh reads it)")
 set(APRON_CUDA_WHY "${apron_cuda_why}")  # for `apron info` (src/run/no_cuda.cpp)
+
+# nvJPEG, the CUDA toolkit's JPEG decoder: `apron batch` decodes JPEG inputs on the GPU with it
+# (src/cuda/gpu_jpeg.cu: the hardware decoder where the GPU has one) and the rest on the CPU. AUTO, the
+# default, builds it with the CUDA backend where the toolkit has nvJPEG with interpolated chroma upsampling
+# (12.1 on: libjpeg-turbo's pixels within a few levels); ON insists; OFF leaves it out, and a stub
+# (gpu_jpeg_stub.cpp) says so.
+set(APRON_NVJPEG AUTO CACHE STRING
+    "Decode the JPEG inputs of batches on the GPU with nvJPEG: AUTO (with the CUDA backend, where the toolkit has it), ON or OFF")
+set_property(CACHE APRON_NVJPEG PROPERTY STRINGS AUTO ON OFF)
+string(TOUPPER "${APRON_NVJPEG}" apron_nvjpeg_asked)
+if(NOT apron_nvjpeg_asked STREQUAL "AUTO")
+  if(apron_nvjpeg_asked)  # ON, TRUE, YES, 1, ...
+    set(apron_nvjpeg_asked ON)
+  else()
+    set(apron_nvjpeg_asked OFF)
+  endif()
+endif()
+set(APRON_HAVE_NVJPEG OFF)
+if(apron_nvjpeg_asked STREQUAL "OFF")
+  set(apron_nvjpeg_why "APRON_NVJPEG=OFF")
+elseif(NOT APRON_HAVE_CUDA)
+  set(apron_nvjpeg_why "no CUDA backend")
+elseif(NOT TARGET CUDA::nvjpeg)
+  set(apron_nvjpeg_why "the CUDA toolkit has no nvJPEG library")
+else()
+  find_file(apron_nvjpeg_header nvjpeg.h PATHS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_MATH_INCLUDE_DIR}
+            NO_DEFAULT_PATH NO_CACHE)
+  if(NOT apron_nvjpeg_header)
+    set(apron_nvjpeg_why "the CUDA toolkit has libnvjpeg but not nvjpeg.h")
+  else()
+    file(STRINGS "${apron_nvjpeg_header}" apron_nvjpeg_interpolates REGEX "NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION")
+    if(NOT apron_nvjpeg_interpolates)
+      set(apron_nvjpeg_why "nvJPEG older than 12.1 (no NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION)")
+    else()
+      set(APRON_HAVE_NVJPEG ON)
+      set(apron_nvjpeg_why "${apron_nvjpeg_header}")
+    endif()
+  endif()
+endif()
+if(apron_nvjpeg_asked STREQUAL "ON" AND NOT APRON_HAVE_NVJPEG)
+  message(FATAL_ERROR "APRON_NVJPEG=ON but nvJPEG cannot be built: ${apron_nvjpeg_why}")
+endif()
+message(STATUS "apron: nvJPEG (GPU JPEG decoding in batches) ${APRON_HAVE_NVJPEG} (${apron_nvjpeg_why})")

@@ -2,6 +2,8 @@
 // and across MPI ranks when launched by mpirun.
 #include "batch_command.hpp"
 
+#include <chrono>
+
 #include <unistd.h>
 
 #include <cctype>
@@ -30,6 +32,14 @@ namespace {
 apron::batch::InputKind kind_option(const std::string& name) {
     if (const auto kind = apron::batch::parse_input_kind(name)) return *kind;
     throw apron::Error("--inputs-as: '" + name + "' is not auto, job, list, dir or glob");
+}
+
+apron::BatchOptions::JpegDecoder jpeg_decoder_option(const std::string& name) {
+    using D = apron::BatchOptions::JpegDecoder;
+    if (name == "auto") return D::automatic;
+    if (name == "cpu") return D::cpu;
+    if (name == "gpu") return D::gpu;
+    throw apron::Error("--jpeg-decode: '" + name + "' is not auto, cpu or gpu");
 }
 
 apron::batch::JobBits32 job_bits32_option(const std::string& name) {
@@ -100,7 +110,11 @@ int dry_run(const BatchArgs& a, const std::vector<apron::BatchItem>& items, cons
     return check.failures.empty() ? 0 : 5;
 }
 
-void print_report(const apron::BatchReport& r, std::size_t total, bool quiet, int ranks) {
+// When this process started (static initialisation, before main): the summary says how long the process took
+// before the batch began (the CUDA driver's start, listing the inputs), which its set-up does not count.
+const std::chrono::steady_clock::time_point process_started = std::chrono::steady_clock::now();
+
+void print_report(const apron::BatchReport& r, std::size_t total, bool quiet, int ranks, double before_batch) {
     for (const auto& f : r.failures) std::fprintf(stderr, "apron: failed: %s\n", f.message.c_str());
     if (quiet) return;
     const double mpix = double(r.pixels) / 1e6;
@@ -108,7 +122,9 @@ void print_report(const apron::BatchReport& r, std::size_t total, bool quiet, in
                  r.done, total, r.skipped, r.failed, human_seconds(r.seconds).c_str(),
                  r.seconds > 0 ? double(r.done) / r.seconds : 0.0, r.seconds > 0 ? mpix / r.seconds : 0.0,
                  r.seconds > 0 ? double(r.bytes_in) / r.seconds / 1e9 : 0.0);
-    std::fprintf(stderr, "  %s; set-up %s%s\n", r.workers.c_str(), human_seconds(r.setup_seconds).c_str(), ranks > 1 ? (" on rank 0; " + std::to_string(ranks) + " ranks").c_str() : "");
+    std::fprintf(stderr, "  %s; set-up %s%s; the process ran %s before the batch\n", r.workers.c_str(),
+                 human_seconds(r.setup_seconds).c_str(), ranks > 1 ? (" on rank 0; " + std::to_string(ranks) + " ranks").c_str() : "",
+                 human_seconds(before_batch).c_str());
     std::fprintf(stderr, "%s", r.summary.c_str());
 }
 
@@ -145,6 +161,11 @@ void add_batch_command(CLI::App& app, BatchArgs& a) {
                   "a job file's 'bits 32': int (GenConv's int32 samples: refused) or float (f32 images)")
         ->capture_default_str()
         ->type_name("int|float");
+    c->add_option("--jpeg-decode", a.jpeg_decode,
+                  "JPEG inputs of a GPU batch: auto (nvJPEG on the GPU where the build has it), gpu (nvJPEG, or an error), "
+                  "cpu (libjpeg-turbo); the two decoders' pixels differ by rounding (docs/batch.md)")
+        ->capture_default_str()
+        ->type_name("auto|cpu|gpu");
     c->add_flag("--resume", a.resume,
                 "skip outputs a previous run of the same job finished, when the output and its input are unchanged (CRC-32)");
     c->add_flag("-q,--quiet", a.quiet, "no progress bar and no summary (failures are still reported)");
@@ -187,6 +208,7 @@ int run_batch_command(const BatchArgs& a, int argc, char** argv) {
         o.write.jpeg_quality = a.quality;
         o.keep_metadata = keep_metadata_option(a.metadata);
         o.auto_orient = a.auto_orient;
+        o.jpeg_decoder = jpeg_decoder_option(a.jpeg_decode);
         o.memory_budget = memory_option(a.memory);
         o.read.memory_budget = o.memory_budget;
         o.run.memory_budget = o.memory_budget;
@@ -251,13 +273,14 @@ int run_batch_command(const BatchArgs& a, int argc, char** argv) {
                                  "for decoding and encoding on every core run mpirun with --bind-to none\n",
                          apron::usable_cores(), machine);
         apron::BatchReport report;
+        const double before_batch = std::chrono::duration<double>(std::chrono::steady_clock::now() - process_started).count();
         {
             apron::dist::Feed feed(world, items.size());
             o.next = [&feed] { return feed.next(); };
             report = apron::run_batch(items, o);
         }  // rank 0's coordinator has answered every rank
         report = apron::dist::reduce_reports(world, report);
-        if (world.rank == 0) print_report(report, items.size(), a.quiet, world.size);
+        if (world.rank == 0) print_report(report, items.size(), a.quiet, world.size, before_batch);
         apron::dist::finish_world(world);
         return report.failed ? 5 : 0;
     } catch (const std::exception& e) {  // apron::Error, or out of memory: one line, and no rank left waiting

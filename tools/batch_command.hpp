@@ -13,7 +13,7 @@ struct BatchArgs {
     std::vector<std::string> inputs, ops;
     std::string output_dir, pipeline_file, inputs_as = "auto", pattern = "{stem}.{ext}", format;
     std::string out_type, backend = "auto", algo = "auto", devices;
-    std::string memory, byte_order = "big", job_bits32 = "int";
+    std::string memory, byte_order = "big", job_bits32 = "int", jpeg_decode = "auto";
     int streams = 4, io_threads = 0, threads = 0, quality = 95;
     std::string metadata = "keep";
     bool auto_orient = false;

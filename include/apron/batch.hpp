@@ -48,6 +48,15 @@ struct BatchOptions {
     // Turn each image upright by its Exif orientation before filtering (apply_orientation); its output is
     // then marked upright.
     bool auto_orient = false;
+    // Who decodes JPEG inputs of a GPU batch: nvJPEG on the GPU each image goes to (the hardware decoder on
+    // H100/H200, src/cuda/gpu_jpeg.hpp), or libjpeg-turbo on the CPU. Their pixels differ by rounding (the
+    // IDCT, chroma upsampling, colour conversion: within 2 levels on gray, 4 on colour; docs/batch.md), so
+    // the choice is part of a job's identity for --resume. `automatic`: nvJPEG where the build has it and the
+    // batch runs on GPUs; `gpu` insists (an error where it cannot); `cpu` never. Files nvJPEG does not take
+    // (12-bit, CMYK, lossless, progressive on the hardware decoder, ...) and images turned upright by
+    // auto_orient are decoded on the CPU whatever this says.
+    enum class JpegDecoder { automatic, cpu, gpu };
+    JpegDecoder jpeg_decoder = JpegDecoder::automatic;
     // Checks of the job file: the largest size, and the bits per sample (0: any).
     int max_width = 0, max_height = 0, bits = 0;
 
@@ -116,6 +125,9 @@ struct BatchCheck {
     std::vector<std::string> streamed;   // inputs larger than the memory budget: streamed in bands, after the others
 };
 BatchCheck check_batch_inputs(const std::vector<BatchItem>& items, const BatchOptions& options);
+// Whether run_batch decodes JPEG inputs on the GPU (BatchOptions::jpeg_decoder resolved); throws apron::Error
+// naming --jpeg-decode where `gpu` is asked and cannot be had.
+bool decodes_jpeg_on_gpu(const BatchOptions& options);
 // Where run_batch would compute ("CPU backend", "2 GPUs x 4 streams"), with its checks of the backend,
 // devices and streams (apron::Error naming the option): what `--dry-run` prints.
 std::string describe_batch_compute(const BatchOptions& options);

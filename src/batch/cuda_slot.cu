@@ -5,9 +5,13 @@
 
 #include <array>
 #include <cstddef>
+#include <memory>
+#include <optional>
 
+#include "apron/io.hpp"
 #include "batch/compute_slot.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/gpu_jpeg.hpp"
 
 namespace apron::batch {
 namespace {
@@ -52,11 +56,46 @@ public:
     void run(const Pipeline& pipeline, const RunOptions& options, ConstImageView in, ImageView out,
              StageClock& clock) override {
         APRON_CUDA_CHECK(cudaSetDevice(device_));
-        const ImageView d_in = in_.view(in.shape), d_out = out_.view(out.shape);
+        const ImageView d_in = in_.view(in.shape);
         APRON_CUDA_CHECK(cudaEventRecord(marks_[0], stream_));
         APRON_CUDA_CHECK(cudaMemcpy2DAsync(d_in.data, d_in.pitch, in.data, in.pitch, in.shape.row_bytes(), in.height(),
                                            cudaMemcpyHostToDevice, stream_));
         APRON_CUDA_CHECK(cudaEventRecord(marks_[1], stream_));
+        clock.add_bytes(Stage::upload, std::uint64_t(in.shape.row_bytes()) * std::uint64_t(in.height()));
+        filter(pipeline, options, d_in, out, Stage::upload, clock);
+    }
+
+    // Decoded here by nvJPEG, straight into the device buffer the pipeline reads: the upload is the file's
+    // bytes, the decoder's own copy. Files it does not take are decoded on the CPU and run as any image.
+    void run_jpeg(const Pipeline& pipeline, const RunOptions& options, std::span<const std::uint8_t> file,
+                  const std::string& name, const ImageShape& shape, ImageView out, StageClock& clock) override {
+        APRON_CUDA_CHECK(cudaSetDevice(device_));
+        if (!decoder_) decoder_ = std::make_unique<cuda::GpuJpegDecoder>(device_);
+        const std::optional<ImageShape> decoded = decoder_->probe(file, name);
+        if (!decoded || !(*decoded == shape)) {
+            Image image;
+            {
+                StageTimer t(clock, Stage::decode);
+                ReadOptions ro;
+                ro.memory = HostMemory::pinned;
+                image = decode_image(file, name, ro);
+            }
+            return run(pipeline, options, std::as_const(image).view(), out, clock);
+        }
+        const ImageView d_in = in_.view(shape);
+        APRON_CUDA_CHECK(cudaEventRecord(marks_[0], stream_));
+        decoder_->decode(file, name, d_in, stream_);
+        APRON_CUDA_CHECK(cudaEventRecord(marks_[1], stream_));
+        clock.add_bytes(Stage::decode, file.size());
+        filter(pipeline, options, d_in, out, Stage::decode, clock);
+    }
+
+private:
+    // The pipeline on d_in into the host image out, after marks_[0..1] timed `first` (the upload or the GPU
+    // decode): then the kernels and the download, each timed by events on this slot's stream.
+    void filter(const Pipeline& pipeline, const RunOptions& options, ImageView d_in, ImageView out, Stage first,
+                StageClock& clock) {
+        const ImageView d_out = out_.view(out.shape);
         RunOptions o = options;
         o.backend = Backend::cuda;
         o.cuda_stream = stream_;
@@ -67,26 +106,27 @@ public:
                                            out.height(), cudaMemcpyDeviceToHost, stream_));
         APRON_CUDA_CHECK(cudaEventRecord(marks_[3], stream_));
         APRON_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        const Stage stages[3] = {Stage::upload, Stage::compute, Stage::download};
+        const Stage stages[3] = {first, Stage::compute, Stage::download};
         for (int s = 0; s < 3; ++s) {
             float ms = 0;
             APRON_CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[s], marks_[s + 1]));
             clock.add(stages[s], ms * 1e-3);
         }
-        clock.add_bytes(Stage::upload, std::uint64_t(in.shape.row_bytes()) * std::uint64_t(in.height()));
         clock.add_bytes(Stage::download, std::uint64_t(out.shape.row_bytes()) * std::uint64_t(out.height()));
     }
 
-private:
     int device_;
     cudaStream_t stream_ = nullptr;
     std::array<cudaEvent_t, 4> marks_{};
     DeviceImage in_, out_;
+    std::unique_ptr<cuda::GpuJpegDecoder> decoder_;  // made at this slot's first JPEG
 };
 
 } // namespace
 
 std::unique_ptr<ComputeSlot> make_cuda_slot(int device) { return std::make_unique<CudaSlot>(device); }
+
+bool gpu_jpeg_available() { return cuda::gpu_jpeg_built(); }
 
 int cuda_device_count() {
     int count = 0;

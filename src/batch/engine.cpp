@@ -43,8 +43,9 @@ struct InputFacts {
 struct Work {
     std::size_t index = 0;
     Image image;          // decoded here, or filtered here
-    HostBuffer file;      // the file's bytes, where the image is a view of them (binary PNM)
+    HostBuffer file;      // the file's bytes, where the image is a view of them (binary PNM) or a JPEG for the GPU
     ConstImageView view;  // the decoded pixels: image's, file's, or the caller's (BatchOptions::source)
+    bool jpeg = false;    // `file` is a JPEG the compute slot decodes (view: its shape, no pixels)
     InputFacts input;
     // Bytes of the memory budget this image holds: its decoded pixels (until filtered), its result and
     // the result's encoding (until written).
@@ -145,15 +146,19 @@ std::vector<int> batch_devices(const BatchOptions& o) {
     return devices;
 }
 
-std::string describe_compute(int devices, int streams) {
+std::string describe_compute(int devices, int streams, bool jpeg_on_gpu) {
     if (devices == 0) return "CPU backend";
-    return std::to_string(devices) + " GPU" + (devices > 1 ? "s" : "") + " x " + std::to_string(streams) + " streams";
+    return std::to_string(devices) + " GPU" + (devices > 1 ? "s" : "") + " x " + std::to_string(streams) + " streams" +
+           (jpeg_on_gpu ? ", JPEG decoded by nvJPEG" : "");
 }
+
+bool is_jpeg(std::span<const std::uint8_t> file) { return file.size() >= 3 && file[0] == 0xFF && file[1] == 0xD8 && file[2] == 0xFF; }
 
 class Engine {
 public:
     Engine(const std::vector<BatchItem>& items, const BatchOptions& o)
-        : items_(items), o_(o), read_(read_options(o)), run_(run_options(o)), gate_(budget_of(o)) {}
+        : items_(items), o_(o), read_(read_options(o)), run_(run_options(o)), gate_(budget_of(o)),
+          jpeg_on_gpu_(decodes_jpeg_on_gpu(o)) {}
 
     BatchReport run() {
         const auto start = Clock::now();
@@ -177,9 +182,12 @@ public:
                     for (const std::string& note : manifest_->notes()) o_.notice(note);
             }
         }
-        // Images in flight (memory): decoded ones waiting for a slot, at most enough to keep every slot fed
-        // and every I/O thread decoding; filtered ones waiting for a writer, at most one per I/O thread.
-        read_room_ = std::max<int>(2 * int(slots_.size()), io);
+        // Images in flight (memory): decoded ones waiting for a slot, enough to keep every slot fed (two each)
+        // and up to 16 I/O threads decoding; filtered ones waiting for a writer, at most one per I/O thread.
+        // Every image in flight holds page-locked memory, which is slow to get the first time: measured on 4
+        // H200s, one in flight per I/O thread (64) made a batch of 96 PGM files allocate a new block for
+        // nearly every image, where a window this size reuses the blocks of the images before.
+        read_room_ = std::max<int>(2 * int(slots_.size()) + 2, std::min(io, 16));
         filtered_.set_capacity(std::size_t(io));
         progress_ = std::make_unique<Progress>(items_.size(), o_.progress);
         // Set-up (device contexts, streams, the lock, reading the manifests) is reported apart from the stages:
@@ -246,7 +254,7 @@ private:
     }
 
     std::string describe_workers(int io) const {
-        return describe_compute(devices_, o_.streams_per_device) + ", " + std::to_string(io) + " I/O threads";
+        return describe_compute(devices_, o_.streams_per_device, jpeg_on_gpu_) + ", " + std::to_string(io) + " I/O threads";
     }
 
     // A thread's unexpected failure (not one image's) stops the batch: the channels close so every thread
@@ -405,9 +413,17 @@ private:
                 // Binary PNM is its own pixels: the image is a view of the bytes read (pinned for the GPU).
                 // Where it would need turning (never: PNM has no orientation), it is decoded as any other.
                 std::optional<ImageView> in_place;
-                if (!(o_.auto_orient && w.metadata.orientation >= 2)) in_place = pnm_in_place(file_bytes, item.input, ro);
+                const bool upright = !(o_.auto_orient && w.metadata.orientation >= 2);
+                if (upright) in_place = pnm_in_place(file_bytes, item.input, ro);
                 ImageShape stored;
-                if (in_place) {
+                if (upright && jpeg_on_gpu_ && is_jpeg(file_bytes)) {
+                    // The GPU decodes it (ComputeSlot::run_jpeg); the header read here checks it as the CPU
+                    // decoder would (the pixel limit, the budget) and gives its shape.
+                    stored = probe_image(file_bytes, item.input, ro);
+                    w.view = ConstImageView{nullptr, stored, 0, Memory::host};
+                    w.file = std::move(bytes);
+                    w.jpeg = true;
+                } else if (in_place) {
                     w.view = as_const(*in_place);
                     w.file = std::move(bytes);
                     stored = w.view.shape;
@@ -553,7 +569,11 @@ private:
                     StageTimer t(clock_, Stage::pin);
                     out.image = Image(shape, cpu_ ? HostMemory::pageable : HostMemory::pinned);
                 }
-                slot.run(o_.pipeline, ro, w->view, out.image.view(), clock_);
+                if (w->jpeg)
+                    slot.run_jpeg(o_.pipeline, ro, std::span<const std::uint8_t>(w->file.data(), w->file.size()),
+                                  items_[w->index].input, w->view.shape, out.image.view(), clock_);
+                else
+                    slot.run(o_.pipeline, ro, w->view, out.image.view(), clock_);
                 std::lock_guard<std::mutex> lock(mutex_);
                 report_.bytes_in += w->view.shape.row_bytes() * std::size_t(w->view.height());
             } catch (const std::exception& e) {
@@ -647,6 +667,7 @@ private:
     const ReadOptions read_;
     const RunOptions run_;
     MemoryGate gate_;
+    const bool jpeg_on_gpu_;
     std::unique_ptr<OutputLock> lock_;  // held until the run ends (declared before the manifest: outlives it)
     std::vector<std::unique_ptr<ComputeSlot>> slots_;
     bool cpu_ = false;
@@ -669,7 +690,19 @@ private:
 } // namespace
 
 std::string describe_batch_compute(const BatchOptions& options) {
-    return describe_compute(int(batch_devices(options).size()), options.streams_per_device);
+    return describe_compute(int(batch_devices(options).size()), options.streams_per_device, decodes_jpeg_on_gpu(options));
+}
+
+bool decodes_jpeg_on_gpu(const BatchOptions& options) {
+    using D = BatchOptions::JpegDecoder;
+    if (options.jpeg_decoder == D::cpu || options.source) return false;
+    const bool gpus = !batch_devices(options).empty();
+    if (options.jpeg_decoder == D::gpu) {
+        if (!gpus) fail("--jpeg-decode", "gpu: the batch runs on the CPU backend");
+        if (!gpu_jpeg_available()) fail("--jpeg-decode", "gpu: this build has no nvJPEG (configure with -DAPRON_NVJPEG=ON)");
+        return true;
+    }
+    return gpus && gpu_jpeg_available();
 }
 
 BatchReport run_batch(const std::vector<BatchItem>& items, const BatchOptions& options) {

@@ -71,6 +71,7 @@ Fingerprint resume_fingerprint(const Pipeline& pipeline, const RunOptions& run, 
     f.add("--byte-order", input.pnm_byte_order);
     if (!input.raw.empty()) f.add("--raw", input.raw);
     if (!input.padding.empty()) f.add("padding", input.padding);
+    if (!input.jpeg_decoder.empty()) f.add("--jpeg-decode", input.jpeg_decoder);
     if (!output.naming.empty()) f.add("name", output.naming);
     if (!output.format.empty()) f.add("format", output.format);
     if (!output.compression.empty()) f.add("--compression", output.compression);

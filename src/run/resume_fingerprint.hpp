@@ -41,6 +41,7 @@ struct InputReading {
     std::string pnm_byte_order = "big";  // 16-bit PNM
     std::string raw;                     // --raw WxHxC:type[:endianness], empty when the file has a header
     std::string padding;                 // a job file's padding, "X,Y"; empty: none
+    std::string jpeg_decoder;            // "nvjpeg" where JPEG inputs are decoded on the GPU; empty: libjpeg-turbo
 };
 
 // How the results are stored: everything that turns the same pixels into other bytes. Empty text and zero

@@ -2,9 +2,16 @@
 without a device, without CuPy/torch, or without apron's CUDA backend).
 
 What is checked: the result is a device array of the same kind whose pointer is in device memory and is
-not the input's; results equal the NumPy (CPU backend) results bit for bit for integer images; out= is
-written in place; a kernel queued on the caller's stream just before the call is seen by apron (the work is
-ordered on that stream); two devices when the machine has them."""
+not the input's; results equal the NumPy (CPU backend) results bit for bit for integer images and exact
+plans; out= is written in place; a kernel queued on the caller's stream just before the call is seen by apron
+(the work is ordered on that stream); two devices when the machine has them.
+
+SPEC.md: one backend gives identical bits on every device, tiling and stream; between backends a float plan
+(a Gaussian, any weights that are not integers over one common divisor) may round an integer sample the other
+way (+-1) and an f32 result within 1e-5 of sum|m| max|in|, while an exact plan (integer image, integer
+weights) is bit-exact everywhere. So device k is compared with device 0 bit for bit, and with the CPU backend
+within that tolerance (bit for bit for exact plans): test_devices_agree_* run every operation family on every
+device (skipped with one)."""
 import numpy as np
 import pytest
 
@@ -145,9 +152,16 @@ def test_two_devices():
     with cp.cuda.Device(1):
         d1 = cp.asarray(host)
     with cp.cuda.Device(0):
+        d0 = cp.asarray(host)
+        on0 = apron.gaussian(d0, 1.5)
         got = apron.gaussian(d1, 1.5)  # runs on d1's device whatever the current one
-    assert got.device.id == 1
-    assert_equal_images(cp.asnumpy(got), apron.gaussian(host, 1.5, backend="cpu"), "device 1")
+        assert cp.cuda.runtime.getDevice() == 0
+    assert got.device.id == 1 and on0.device.id == 0
+    # A float plan (sigma 1.5): the CUDA backend gives the same bits on both devices (SPEC: one backend,
+    # identical bits on every device); the CPU backend may round a u8 sample the other way.
+    assert_same_bits(cp.asnumpy(got), cp.asnumpy(on0), "device 1 against device 0")
+    assert_equal_images(cp.asnumpy(got), apron.gaussian(host, 1.5, backend="cpu"), "device 1 against the CPU backend",
+                        max_diff=1)
     with cp.cuda.Device(0):
         out = cp.empty_like(d1)  # allocated on device 0: refused, not written across devices
         with pytest.raises(ValueError, match="CUDA device 0 but img is on CUDA device 1"):
@@ -181,3 +195,269 @@ def test_torch_tensor_requiring_grad_is_read_and_out_on_another_device_refused()
     if torch.cuda.device_count() > 1:
         with pytest.raises(ValueError, match="CUDA device 1 but img is on CUDA device 0"):
             apron.box(t.detach(), out=torch.empty((20, 30), device="cuda:1"))
+
+
+# ---- Every device gives the same bits --------------------------------------------------------------------
+# Each operation family of the registry (apron.operations()), on u8, u16 and f32, 1 and 3 channels (4 for a
+# few), at an odd size: the result on every device k > 0 equals device 0's bit for bit, lies on device k, and
+# out= on device k is written in place there. Against the CPU backend: bit for bit where the plan is exact
+# (integer image, integer weights over one common divisor, morphology), else within SPEC's tolerance.
+
+def assert_same_bits(got: np.ndarray, want: np.ndarray, what: str):
+    """The same dtype, shape and bytes (NaN payloads and signed zeros included)."""
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    a, b = np.ascontiguousarray(got), np.ascontiguousarray(want)
+    differ = a.view(np.uint8).reshape(a.shape + (-1,)) != b.view(np.uint8).reshape(b.shape + (-1,))
+    bad = differ.any(axis=-1)
+    if bad.any():
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        worst = np.argmax(np.where(bad, np.nan_to_num(diff, nan=np.inf), -1))
+        idx = tuple(int(i) for i in np.unravel_index(worst, bad.shape))
+        raise AssertionError(f"{what}: {int(bad.sum())} of {bad.size} samples differ in their bits; largest "
+                             f"difference at {idx}: got {a[idx]!r}, expected {b[idx]!r}")
+
+
+_rng = np.random.default_rng(80)
+MASK_INT = _rng.integers(-4, 5, size=(5, 5)).astype(np.float64)       # integer weights: exact on u8/u16
+MASK_INT_EVEN = _rng.integers(-3, 4, size=(4, 6)).astype(np.float64)  # even sides, convolve
+MASK_DIVISOR = np.arange(1, 10, dtype=np.float64).reshape(3, 3) / 45  # integers over one divisor: exact
+MASK_FLOAT = _rng.normal(size=(5, 5))                                 # a float plan everywhere
+MASK_FLOAT_EVEN = _rng.normal(size=(3, 4))
+MASK_LOW_RANK = (np.outer(_rng.normal(size=9), _rng.normal(size=9)) +  # rank 2: two separable terms
+                 np.outer(_rng.normal(size=9), _rng.normal(size=9)))
+MASK_FFT = _rng.normal(size=(33, 31))                                 # large, not separable: the FFT path
+MASK_FFT_INT = _rng.integers(-2, 3, size=(31, 33)).astype(np.float64) # exact through the double transform
+MASK_BYTES = _rng.integers(-100, 101, size=(7, 7)).astype(np.float64) # byte weights: the tensor-core path
+ELEMENT_RANDOM = (_rng.random((5, 7)) < 0.5).astype(np.float64)
+ELEMENT_RANDOM[2, 3] = 1
+ROW_FLOAT = _rng.normal(size=5).tolist()
+del _rng
+
+# apron.Pipeline items, made into a Pipeline for each call (none is kept past the test that runs it).
+CHAIN_EXACT = ["box:width=3", apron.op("erode", se=ELEMENT_RANDOM), ("laplacian", {"neighbours": 8})]
+CHAIN_FLOAT = ["gaussian:sigma=2", apron.op("dilate", se="ellipse:7x7"), ("erode", {"se": "disk:2"})]
+
+
+class Case:
+    """One call: an apron function (by name) or a Pipeline (its items), its parameters and run keywords.
+    exact: whether the plan is exact on u8/u16 (checked against the planner's description); gain: sum |m| of
+    the whole operation, for the f32 tolerance against the CPU backend; algorithm: forced on the CUDA runs
+    only; dtypes: the types it runs on (default all three); gray: one channel only."""
+
+    def __init__(self, id, fn, params=None, exact=False, gain=1.0, algorithm="auto", run=None, dtypes=None, gray=False):
+        self.id, self.fn, self.params, self.exact, self.gain = id, fn, params or {}, exact, float(gain)
+        self.algorithm, self.run_kw, self.dtypes, self.gray = algorithm, run or {}, dtypes, gray
+
+    def pipeline(self):
+        return apron.Pipeline(self.fn if isinstance(self.fn, list) else [apron.op(self.fn, **self.params)])
+
+    def __call__(self, img, **kw):
+        kw = {**self.run_kw, **kw}
+        if isinstance(self.fn, list):
+            return self.pipeline().run(img, **kw)
+        return getattr(apron, self.fn)(img, **self.params, **kw)  # the generated function, as users call it
+
+    def describe(self, shape, dtype, backend):
+        return self.pipeline().describe((shape, dtype), out_type=self.run_kw.get("out_type"), backend=backend)
+
+
+CASES = [
+    Case("correlate-int", "correlate", {"mask": MASK_INT, "border": "constant", "value": 7}, True,
+         np.abs(MASK_INT).sum()),
+    Case("correlate-divisor", "correlate", {"mask": MASK_DIVISOR, "border": "wrap"}, True, 1),
+    Case("correlate-float", "correlate", {"mask": MASK_FLOAT, "border": "mirror"}, False, np.abs(MASK_FLOAT).sum()),
+    Case("correlate-low-rank", "correlate", {"mask": MASK_LOW_RANK}, False, np.abs(MASK_LOW_RANK).sum(),
+         algorithm="low-rank"),
+    Case("correlate-fft", "correlate", {"mask": MASK_FFT, "border": "nearest"}, False, np.abs(MASK_FFT).sum(),
+         algorithm="fft"),
+    Case("correlate-fft-int", "correlate", {"mask": MASK_FFT_INT}, True, np.abs(MASK_FFT_INT).sum(), algorithm="fft",
+         dtypes=("u8",)),
+    Case("correlate-tensor", "correlate", {"mask": MASK_BYTES, "normalize": "sum"}, True, np.abs(MASK_BYTES).sum(),
+         algorithm="tensor", dtypes=("u8",), gray=True),  # the tensor-core path takes u8, one channel
+    Case("convolve-int-even", "convolve", {"mask": MASK_INT_EVEN, "border": "reflect"}, True,
+         np.abs(MASK_INT_EVEN).sum()),
+    Case("convolve-float-even", "convolve", {"mask": MASK_FLOAT_EVEN, "scale": 0.5, "delta": 3}, False,
+         np.abs(MASK_FLOAT_EVEN).sum()),
+    Case("separable-float", "separable", {"row": ROW_FLOAT, "column": [1, 2, 1]}, False, 4 * np.abs(ROW_FLOAT).sum()),
+    Case("gaussian", "gaussian", {"sigma": 1.5}, False, 1),
+    Case("gaussian-aniso-wrap", "gaussian", {"sigma": 0.8, "sigma_y": 2.5, "border": "wrap"}, False, 1),
+    Case("box", "box", {"width": 5, "height": 3, "border": "constant", "value": 9}, True, 1),
+    Case("sharpen", "sharpen", {"strength": 0.5}, True, 5),
+    Case("unsharp", "unsharp", {"sigma": 1.2, "amount": 0.7}, False, 3.4),
+    Case("emboss", "emboss", {}, True, 8),
+    Case("laplacian-8", "laplacian", {"neighbours": 8}, True, 16),
+    Case("sobel-5", "sobel", {"dx": 1, "dy": 1, "ksize": 5}, True, 36),
+    Case("sobel-to-f32", "sobel", {"dx": 1}, True, 8, run={"out_type": "f32"}),
+    Case("scharr", "scharr", {"dy": 1, "dx": 0}, True, 32),
+    Case("prewitt", "prewitt", {}, True, 6),
+    Case("xf-dgaussian", "xf_dgaussian", {}, True, 16),
+    Case("dilate-rect", "dilate", {"se": "rect:5x3"}, True, 1),
+    Case("erode-disk", "erode", {"se": "disk:3", "border": "reflect"}, True, 1),
+    Case("dilate-random", "dilate", {"se": ELEMENT_RANDOM, "iterations": 2}, True, 1),
+    Case("open-ellipse", "open", {"se": "ellipse:5x5"}, True, 1),
+    Case("close-cross", "close", {"se": "cross:3x5"}, True, 1),
+    Case("gradient-disk", "gradient", {"se": "disk:2"}, True, 2),
+    Case("tophat-rect", "tophat", {"se": "rect:7x7"}, True, 2),
+    Case("blackhat-random", "blackhat", {"se": ELEMENT_RANDOM}, True, 2),
+    Case("pipeline-exact", CHAIN_EXACT, None, True, 16),
+    Case("pipeline-float", CHAIN_FLOAT, None, False, 1),
+]
+CASE_BY_ID = {c.id: c for c in CASES}
+DTYPES = {"u8": np.uint8, "u16": np.uint16, "f32": np.float32}
+
+
+def _params(shapes):
+    for case in CASES:
+        for dt in case.dtypes or DTYPES:
+            for shape in shapes(case):
+                yield pytest.param(case, dt, shape, id=f"{case.id}-{dt}-{'x'.join(map(str, shape))}")
+
+
+def _grid(case):
+    big = (131, 97) if case.algorithm == "fft" else (61, 47)  # the FFT's tiles need room
+    if case.gray:
+        return [big]
+    shapes = [big, big + (3,)]
+    if case.id in ("correlate-int", "gaussian", "dilate-random", "pipeline-float"):
+        shapes.append(big + (4,))
+    return shapes
+
+
+def _one_pixel(case):
+    return [(1, 1)] if case.id in ("correlate-int", "correlate-float", "gaussian", "erode-disk", "pipeline-exact",
+                                   "correlate-fft") else []
+
+
+def _devices_or_skip(count):
+    if count < 2:
+        pytest.skip("one device")
+    return range(1, count)
+
+
+def _check_against_cpu(case, got, host, dtype_name, plan):
+    """SPEC's tolerance between backends; exact plans bit for bit."""
+    want = case(host, backend="cpu")
+    exact = dtype_name != "f32" and case.exact
+    if dtype_name != "f32":  # the planner decides what is exact: the test's expectation must agree with it
+        planned = "float" if " float " in plan else "exact"
+        assert planned == ("exact" if case.exact else "float"), f"{case.id} {dtype_name}: a {planned} plan\n{plan}"
+    if exact:
+        assert_same_bits(got, want, "against the CPU backend (an exact plan)")
+    elif got.dtype == np.float32:
+        bound = 2 * case.gain * max(1.0, float(np.abs(host).max()))  # two backends, each within 1e-5 of the truth
+        assert_f32_close(got, want.astype(np.float64), bound, "against the CPU backend (a float plan)")
+    else:
+        assert_equal_images(got, want, "against the CPU backend (a float plan)", max_diff=1)
+
+
+def _run_cupy_on_every_device(cp, case, host):
+    """Device 0's result (bits), after checking every other device's against it."""
+    devices = _devices_or_skip(cp.cuda.runtime.getDeviceCount())
+    algo = {"algorithm": case.algorithm}
+    with cp.cuda.Device(0):
+        d0 = cp.asarray(host)
+        r0 = case(d0, **algo)
+        assert r0.device.id == 0 and cp.cuda.runtime.getDevice() == 0
+        want = cp.asnumpy(r0)
+        for k in devices:
+            with cp.cuda.Device(k):
+                dk = cp.asarray(host)
+            # Device 0 current, the arrays on device k (the library switches and switches back).
+            rk = case(dk, **algo)
+            assert cp.cuda.runtime.getDevice() == 0, "the caller's device is current again after the call"
+            assert isinstance(rk, cp.ndarray) and rk.device.id == k, f"result on device {rk.device.id}, input on {k}"
+            assert_same_bits(cp.asnumpy(rk), want, f"device {k} against device 0")
+            # Device k current, out= there, on a non-blocking stream of device k.
+            with cp.cuda.Device(k):
+                out = cp.asarray(_filled_like(want))
+                ptr = out.data.ptr
+                s = cp.cuda.Stream(non_blocking=True)
+                with s:
+                    got = case(dk, out=out, **algo)
+                s.synchronize()
+                assert cp.cuda.runtime.getDevice() == k
+            assert got is out and out.device.id == k and out.data.ptr == ptr
+            assert_same_bits(cp.asnumpy(out), want, f"out= on device {k} against device 0")
+    return want
+
+
+def _filled_like(a: np.ndarray) -> np.ndarray:
+    """An out= array's first contents: a sample apron leaves unwritten shows (NaN for f32)."""
+    fill = {np.dtype(np.uint8): 0xA5, np.dtype(np.uint16): 0xA5A5, np.dtype(np.float32): np.nan}[a.dtype]
+    return np.full(a.shape, fill, a.dtype)
+
+
+@pytest.mark.parametrize("case, dtype_name, shape", list(_params(_grid)))
+def test_devices_agree_cupy(case, dtype_name, shape):
+    cp = _cupy()
+    host = random_image(shape, DTYPES[dtype_name], seed=81)
+    want = _run_cupy_on_every_device(cp, case, host)
+    _check_against_cpu(case, want, host, dtype_name, case.describe(shape, DTYPES[dtype_name], "cpu"))
+
+
+@pytest.mark.parametrize("case, dtype_name, shape", list(_params(_one_pixel)))
+def test_devices_agree_cupy_one_pixel(case, dtype_name, shape):
+    cp = _cupy()
+    host = random_image(shape, DTYPES[dtype_name], seed=82)
+    want = _run_cupy_on_every_device(cp, case, host)
+    _check_against_cpu(case, want, host, dtype_name, case.describe(shape, DTYPES[dtype_name], "cpu"))
+
+
+def _torch_dtype(torch, name):
+    dt = {"u8": torch.uint8, "u16": getattr(torch, "uint16", None), "f32": torch.float32}[name]
+    if dt is None:
+        pytest.skip("this torch has no uint16 tensors")
+    return dt
+
+
+def _torch_shapes(case):  # colour (the runs on CuPy cover the rest), and one pixel once
+    return [(47, 61) if case.gray else (47, 61, 3)] + ([(1, 1)] if case.id == "gaussian" else [])
+
+
+@pytest.mark.parametrize("case, dtype_name, shape", list(_params(_torch_shapes)))
+def test_devices_agree_torch(case, dtype_name, shape):
+    torch = _torch()
+    devices = _devices_or_skip(torch.cuda.device_count())
+    _torch_dtype(torch, dtype_name)
+    host = random_image(shape, DTYPES[dtype_name], seed=83)
+    algo = {"algorithm": case.algorithm}
+    torch.cuda.set_device(0)
+    r0 = case(torch.from_numpy(host).to("cuda:0"), **algo)
+    assert r0.device == torch.device("cuda:0")
+    want = r0.cpu().numpy()
+    for k in devices:
+        dev = torch.device(f"cuda:{k}")
+        tk = torch.from_numpy(host).to(dev)
+        rk = case(tk, **algo)  # device 0 current
+        assert torch.cuda.current_device() == 0
+        assert rk.is_cuda and rk.device == dev
+        assert_same_bits(rk.cpu().numpy(), want, f"torch device {k} against device 0")
+        out = torch.from_numpy(_filled_like(want)).to(dev)
+        ptr = out.data_ptr()
+        with torch.cuda.device(k):
+            s = torch.cuda.Stream(device=k)
+            with torch.cuda.stream(s):  # the current stream of device k orders the work
+                got = case(tk, out=out, **algo)
+            s.synchronize()
+            assert torch.cuda.current_device() == k
+        assert got is out and out.device == dev and out.data_ptr() == ptr
+        assert torch.cuda.current_device() == 0
+        assert_same_bits(out.cpu().numpy(), want, f"torch out= on device {k} against device 0")
+    _check_against_cpu(case, want, host, dtype_name, case.describe(shape, DTYPES[dtype_name], "cpu"))
+
+
+def test_devices_agree_out_on_the_wrong_device_is_refused_everywhere():
+    cp = _cupy()
+    devices = _devices_or_skip(cp.cuda.runtime.getDeviceCount())
+    host = random_image((61, 47, 3), np.uint16, seed=84)
+    for k in devices:
+        with cp.cuda.Device(k):
+            dk = cp.asarray(host)
+        for j in (0, *[d for d in devices if d != k]):
+            with cp.cuda.Device(j):
+                out = cp.zeros_like(cp.asarray(host))
+            for case in (CASE_BY_ID["gaussian"], CASE_BY_ID["dilate-random"], CASE_BY_ID["pipeline-exact"]):
+                with pytest.raises(ValueError, match=f"CUDA device {j} but img is on CUDA device {k}"):
+                    case(dk, out=out)
+            assert int(out.sum()) == 0, f"out= on device {j} was written"
