@@ -169,6 +169,8 @@ def part_files(a, gpus_list, io_threads):
         sets += [("tif-u8-4096", a.count_large // 2, 4096, "tif", np.uint8, 1),
                  ("tif-u16-1024", a.count_small // 4, 1024, "tif", np.uint16, 1)]
     for name, count, size, fmt, dtype, ch in sets:
+        if a.sets and name not in a.sets.split(","):
+            continue
         src = make_set(name, count, size, fmt, dtype, ch)
         bound, total = storage_bound(src, io_threads)
         pix = count * size * size
@@ -191,8 +193,8 @@ def part_files(a, gpus_list, io_threads):
 
 def part_jpeg(a, gpus_list):
     say("== JPEG batches: CPU decoder against nvJPEG")
-    src = make_set("jpg-rgb-4096", a.count_png, 4096, "jpg", np.uint8, 3)
-    pix = a.count_png * 4096 * 4096
+    src = make_set("jpg-rgb-4096", a.count_jpeg, 4096, "jpg", np.uint8, 3)
+    pix = a.count_jpeg * 4096 * 4096
     for decoder in ("cpu", "gpu"):
         for g in gpus_list[:1] + gpus_list[-1:] if len(gpus_list) > 1 else gpus_list:
             got = run_batch(a.apron, src, ["box:width=3"], g, extra=["--jpeg-decode", decoder, "--format", "ppm"],
@@ -308,6 +310,8 @@ def main():
     ap.add_argument("--count-small", type=int, default=1200)
     ap.add_argument("--count-png", type=int, default=32)
     ap.add_argument("--count-gpu", type=int, default=48)
+    ap.add_argument("--count-jpeg", type=int, default=64)
+    ap.add_argument("--sets", default="", help="file sets to run (default: all), e.g. pgm-u8-4096,pgm-u8-1024")
     ap.add_argument("--stream-size", type=int, default=16384)
     ap.add_argument("--stream-steps", type=int, default=2)
     ap.add_argument("--stream-memory", default="8G")

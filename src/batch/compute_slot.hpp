@@ -26,9 +26,13 @@ public:
 };
 
 std::unique_ptr<ComputeSlot> make_cpu_slot();
-// A slot with its own stream and device buffers on `device` (grown to the largest image seen). Throws
-// apron::Error without the CUDA backend.
-std::unique_ptr<ComputeSlot> make_cuda_slot(int device);
+// How a slot decodes JPEG: `none` (not asked to), `try_gpu` (nvJPEG where it starts, the CPU where it does
+// not), `gpu` (nvJPEG, or the slot's start fails).
+enum class SlotJpeg { none, try_gpu, gpu };
+// A slot with its own stream and device buffers on `device` (grown to the largest image seen), and its GPU
+// JPEG decoder started now (set-up) rather than at its first JPEG. Throws apron::Error without the CUDA
+// backend.
+std::unique_ptr<ComputeSlot> make_cuda_slot(int device, SlotJpeg jpeg = SlotJpeg::none);
 // Devices usable by batches (0 without the CUDA backend or without a GPU).
 int cuda_device_count();
 // Whether this build decodes JPEG on the GPU (nvJPEG).

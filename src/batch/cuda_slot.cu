@@ -40,11 +40,13 @@ struct DeviceImage {
 
 class CudaSlot final : public ComputeSlot {
 public:
-    explicit CudaSlot(int device) : device_(device) {
+    CudaSlot(int device, SlotJpeg jpeg) : device_(device) {
         APRON_CUDA_CHECK(cudaSetDevice(device));
         APRON_CUDA_CHECK(cudaFree(nullptr));  // the device's context, now: its start is set-up, not an image's upload
         APRON_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
         for (cudaEvent_t& e : marks_) APRON_CUDA_CHECK(cudaEventCreate(&e));
+        if (jpeg == SlotJpeg::gpu) decoder_ = std::make_unique<cuda::GpuJpegDecoder>(device_);  // its start is slow
+        if (jpeg == SlotJpeg::try_gpu) start_decoder();
     }
     ~CudaSlot() override {
         cudaSetDevice(device_);
@@ -70,8 +72,8 @@ public:
     void run_jpeg(const Pipeline& pipeline, const RunOptions& options, std::span<const std::uint8_t> file,
                   const std::string& name, const ImageShape& shape, ImageView out, StageClock& clock) override {
         APRON_CUDA_CHECK(cudaSetDevice(device_));
-        if (!decoder_) decoder_ = std::make_unique<cuda::GpuJpegDecoder>(device_);
-        const std::optional<ImageShape> decoded = decoder_->probe(file, name);
+        if (!decoder_ && !decoder_failed_) start_decoder();
+        const std::optional<ImageShape> decoded = decoder_ ? decoder_->probe(file, name) : std::nullopt;
         if (!decoded || !(*decoded == shape)) {
             Image image;
             {
@@ -91,6 +93,16 @@ public:
     }
 
 private:
+    // nvJPEG on this slot's device; where it cannot start (a driver without it, no memory for its buffers),
+    // this slot decodes its JPEG files on the CPU, as the batch would without nvJPEG.
+    void start_decoder() {
+        try {
+            decoder_ = std::make_unique<cuda::GpuJpegDecoder>(device_);
+        } catch (const Error&) {
+            decoder_failed_ = true;
+        }
+    }
+
     // The pipeline on d_in into the host image out, after marks_[0..1] timed `first` (the upload or the GPU
     // decode): then the kernels and the download, each timed by events on this slot's stream.
     void filter(const Pipeline& pipeline, const RunOptions& options, ImageView d_in, ImageView out, Stage first,
@@ -119,12 +131,13 @@ private:
     cudaStream_t stream_ = nullptr;
     std::array<cudaEvent_t, 4> marks_{};
     DeviceImage in_, out_;
-    std::unique_ptr<cuda::GpuJpegDecoder> decoder_;  // made at this slot's first JPEG
+    std::unique_ptr<cuda::GpuJpegDecoder> decoder_;  // made at the slot's start, or at its first JPEG
+    bool decoder_failed_ = false;                     // nvJPEG did not start here: the CPU decodes
 };
 
 } // namespace
 
-std::unique_ptr<ComputeSlot> make_cuda_slot(int device) { return std::make_unique<CudaSlot>(device); }
+std::unique_ptr<ComputeSlot> make_cuda_slot(int device, SlotJpeg jpeg) { return std::make_unique<CudaSlot>(device, jpeg); }
 
 bool gpu_jpeg_available() { return cuda::gpu_jpeg_built(); }
 

@@ -4,6 +4,7 @@
 // items this process was handed.
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -235,7 +236,8 @@ private:
         for (std::size_t i = 0; i < devices.size(); ++i)
             starting.emplace_back([&, i] {
                 try {
-                    for (int s = 0; s < o_.streams_per_device; ++s) per_device[i].push_back(make_cuda_slot(devices[i]));
+                    for (int s = 0; s < o_.streams_per_device; ++s)
+                        per_device[i].push_back(make_cuda_slot(devices[i], slot_jpeg()));
                 } catch (...) {
                     errors[i] = std::current_exception();
                 }
@@ -251,6 +253,21 @@ private:
         // slot's stream, so a copy waiting for the copy engine counts as upload): the stage where images
         // spend their time is the one that limits.
         for (Stage s : {Stage::upload, Stage::compute, Stage::download}) clock_.set_workers(s, int(slots_.size()));
+    }
+
+    // The slots' JPEG decoders start with the GPUs, in parallel, where some input is named as a JPEG file.
+    SlotJpeg slot_jpeg() const {
+        if (!jpeg_on_gpu_ || !has_jpeg_inputs()) return SlotJpeg::none;
+        return o_.jpeg_decoder == BatchOptions::JpegDecoder::gpu ? SlotJpeg::gpu : SlotJpeg::try_gpu;
+    }
+
+    // Whether any input is named as a JPEG file.
+    bool has_jpeg_inputs() const {
+        return std::any_of(items_.begin(), items_.end(), [](const BatchItem& item) {
+            std::string ext = std::filesystem::path(item.input).extension().string();
+            for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+            return ext == ".jpg" || ext == ".jpeg" || ext == ".jpe";
+        });
     }
 
     std::string describe_workers(int io) const {

@@ -4,7 +4,7 @@
 
 namespace apron::batch {
 
-std::unique_ptr<ComputeSlot> make_cuda_slot(int) { throw Error("--backend cuda: this build has no CUDA backend"); }
+std::unique_ptr<ComputeSlot> make_cuda_slot(int, SlotJpeg) { throw Error("--backend cuda: this build has no CUDA backend"); }
 int cuda_device_count() { return 0; }
 bool gpu_jpeg_available() { return false; }
 

@@ -97,13 +97,21 @@ std::shared_ptr<Library> open_library(int device, bool hardware, std::string& wh
 // hardware decoder is asked once).
 std::shared_ptr<Library> shared_library(int device, bool hardware, std::string& why) {
     struct Entry {
+        std::mutex mutex;  // one device's handle at a time; other devices' start at once
         std::weak_ptr<Library> library;
         std::string failure;
     };
     static std::mutex mutex;
     static std::map<std::pair<int, bool>, Entry> libraries;
-    const std::lock_guard<std::mutex> lock(mutex);
-    Entry& entry = libraries[{device, hardware}];
+    Entry* found = nullptr;
+    {
+        const std::lock_guard<std::mutex> lock(mutex);
+        found = &libraries[{device, hardware}];  // std::map: the entry stays where it is
+    }
+    Entry& entry = *found;
+    // Starting nvJPEG's hardware decoder takes long: measured on 4 H200s, batches whose slots started it one
+    // device after the other spent seconds there, so each device's start is locked on its own.
+    const std::lock_guard<std::mutex> lock(entry.mutex);
     if (!entry.failure.empty()) {
         why = entry.failure;
         return nullptr;
