@@ -109,7 +109,7 @@ def main() -> None:
         pipe = p._pipeline if p else apron.Pipeline(["box"])._pipeline
         with arrays.stream():
             cpp = pipe.time_run(in_ptr, device, a.size, a.size, 1, 0, a.size, out_ptr, a.size, be, a.threads, stream,
-                                a.iterations, a.repeats)
+                                a.iterations, a.repeats, 0 if device else -1)  # device arrays: the current device, 0
             arrays.sync()
         if p:
             py = best_seconds(lambda: p.run(arrays.img, backend=be, threads=a.threads), arrays, a.iterations, a.repeats)

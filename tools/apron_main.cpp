@@ -204,6 +204,9 @@ int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, co
                          apron::usable_cores(), machine);
     }
     so.run = options;
+    // The default budget is the node's: ranks sharing a node share it.
+    if (!so.run.memory_budget && world && world->active && world->local_size > 1)
+        so.run.memory_budget = apron::default_memory_budget() / std::uint64_t(world->local_size);
     so.band_rows = a.band_rows;
     so.io_threads = a.io_threads;
     so.tile_side = a.tile;
@@ -583,6 +586,13 @@ int run_info() {
 // StreamTeam); an error on one rank ends them all.
 int run_filter(const FilterArgs& a) {
     apron::dist::World world = apron::dist::start_world(nullptr, nullptr);
+    try {
+        apron::dist::check_launch(world);
+    } catch (const apron::Error& e) {
+        std::fprintf(stderr, "apron: %s\n", e.what());
+        apron::dist::finish_world(world);
+        return 1;
+    }
     if (!world.active) return run_filter_in(a, nullptr);
     try {
         const int status = run_filter_in(a, &world);

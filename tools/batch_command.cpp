@@ -177,6 +177,7 @@ int run_batch_command(const BatchArgs& a, int argc, char** argv) {
     // MPI first: every rank parses the same arguments and resolves the same inputs.
     apron::dist::World world = apron::dist::start_world(&argc, &argv);
     try {
+        apron::dist::check_launch(world);
         if (a.ops.empty() == a.pipeline_file.empty()) throw apron::Error("batch: give either --op or --pipeline (one of them)");
         apron::BatchOptions o;
         std::vector<std::string> ops = a.ops;
@@ -210,6 +211,9 @@ int run_batch_command(const BatchArgs& a, int argc, char** argv) {
         o.auto_orient = a.auto_orient;
         o.jpeg_decoder = jpeg_decoder_option(a.jpeg_decode);
         o.memory_budget = memory_option(a.memory);
+        // The default budget is the node's: ranks sharing a node share it.
+        if (!o.memory_budget && world.active && world.local_size > 1)
+            o.memory_budget = apron::default_memory_budget() / std::uint64_t(world.local_size);
         o.read.memory_budget = o.memory_budget;
         o.run.memory_budget = o.memory_budget;
         b::JobOptions job_options;
@@ -224,10 +228,22 @@ int run_batch_command(const BatchArgs& a, int argc, char** argv) {
             if (!naming.format) throw apron::Error("--format: '" + a.format + "' is not png, pgm, ppm, pfm, jpg or tif");
         }
         const std::vector<apron::BatchItem> items = b::batch_items(inputs, naming, o);
+        {
+            std::vector<std::string> names;
+            names.reserve(2 * items.size());
+            for (const apron::BatchItem& item : items) names.push_back(item.input), names.push_back(item.output);
+            apron::dist::check_same_items(world, names);
+        }
         // One rank per GPU: the node-local rank picks its device unless --devices names them.
         if (world.active && o.devices.empty() && o.run.backend != apron::Backend::cpu &&
-            o.run.backend != apron::Backend::reference && b::cuda_device_count() > 0)
-            o.devices = {world.local_rank % b::cuda_device_count()};
+            o.run.backend != apron::Backend::reference && b::cuda_device_count() > 0) {
+            const int gpus = b::cuda_device_count();
+            o.devices = {world.local_rank % gpus};
+            if (world.local_rank == 0 && world.local_size > gpus)
+                std::fprintf(stderr, "apron: note: rank %d's node runs %d ranks on %d GPU%s: each GPU serves %d or %d of them\n",
+                             world.rank, world.local_size, gpus, gpus > 1 ? "s" : "", world.local_size / gpus,
+                             (world.local_size + gpus - 1) / gpus);
+        }
 
         // Checked before anything is created: an option error leaves no output directory behind.
         (void)apron::describe_batch_compute(o);

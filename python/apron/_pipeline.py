@@ -52,18 +52,21 @@ class Pipeline:
     def describe(self, img, out_type=None, backend="auto", algorithm="auto", candidates=False) -> str:
         """What run() would do on this image (or (shape, dtype)): one line per step with its algorithm; with
         candidates=True every path a linear step could take and its predicted time (``apron plan``)."""
-        h, w, c, code = _shape(img)
+        h, w, c, code, device = _shape(img)
         backend, algorithm = _arrays.text_arg("backend", backend), _arrays.text_arg("algorithm", algorithm)
-        return self._pipeline.describe(h, w, c, code, _arrays.type_code(out_type), backend, algorithm, bool(candidates))
+        return self._pipeline.describe(h, w, c, code, _arrays.type_code(out_type), backend, algorithm, bool(candidates),
+                                       device)
 
     def memory_needed(self, img, out_type=None, backend="auto") -> int:
         """Host bytes run() would take on this image (or (shape, dtype)), estimated from the plan."""
-        h, w, c, code = _shape(img)
-        return self._pipeline.memory_needed(h, w, c, code, _arrays.type_code(out_type), _arrays.text_arg("backend", backend))
+        h, w, c, code, device = _shape(img)
+        return self._pipeline.memory_needed(h, w, c, code, _arrays.type_code(out_type), _arrays.text_arg("backend", backend),
+                                            device)
 
 
 def _shape(img):
-    """(height, width, channels, type code) of an array, or of a (shape, dtype) pair."""
+    """(height, width, channels, type code, CUDA device) of an array (device -1 for host arrays), or of a
+    (shape, dtype) pair (device -1: plans on the current device, as a host array's run does)."""
     if isinstance(img, tuple) and len(img) == 2 and isinstance(img[0], tuple):
         shape, dtype = img
         code = _arrays.type_code(dtype, "dtype")
@@ -71,9 +74,9 @@ def _shape(img):
             raise ValueError(f"shape: {shape} is not (H, W) or (H, W, C)")
         sides = [_arrays.int_arg(f"shape: {side}", n, 1, _arrays.INT_MAX)
                  for side, n in zip(("height", "width", "channels"), shape)]
-        return sides[0], sides[1], sides[2] if len(shape) == 3 else 1, code
+        return sides[0], sides[1], sides[2] if len(shape) == 3 else 1, code, -1
     v = _arrays.view_of(img, "img")
-    return v.height, v.width, v.channels, v.code
+    return v.height, v.width, v.channels, v.code, v.device_id
 
 
 def plan(ops, img, out_type=None, backend="auto", algorithm="auto", candidates=True) -> str:

@@ -148,12 +148,13 @@ void bind_pipeline(nb::module_& m) {
         .def("time_run",
              [](const Pipeline& p, std::uintptr_t in_ptr, bool device, int height, int width, int channels, int type,
                 std::size_t in_pitch, std::uintptr_t out_ptr, std::size_t out_pitch, const std::string& backend, int threads,
-                std::uintptr_t stream, int iterations, int repeats) {
+                std::uintptr_t stream, int iterations, int repeats, int cuda_device) {
                  const ImageShape shape = shape_of(height, width, channels, type);
                  const Memory memory = device ? Memory::device : Memory::host;
                  const ConstImageView in{reinterpret_cast<const std::byte*>(in_ptr), shape, in_pitch, memory};
                  const ImageView out{reinterpret_cast<std::byte*>(out_ptr), shape, out_pitch, memory};
-                 const RunOptions o = run_options(-1, backend, "auto", threads, 0, stream);
+                 RunOptions o = run_options(-1, backend, "auto", threads, 0, stream);
+                 o.cuda_device = cuda_device;  // the arrays' device, as run() takes it
                  double best = 1e300;
                  for (int r = 0; r < repeats; ++r) {
                      const auto t0 = std::chrono::steady_clock::now();
@@ -169,16 +170,22 @@ void bind_pipeline(nb::module_& m) {
                                                      run_options(out_type, "auto", "auto", 0, 0, 0));
                  return std::make_tuple(s.height, s.width, s.channels, int(s.type));
              })
+        // Planned on `device` (the array's; -1 for host arrays and shapes: the current one), whose tables
+        // choose the kernels, as run() plans them. The Python side always passes it.
         .def("describe",
              [](const Pipeline& p, int height, int width, int channels, int type, int out_type, const std::string& backend,
-                const std::string& algorithm, bool candidates) {
-                 return p.describe(shape_of(height, width, channels, type),
-                                   run_options(out_type, backend, algorithm, 0, 0, 0), candidates);
+                const std::string& algorithm, bool candidates, int device) {
+                 RunOptions o = run_options(out_type, backend, algorithm, 0, 0, 0);
+                 o.cuda_device = device;
+                 return p.describe(shape_of(height, width, channels, type), o, candidates);
              },
              nb::call_guard<nb::gil_scoped_release>())
         .def("memory_needed",
-             [](const Pipeline& p, int height, int width, int channels, int type, int out_type, const std::string& backend) {
-                 return p.memory_needed(shape_of(height, width, channels, type), run_options(out_type, backend, "auto", 0, 0, 0));
+             [](const Pipeline& p, int height, int width, int channels, int type, int out_type, const std::string& backend,
+                int device) {
+                 RunOptions o = run_options(out_type, backend, "auto", 0, 0, 0);
+                 o.cuda_device = device;
+                 return p.memory_needed(shape_of(height, width, channels, type), o);
              });
 }
 

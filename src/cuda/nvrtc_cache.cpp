@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <random>
 #include <sstream>
 #include <unordered_map>
 #include <vector>
@@ -261,7 +262,11 @@ Binary compile_cached(const std::string& source, int arch) {
     if (!file.empty()) {
         std::error_code ec;
         std::filesystem::create_directories(dir, ec);
-        const std::filesystem::path tmp = file.string() + ".tmp" + std::to_string(::getpid());
+        // The process id and 64 random bits: a cache in a shared home directory is written by processes of
+        // several nodes, whose ids may be equal.
+        std::random_device random;
+        const std::uint64_t salt = (std::uint64_t(random()) << 32) ^ random();
+        const std::filesystem::path tmp = file.string() + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(salt);
         {
             std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
             out.write(key.data(), std::streamsize(key.size()));

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -85,6 +86,13 @@ int broadcast_from_root(const World& world, int value) {
     if (!world.active) return value;
     std::lock_guard<std::mutex> lock(mpi_mutex());
     check(MPI_Bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    return value;
+}
+
+std::uint64_t broadcast_from_root(const World& world, std::uint64_t value) {
+    if (!world.active) return value;
+    std::lock_guard<std::mutex> lock(mpi_mutex());
+    check(MPI_Bcast(&value, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
     return value;
 }
 
@@ -219,6 +227,7 @@ void finish_world(const World&) {}
 void abort_world(const World&, int code) { std::exit(code); }
 void barrier(const World&) {}
 int broadcast_from_root(const World&, int value) { return value; }
+std::uint64_t broadcast_from_root(const World&, std::uint64_t value) { return value; }
 
 struct Feed::State {
     std::atomic<std::size_t> counter = 0;
@@ -236,5 +245,39 @@ std::optional<std::size_t> Feed::next() {
 BatchReport reduce_reports(const World&, const BatchReport& mine) { return mine; }
 
 #endif
+
+// Both with MPI and without.
+
+void check_launch(const World& world) {
+    for (const char* name : {"SLURM_STEP_NUM_TASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+        const char* value = std::getenv(name);
+        if (!value || !*value) continue;
+        char* end = nullptr;
+        const long tasks = std::strtol(value, &end, 10);
+        if (*end || tasks <= 1 || tasks == world.size) continue;
+        throw Error(std::string("launched as one of ") + std::to_string(tasks) + " tasks (" + name + "=" + value +
+                    "), but MPI sees " + (world.active ? std::to_string(world.size) + " processes" : std::string("this one alone")) +
+                    ": every task would do the whole job. Use srun --mpi=pmix (or mpirun) with an apron built with "
+                    "MPI, or run one task (docs/cluster.md)");
+    }
+}
+
+void check_same_items(const World& world, const std::vector<std::string>& names) {
+    if (!world.active || world.size < 2) return;
+    std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the names, each ended by a 0 byte
+    for (const std::string& name : names) {
+        for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+        h = (h ^ 0) * 0x100000001b3ull;
+    }
+    const std::uint64_t count = broadcast_from_root(world, std::uint64_t(names.size()));
+    const std::uint64_t root = broadcast_from_root(world, h);
+    if (count == names.size() && root == h) return;
+    std::fprintf(stderr,
+                 "apron: rank %d resolved %zu inputs, rank 0 %llu%s: the inputs changed while the ranks started "
+                 "(a folder or glob read by each rank); run again once they are complete\n",
+                 world.rank, names.size(), static_cast<unsigned long long>(count),
+                 count == names.size() ? " (other names or order)" : "");
+    abort_world(world, 1);
+}
 
 } // namespace apron::dist

@@ -5,8 +5,11 @@
 // the outputs are the same bits whatever the number of ranks. Each rank takes the GPU of its node-local
 // rank (unless --devices says otherwise) and writes its own manifest file; rank 0 prints the totals.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "apron/batch.hpp"
 
@@ -28,6 +31,20 @@ void finish_world(const World& world);
 void barrier(const World& world);
 // Rank 0's `value`, on every rank (a collective call: every rank makes it); `value` itself without MPI.
 int broadcast_from_root(const World& world, int value);
+std::uint64_t broadcast_from_root(const World& world, std::uint64_t value);
+
+// Throws apron::Error when the launcher started this process as one of several tasks (srun -n N, mpirun -np
+// N: SLURM_STEP_NUM_TASKS, OMPI_COMM_WORLD_SIZE, PMI_SIZE) but `world` is not that many ranks: srun without
+// an MPI plugin (--mpi=pmix), an apron built without MPI, or an Open MPI that cannot read the launcher's PMI.
+// Each task would otherwise be a world of one and do the whole job, and all but one would fail on the
+// output's lock.
+void check_launch(const World& world);
+
+// Every rank must have resolved the same items (the same names in the same order): rank 0's count and a
+// hash of the names are compared on every rank, and a rank that differs ends the job (MPI_Abort) saying so:
+// an input folder that changed while the ranks started would otherwise hand the same index to different
+// files. Nothing without MPI.
+void check_same_items(const World& world, const std::vector<std::string>& names);
 // Ends every rank at once after a fatal error on one of them (MPI_Abort), so none waits for it forever.
 [[noreturn]] void abort_world(const World& world, int code);
 

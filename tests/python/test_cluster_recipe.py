@@ -197,3 +197,20 @@ def test_stream_recipe_two_ranks_write_the_bytes_of_one(apron, tmp_path):
     assert (tmp_path / "two.pgm").read_bytes() == (tmp_path / "one.pgm").read_bytes() == (tmp_path / "whole.pgm").read_bytes()
     assert (tmp_path / "two.tif").read_bytes() == (tmp_path / "one.tif").read_bytes()
     assert not [p.name for p in tmp_path.iterdir() if ".apron-" in p.name]  # no partial file, journal or lock left
+
+
+def test_tasks_that_are_not_one_mpi_job_are_refused(apron, tmp_path):
+    """srun -n N without an MPI plugin starts N worlds of one: each would do the whole job. apron refuses,
+    naming the launcher's variable, before it touches the output."""
+    write_pnm(tmp_path / "in.pgm", random_image((9, 7), np.uint8, seed=2900))
+    env = dict(os.environ, SLURM_STEP_NUM_TASKS="4")
+    exe = str(apron.path)
+    for cmd in ([exe, "batch", "in.pgm", "-o", "out", "--op", "box"], [exe, "filter", "in.pgm", "out.pgm", "--op", "box"]):
+        r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        assert r.returncode == 1, r.stderr
+        assert r.stderr.startswith("apron: launched as one of 4 tasks (SLURM_STEP_NUM_TASKS=4), but MPI sees "), r.stderr
+        assert not (tmp_path / "out").exists() and not (tmp_path / "out.pgm").exists()
+    env["SLURM_STEP_NUM_TASKS"] = "1"  # one task: nothing to say
+    r = subprocess.run([exe, "filter", "in.pgm", "out.pgm", "--op", "box"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=RUN_TIMEOUT_S)
+    assert r.returncode == 0, r.stderr

@@ -170,6 +170,22 @@ def test_two_devices():
         assert cp.cuda.runtime.getDevice() == 0  # the caller's device is current again after the call
 
 
+def test_describe_and_memory_needed_plan_on_the_arrays_device():
+    cp = _cupy()
+    if cp.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("one device")
+    p = apron.Pipeline(["gaussian:sigma=2", "dilate:se=disk:3"])
+    with cp.cuda.Device(1):
+        d1 = cp.zeros((61, 47), cp.uint8)
+    with cp.cuda.Device(0):
+        d0 = cp.zeros((61, 47), cp.uint8)
+        text = p.describe(d1)
+        assert cp.cuda.runtime.getDevice() == 0  # planned on device 1, the caller's device current again
+        assert text == p.describe(d0)  # the lent machines' GPUs are of one model: the same plan
+        assert "cuda" in text, text
+        assert p.memory_needed(d1) == p.memory_needed(d0)
+
+
 def test_two_devices_torch_colour_on_the_second_device():
     torch = _torch()
     if torch.cuda.device_count() < 2:
