@@ -54,6 +54,7 @@
 #include "run/plan_runner.hpp"
 #include "run/prepared_state.hpp"
 #include "run/resume_fingerprint.hpp"
+#include "stream/band_dealer.hpp"
 #include "stream/journal.hpp"
 #include "stream/resume_checks.hpp"
 
@@ -570,7 +571,10 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
         explicit PinnedCacheEmptied(bool p) : pinned(p) { if (pinned) release_kept_pinned(); }
         ~PinnedCacheEmptied() { if (pinned) release_kept_pinned(); }
     } pinned_cache_emptied(host == HostMemory::pinned);
-    BoundedQueue<BandBuffer> to_compute{std::size_t(workers)}, to_write{std::size_t(workers)};
+    // One lane per GPU this process uses (its workers share a lane), one for the CPU or a single GPU.
+    const int lanes = gpus > 1 ? std::min(gpus, workers) : 1;
+    stream::BandDealer<BandBuffer> to_compute(lanes, std::max(1, workers / lanes));
+    BoundedQueue<BandBuffer> to_write{std::size_t(workers)};
     ImagePool inputs(host, std::size_t(workers)), results(host, std::size_t(workers));
     std::exception_ptr failure;
     std::mutex failure_mutex, order_mutex;
@@ -618,7 +622,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
                 fill(*source, buf, inputs);
                 if (journal) buf.in_crc = stream::crc_of_rows(stream::crc_start(), buf.pixels.view());
                 report.read_seconds += seconds_since(t);
-                if (!to_compute.push(std::move(buf))) return;
+                if (!to_compute.deal(std::move(buf))) return;
             }
             to_compute.finish();
         } catch (...) {
@@ -664,11 +668,11 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
             fail_with(std::current_exception());
         }
     });
-    auto work = [&](int device) {
+    auto work = [&](int device, int lane) {
         try {
             const std::shared_ptr<void> on_device = use_cuda_device(device);
             auto executor = make_executor(plan.backend, options.run.threads, nullptr);
-            while (auto buf = to_compute.pop()) {
+            while (auto buf = to_compute.take(lane)) {
                 const auto t = Clock::now();
                 ImageShape result_shape = out;
                 result_shape.height = buf->rows;
@@ -676,6 +680,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
                 run_plan(plan, *executor, buf->pixels.view(), result.view(), options.run, band_runner(*buf, in.height));
                 inputs.give(std::move(buf->pixels));
                 buf->pixels = std::move(result);  // the band's rows start at buf->core
+                to_compute.done(lane);
                 {
                     std::lock_guard lock(timing_mutex);
                     report.filter_seconds += seconds_since(t);
@@ -690,7 +695,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     for (int w = 0; w < workers; ++w) {
         int device = gpus > 1 ? w % gpus : -1;
         if (plan.backend == Backend::cuda && team && team->cuda_device >= 0) device = team->cuda_device;
-        computing.emplace_back(work, device);
+        computing.emplace_back(work, device, w % lanes);
     }
     for (auto& t : computing) t.join();
     to_write.finish();
