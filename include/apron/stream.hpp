@@ -52,6 +52,7 @@ struct StreamOptions {
     ByteOrder pnm_byte_order = ByteOrder::big;
     int io_threads = 0;            // threads reading or writing one band at once; 0: up to 8, one per core
     std::optional<StreamTeam> team;  // set: one of several processes on this image (see StreamTeam)
+    std::vector<int> devices;        // CUDA devices to filter on; empty: every GPU of the machine (or the team's)
     // Written into a TIFF output's directory (every process of a team must pass the same) or a PNG's chunks,
     // as write_image writes them; PNM, PFM and raw outputs carry none. fit_metadata(..., streamed = true)
     // fits it and says what is left out.

@@ -221,6 +221,7 @@ public:
 private:
     void make_slots() {
         const std::vector<int> devices = batch_devices(o_);
+        device_list_ = devices;
         if (devices.empty()) {
             slots_.push_back(make_cpu_slot());
             cpu_ = true;
@@ -487,6 +488,7 @@ private:
                 so.run = run_;
                 so.run.backend = cpu_ ? (run_.backend == Backend::reference ? Backend::reference : Backend::cpu) : Backend::cuda;
                 so.pnm_byte_order = read_.pnm_byte_order;
+                so.devices = device_list_;
                 so.io_threads = std::clamp(o_.io_threads > 0 ? o_.io_threads : usable_cores(), 1, 64);
                 ReadOptions header = read_;
                 header.max_pixels = std::uint64_t(1) << 62;  // the band engine's own limits apply
@@ -689,6 +691,7 @@ private:
     std::vector<std::unique_ptr<ComputeSlot>> slots_;
     bool cpu_ = false;
     int devices_ = 0;
+    std::vector<int> device_list_;  // the batch's GPUs (the band engine takes the same)
     BoundedQueue<Work> decoded_, filtered_;
     std::mutex room_mutex_;
     int read_room_ = 0, reading_ = 0;  // under room_mutex_

@@ -94,10 +94,12 @@ std::uint64_t band_bytes(const PreparedPipeline& prepared, const ImageShape& in,
 
 // Bands filtered at once by this process: two per GPU it uses (every GPU of the machine, or the one its
 // team gave it), one on the CPU.
-int workers_for(const ExecutionPlan& plan, const std::optional<StreamTeam>& team) {
+int workers_for(const ExecutionPlan& plan, const StreamOptions& options) {
     if (plan.backend != Backend::cuda) return 1;
+    const std::optional<StreamTeam>& team = options.team;
     const bool one_gpu = team && team->size > 1 && team->cuda_device >= 0;
-    return bands_per_gpu * (one_gpu ? 1 : std::max<int>(1, int(cuda_devices().size())));
+    const int gpus = options.devices.empty() ? int(cuda_devices().size()) : int(options.devices.size());
+    return bands_per_gpu * (one_gpu ? 1 : std::max(1, gpus));
 }
 
 // Rows per band for `units` GPUs (or processes of a team) filtering at once, from the most that fit the
@@ -402,7 +404,7 @@ std::string describe_stream(const std::string& input, const std::string& output,
     const int threads = fit_io_threads(io_threads(options), plan.output, granularity, options.run);
     const BandPlan b = plan_bands(prepared, in, options.run, granularity,
                                   io_buffer_bytes(*source, plan.output, granularity, threads), options.band_rows,
-                                  workers_for(plan, options.team), options.team ? options.team->size : 1);
+                                  workers_for(plan, options), options.team ? options.team->size : 1);
     return describe_bands(b, in, plan);
 }
 
@@ -432,9 +434,9 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     const int granularity = io::sink_row_granularity(output, sink_options);
     sink_options.threads = fit_io_threads(io_threads(options), out, granularity, options.run);
     const std::uint64_t io_buffers = io_buffer_bytes(*source, out, granularity, sink_options.threads);
-    const int gpus = plan.backend == Backend::cuda ? workers_for(plan, options.team) / bands_per_gpu : 0;
+    const int gpus = plan.backend == Backend::cuda ? workers_for(plan, options) / bands_per_gpu : 0;
     BandPlan b = plan_bands(prepared, in, options.run, granularity, io_buffers, options.band_rows,
-                            workers_for(plan, options.team), team ? team->size : 1);
+                            workers_for(plan, options), team ? team->size : 1);
 
     // A team agrees on rank 0's bands (the default budget and the GPUs may differ between machines).
     const int rank = team ? team->rank : 0;
@@ -694,6 +696,8 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     std::vector<std::thread> computing;
     for (int w = 0; w < workers; ++w) {
         int device = gpus > 1 ? w % gpus : -1;
+        if (plan.backend == Backend::cuda && !options.devices.empty())
+            device = options.devices[std::size_t(w % gpus) % options.devices.size()];
         if (plan.backend == Backend::cuda && team && team->cuda_device >= 0) device = team->cuda_device;
         computing.emplace_back(work, device, w % lanes);
     }
