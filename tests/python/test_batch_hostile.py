@@ -487,3 +487,17 @@ def test_inputs_that_vanish_or_change_kind_between_listing_and_reading(apron, tm
                      "apron: failed: imgs/v38.pgm: cannot read: it is a FIFO, not a regular file (apron reads only regular files)",
                      "apron: failed: imgs/v39.pgm: cannot read: it is a directory, not a regular file (apron reads only regular files)"], stderr
     assert visible_files(tmp_path / "out") == names[:37]
+
+
+def test_jpeg_decoder_option_is_checked_before_anything_is_written(apron, tmp_path):
+    write_images(tmp_path / "imgs", ["a.pgm"], (20, 24), seed=4600)
+    r = batch(apron, "imgs", "-o", "out", "--op", "box", "--jpeg-decode", "fast", cwd=tmp_path, expect=1)
+    assert one_line(r.stderr) == "apron: --jpeg-decode: 'fast' is not auto, cpu or gpu", r.stderr
+    # nvJPEG cannot decode for the CPU backend: `gpu` insists, so it is refused; `auto` and `cpu` run.
+    r = batch(apron, "imgs", "-o", "out", "--op", "box", "--jpeg-decode", "gpu", "--backend", "cpu", cwd=tmp_path,
+              expect=1, backend=False)
+    assert one_line(r.stderr) == "apron: --jpeg-decode: gpu: the batch runs on the CPU backend", r.stderr
+    assert not (tmp_path / "out").exists()
+    for choice in ("auto", "cpu"):
+        batch(apron, "imgs", "-o", "out-" + choice, "--op", "box", "--jpeg-decode", choice, cwd=tmp_path)
+    assert (tmp_path / "out-auto" / "a.pgm").read_bytes() == (tmp_path / "out-cpu" / "a.pgm").read_bytes()
