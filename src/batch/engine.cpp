@@ -24,7 +24,9 @@
 #include "batch/memory_gate.hpp"
 #include "batch/output_lock.hpp"
 #include "batch/pnm_in_place.hpp"
+#include "batch/file_stages.hpp"
 #include "batch/progress.hpp"
+#include "batch/streamed_image.hpp"
 #include "core/host_memory.hpp"
 #include "core/usable_cores.hpp"
 
@@ -33,13 +35,6 @@ namespace {
 
 using namespace batch;
 using Clock = std::chrono::steady_clock;
-
-// What the manifest records of the input an output was made from.
-struct InputFacts {
-    std::uint64_t bytes = 0;
-    std::int64_t mtime_ns = 0;
-    std::uint32_t crc32 = 0;
-};
 
 struct Work {
     std::size_t index = 0;
@@ -424,7 +419,7 @@ private:
             ReadOptions ro = read_;
             if (!cpu_) ro.memory = HostMemory::pinned;
             {
-                HostBuffer bytes = read_whole(file, w.input);
+                HostBuffer bytes = read_input(file, !cpu_, w.input, clock_);
                 const std::span<std::uint8_t> file_bytes(bytes.data(), bytes.size());
                 StageTimer t(clock_, Stage::decode);
                 if (o_.keep_metadata || o_.auto_orient) w.metadata = read_metadata(file_bytes, item.input, ro);
@@ -484,66 +479,28 @@ private:
             if (stop_) return;
             const BatchItem& item = items_[index];
             try {
-                StreamOptions so;
-                so.run = run_;
-                so.run.backend = cpu_ ? (run_.backend == Backend::reference ? Backend::reference : Backend::cpu) : Backend::cuda;
-                so.pnm_byte_order = read_.pnm_byte_order;
-                so.devices = device_list_;
-                so.io_threads = std::clamp(o_.io_threads > 0 ? o_.io_threads : usable_cores(), 1, 64);
-                ReadOptions header = read_;
-                header.max_pixels = std::uint64_t(1) << 62;  // the band engine's own limits apply
-                header.memory_budget = 0;                      // segments before the pixels, never the whole file
-                if (o_.keep_metadata) {
-                    so.metadata = read_metadata(item.input, header);
-                    const ImageShape in = probe_image(item.input, header);
-                    const std::string note = fit_metadata(so.metadata, format_for_path(item.output), item.output, in,
-                                                          o_.pipeline.output_shape(in, run_), true);
-                    if (!note.empty()) std::fprintf(stderr, "apron: %s\n", note.c_str());
-                }
-                const StreamReport r = stream_filter(item.input, item.output, o_.pipeline, so);
+                const Backend backend =
+                    cpu_ ? (run_.backend == Backend::reference ? Backend::reference : Backend::cpu) : Backend::cuda;
+                const StreamedImage s = stream_image(item, o_, run_, backend, device_list_, manifest_ != nullptr);
                 if (o_.notice)
                     o_.notice(item.input + ": larger than the memory budget of " + format_bytes(gate_.budget()) +
-                              ": streamed in " + std::to_string(r.bands) + " bands of " + std::to_string(r.band_rows) + " rows");
-                const io::InputFile in(item.input), out(item.output);
+                              ": streamed in " + std::to_string(s.report.bands) + " bands of " +
+                              std::to_string(s.report.band_rows) + " rows");
                 if (manifest_)
-                    manifest_->record({relative_output(item.output, o_.output_dir), out.size(), crc32_of_file(item.output),
-                                       item.input, in.size(), in.mtime_ns(), crc32_of_file(item.input)});
-                const ImageShape shape = probe_image(item.input, header);
+                    manifest_->record({relative_output(item.output, o_.output_dir), s.output_bytes, s.output_crc,
+                                       item.input, s.input_bytes, s.input_mtime_ns, s.input_crc});
                 std::lock_guard<std::mutex> lock(mutex_);
                 ++report_.done;
-                report_.pixels += shape.pixels();
-                report_.bytes_in += std::uint64_t(shape.row_bytes()) * std::uint64_t(shape.height);
-                report_.bytes_out += std::uint64_t(o_.pipeline.output_shape(shape, run_).row_bytes()) * std::uint64_t(shape.height);
+                report_.pixels += s.shape.pixels();
+                report_.bytes_in += std::uint64_t(s.shape.row_bytes()) * std::uint64_t(s.shape.height);
+                report_.bytes_out +=
+                    std::uint64_t(o_.pipeline.output_shape(s.shape, run_).row_bytes()) * std::uint64_t(s.shape.height);
             } catch (const std::exception& e) {
                 failed(index, naming(item.input, e.what()));
                 continue;
             }
             progress_->advance(0);
         }
-    }
-
-    // The file's bytes, into page-locked memory where the GPU takes the image (its copy then runs at the PCIe
-    // rate from where the file was read), with the CRC-32 the manifest records taken piece by piece as each
-    // is read: the bytes decoded are the bytes the manifest describes, and no second pass reads them.
-    HostBuffer read_whole(const io::InputFile& file, InputFacts& facts) {
-        HostBuffer bytes;
-        {
-            StageTimer t(clock_, Stage::pin);
-            bytes = HostBuffer(std::size_t(file.size()), !cpu_);
-        }
-        const auto start = Clock::now();
-        double hashing = 0;
-        std::uint32_t crc = crc32_start();
-        file.read_all_into(std::span<std::uint8_t>(bytes.data(), bytes.size()), [&](std::span<const std::uint8_t> piece) {
-            const auto h = Clock::now();
-            crc = crc32_update(crc, piece);
-            hashing += std::chrono::duration<double>(Clock::now() - h).count();
-        });
-        clock_.add(Stage::read, std::chrono::duration<double>(Clock::now() - start).count() - hashing);
-        clock_.add(Stage::hash, hashing);
-        clock_.add_bytes(Stage::read, bytes.size());
-        facts = {bytes.size(), file.mtime_ns(), crc};
-        return bytes;
     }
 
     // Fits an image's metadata to its output (fit_metadata) and says on stderr what the output cannot hold.
@@ -628,7 +585,7 @@ private:
                 StageTimer t(clock_, Stage::write);
                 o_.sink(w.index, kept);
             } else {
-                const auto [size, crc] = write_output(item, kept, std::move(w.metadata));
+                const auto [size, crc] = write_output(item.output, kept, o_.write, std::move(w.metadata), manifest_ != nullptr, clock_);
                 if (manifest_)
                     manifest_->record({relative_output(item.output, o_.output_dir), size, crc, item.input, w.input.bytes,
                                        w.input.mtime_ns, w.input.crc32});
@@ -642,43 +599,6 @@ private:
             return;
         }
         progress_->advance(pixels);
-    }
-
-    // Encodes and writes one result atomically; its size and CRC-32. Binary PNM goes out from the result's
-    // own rows, each chunk's CRC taken just before it is written (no encoded copy, no second pass); other
-    // formats are encoded first.
-    std::pair<std::uint64_t, std::uint32_t> write_output(const BatchItem& item, ImageView kept, ImageMetadata metadata) {
-        std::uint32_t crc = crc32_start();
-        const bool hashed = manifest_ != nullptr;  // the manifest alone needs the CRC
-        if (writes_pnm_in_place(item.output, o_.write, kept.shape)) {
-            const auto start = Clock::now();
-            double hashing = 0;
-            const std::uint64_t size = write_pnm_in_place(item.output, kept, [&](std::span<const std::uint8_t> chunk) {
-                if (!hashed) return;
-                const auto h = Clock::now();
-                crc = crc32_update(crc, chunk);
-                hashing += std::chrono::duration<double>(Clock::now() - h).count();
-            });
-            clock_.add(Stage::write, std::chrono::duration<double>(Clock::now() - start).count() - hashing);
-            clock_.add(Stage::hash, hashing);
-            clock_.add_bytes(Stage::write, size);
-            return {size, crc};
-        }
-        std::vector<std::uint8_t> file;
-        {
-            StageTimer t(clock_, Stage::encode);
-            WriteOptions write = o_.write;
-            write.metadata = std::move(metadata);
-            file = encode_image(format_for_path(item.output), as_const(kept), item.output, write);
-        }
-        if (hashed) {
-            StageTimer t(clock_, Stage::hash);
-            crc = crc32_update(crc, file);
-        }
-        StageTimer t(clock_, Stage::write);
-        write_file_atomically(item.output, file);
-        clock_.add_bytes(Stage::write, file.size());
-        return {file.size(), crc};
     }
 
     const std::vector<BatchItem>& items_;
