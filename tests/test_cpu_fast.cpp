@@ -333,8 +333,11 @@ TEST(CpuFast, CombineMatchesReference) {
             for (PixelType tout : kTypes) {
                 const Image a = test::random_image(33, 9, 3, ta, 60 + k), b = test::random_image(33, 9, 3, tb, 61 + k);
                 ++k;
+                // Integer coefficients take the int32 form (saturating at both ends, the largest it takes);
+                // others, and one a hair off an integer, the double form.
                 for (CombineStep s : {CombineStep{1, -1, 0}, CombineStep{1.5, 0.25, 3.5}, CombineStep{1, 0, 0},
-                                      CombineStep{-2, 0, 128}}) {
+                                      CombineStep{-2, 0, 128}, CombineStep{-1, 1, 0}, CombineStep{3, -2, -7},
+                                      CombineStep{16384, -16384, 16777216}, CombineStep{1.0000001, -1, 0}}) {
                     CombinePlan p{s, ta, tb, tout};
                     Image want(33, 9, 3, tout), got(33, 9, 3, tout);
                     const ConstImageView bv = s.b != 0 ? b.view() : ConstImageView{};
