@@ -105,7 +105,7 @@ void require_host(const char* what, ConstImageView v) {
 
 class FastCpuExecutor final : public Executor {
 public:
-    explicit FastCpuExecutor(int threads) : pool_(threads) {}
+    explicit FastCpuExecutor(int threads) : lease_(borrow_pool(threads)), pool_(*lease_) {}
 
     void linear(const LinearPlan& plan, ConstImageView in, ImageView out) override {
         require_host("linear input", in);
@@ -128,7 +128,8 @@ public:
     }
 
 private:
-    ThreadPool pool_;
+    std::shared_ptr<ThreadPool> lease_;  // the process's idle pool of this size, given back when this executor ends
+    ThreadPool& pool_;
 };
 
 } // namespace

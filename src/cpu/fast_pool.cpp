@@ -1,11 +1,69 @@
 #include "cpu/fast_pool.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <map>
 #include <system_error>
 
 #include "core/usable_cores.hpp"
 
 namespace apron::cpu {
+
+namespace {
+
+// Resolved the way ThreadPool's constructor resolves it, so that 0 and the core count share their pools.
+int pool_size(int threads) {
+    const int cores = usable_cores();
+    if (threads <= 0) threads = cores;
+    return std::min(threads, std::max(64, 2 * cores));
+}
+
+// Idle pools by size. At most a few of each size wait (as many as runs of that size were at once, up to
+// four); more are destroyed when given back. Never destroyed itself: pools may come back during static
+// destruction, and a pool's threads must not be joined then.
+struct IdlePools {
+    static constexpr std::size_t kept_per_size = 4;
+    std::mutex mutex;
+    pid_t owner = ::getpid();
+    std::multimap<int, ThreadPool*> idle;
+};
+
+IdlePools& idle_pools() {
+    static IdlePools* pools = new IdlePools;
+    return *pools;
+}
+
+} // namespace
+
+std::shared_ptr<ThreadPool> borrow_pool(int threads) {
+    const int size = pool_size(threads);
+    IdlePools& pools = idle_pools();
+    ThreadPool* pool = nullptr;
+    {
+        std::lock_guard lock(pools.mutex);
+        if (pools.owner != ::getpid()) {  // a forked child: the pools' threads stayed in the parent
+            pools.idle.clear();            // left, not destroyed: their threads cannot be joined here
+            pools.owner = ::getpid();
+        }
+        if (auto it = pools.idle.find(size); it != pools.idle.end()) {
+            pool = it->second;
+            pools.idle.erase(it);
+        }
+    }
+    if (!pool) pool = new ThreadPool(size);
+    return std::shared_ptr<ThreadPool>(pool, [size](ThreadPool* p) {
+        IdlePools& pools = idle_pools();
+        {
+            std::lock_guard lock(pools.mutex);
+            if (pools.owner == ::getpid() && pools.idle.count(size) < IdlePools::kept_per_size) {
+                pools.idle.emplace(size, p);
+                return;
+            }
+        }
+        delete p;
+    });
+}
 
 ThreadPool::ThreadPool(int threads) {
     const int cores = usable_cores();
@@ -46,6 +104,9 @@ void ThreadPool::work(int participant) {
     }
 }
 
+// A worker joins a run only while it is open: one that wakes after the caller has done every task (a small
+// image) finds it closed and sleeps again, so the caller never waits for a thread to wake up for nothing
+// (tens of microseconds on every call, more than a small image's filter).
 void ThreadPool::worker_loop(int participant) {
     std::uint64_t seen = 0;
     for (;;) {
@@ -54,11 +115,13 @@ void ThreadPool::worker_loop(int participant) {
             wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
             if (stopping_) return;
             seen = generation_;
+            if (!open_) continue;
+            ++active_;
         }
         work(participant);
         {
             std::lock_guard lock(mutex_);
-            if (--busy_ == 0) done_.notify_one();
+            if (--active_ == 0) done_.notify_one();
         }
     }
 }
@@ -76,7 +139,7 @@ void ThreadPool::run(int count, const std::function<void(int, int)>& task) {
         count_ = count;
         next_.store(0, std::memory_order_relaxed);
         error_ = nullptr;
-        busy_ = int(workers_.size());
+        open_ = true;
         ++generation_;
     }
     wake_.notify_all();
@@ -84,7 +147,8 @@ void ThreadPool::run(int count, const std::function<void(int, int)>& task) {
     std::exception_ptr error;
     {
         std::unique_lock lock(mutex_);
-        done_.wait(lock, [&] { return busy_ == 0; });
+        open_ = false;  // no worker joins from now on: wait for those that did
+        done_.wait(lock, [&] { return active_ == 0; });
         task_ = nullptr;
         error = error_;
         error_ = nullptr;
