@@ -27,14 +27,19 @@ message(STATUS "apron: TIFF support ${APRON_HAVE_TIFF}")
 # so); OFF never; AUTO, the default, only where a GPU is found as well, because its 67 translation units are
 # most of a build (2,458 s of CPU for sm_90, against 159 s for the quick start's CPU build) and give nothing
 # where no GPU can run them.
-string(TOUPPER "${APRON_CUDA}" apron_cuda_asked)
-if(NOT apron_cuda_asked STREQUAL "AUTO")
-  if(apron_cuda_asked)  # ON, TRUE, YES, 1, ...
-    set(apron_cuda_asked ON)
-  else()
-    set(apron_cuda_asked OFF)
+# AUTO, ON or OFF from an AUTO/ON/OFF option's value, whatever CMake spelling of true or false it was given.
+function(apron_tristate value out)
+  string(TOUPPER "${value}" v)
+  if(NOT v STREQUAL "AUTO")
+    if(v)  # ON, TRUE, YES, 1, ...
+      set(v ON)
+    else()
+      set(v OFF)
+    endif()
   endif()
-endif()
+  set(${out} ${v} PARENT_SCOPE)
+endfunction()
+apron_tristate("${APRON_CUDA}" apron_cuda_asked)
 
 # A GPU is there when nvidia-smi lists one or, without nvidia-smi (a container given only the device
 # files), when /dev/nvidia0 exists. Sets ${found} to ON or OFF and ${what} to its name or why not.
@@ -114,14 +119,7 @@ set(APRON_CUDA_WHY "${apron_cuda_why}")  # for `apron info` (src/run/no_cuda.cpp
 set(APRON_NVJPEG AUTO CACHE STRING
     "Decode the JPEG inputs of batches on the GPU with nvJPEG: AUTO (with the CUDA backend, where the toolkit has it), ON or OFF")
 set_property(CACHE APRON_NVJPEG PROPERTY STRINGS AUTO ON OFF)
-string(TOUPPER "${APRON_NVJPEG}" apron_nvjpeg_asked)
-if(NOT apron_nvjpeg_asked STREQUAL "AUTO")
-  if(apron_nvjpeg_asked)  # ON, TRUE, YES, 1, ...
-    set(apron_nvjpeg_asked ON)
-  else()
-    set(apron_nvjpeg_asked OFF)
-  endif()
-endif()
+apron_tristate("${APRON_NVJPEG}" apron_nvjpeg_asked)
 set(APRON_HAVE_NVJPEG OFF)
 if(apron_nvjpeg_asked STREQUAL "OFF")
   set(apron_nvjpeg_why "APRON_NVJPEG=OFF")
