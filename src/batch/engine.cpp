@@ -229,11 +229,12 @@ private:
         std::vector<std::vector<std::unique_ptr<ComputeSlot>>> per_device(devices.size());
         std::vector<std::exception_ptr> errors(devices.size());
         std::vector<std::thread> starting;
+        const SlotJpeg jpeg = slot_jpeg();  // scans the inputs' names once
         for (std::size_t i = 0; i < devices.size(); ++i)
             starting.emplace_back([&, i] {
                 try {
                     for (int s = 0; s < o_.streams_per_device; ++s)
-                        per_device[i].push_back(make_cuda_slot(devices[i], slot_jpeg()));
+                        per_device[i].push_back(make_cuda_slot(devices[i], jpeg));
                 } catch (...) {
                     errors[i] = std::current_exception();
                 }

@@ -10,14 +10,6 @@
 namespace apron::batch {
 namespace {
 
-void swap_bytes_16(std::uint8_t* p, std::size_t samples) {
-    for (std::size_t i = 0; i < samples; ++i) {  // vectorised by the compiler
-        const std::uint8_t hi = p[2 * i];
-        p[2 * i] = p[2 * i + 1];
-        p[2 * i + 1] = hi;
-    }
-}
-
 bool is_binary_pnm(std::span<const std::uint8_t> file) {
     return file.size() >= 2 && file[0] == 'P' && (file[1] == '5' || file[1] == '6' || file[1] == '7');
 }
@@ -38,7 +30,7 @@ std::optional<ImageView> pnm_in_place(std::span<std::uint8_t> file, const std::s
     const ImageShape& s = rows.shape;
     ImageView view{reinterpret_cast<std::byte*>(file.data() + rows.data_offset), s, s.row_bytes(), Memory::host};
     if (s.type == PixelType::u16 && rows.byte_order == ByteOrder::big)
-        swap_bytes_16(file.data() + rows.data_offset, std::size_t(s.row_bytes()) / 2 * std::size_t(s.height));
+        io::swap_bytes_16(file.data() + rows.data_offset, std::size_t(s.row_bytes()) / 2 * std::size_t(s.height));
     if (rows.maxval) io::check_pnm_samples(name, as_const(view), 0, rows.maxval);
     return view;
 }
@@ -51,8 +43,7 @@ bool writes_pnm_in_place(const std::string& path, const WriteOptions& options, c
 std::uint64_t write_pnm_in_place(const std::string& path, ImageView image,
                                  const std::function<void(std::span<const std::uint8_t>)>& before_each) {
     const bool wide = image.type() == PixelType::u16;
-    const std::string header = std::string("P") + (image.channels() == 1 ? '5' : '6') + "\n" + std::to_string(image.width()) +
-                               " " + std::to_string(image.height()) + "\n" + (wide ? "65535" : "255") + "\n";
+    const std::string header = io::pnm_header(image.shape, false);
     const std::size_t row = image.shape.row_bytes();
     std::vector<std::span<const std::uint8_t>> pieces;
     pieces.emplace_back(reinterpret_cast<const std::uint8_t*>(header.data()), header.size());
@@ -63,7 +54,7 @@ std::uint64_t write_pnm_in_place(const std::string& path, ImageView image,
         for (int y = 0; y < image.height(); ++y) pieces.emplace_back(first + image.pitch * std::size_t(y), row);
     }
     if (wide)
-        for (int y = 0; y < image.height(); ++y) swap_bytes_16(first + image.pitch * std::size_t(y), row / 2);
+        for (int y = 0; y < image.height(); ++y) io::swap_bytes_16(first + image.pitch * std::size_t(y), row / 2);
     io::write_pieces_atomically(path, pieces, before_each);
     return header.size() + row * std::uint64_t(image.height());
 }

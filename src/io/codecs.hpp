@@ -136,6 +136,8 @@ ImageMetadata metadata_jpeg(const ByteSource& source, const std::string& name);
 ImageMetadata metadata_tiff(const ByteSource& source, const std::string& name, const ReadOptions& options);
 
 Buffer encode_pnm(ConstImageView image, const std::string& name, const WriteOptions& options);
+// The header encode_pnm writes for an image of `shape` (P5/P6, or P2/P3 when ascii; maxval 255 or 65535).
+std::string pnm_header(const ImageShape& shape, bool ascii);
 Buffer encode_pfm(ConstImageView image, const std::string& name, const WriteOptions& options);
 Buffer encode_png(ConstImageView image, const std::string& name, const WriteOptions& options);
 Buffer encode_jpeg(ConstImageView image, const std::string& name, const WriteOptions& options);

@@ -101,14 +101,8 @@ std::string InputFile::read_all() const {
     } catch (const std::exception&) {
         fail(path_, "out of host memory reading " + format_bytes(size_));
     }
-    const long long got = read_at(0, content.data(), content.size());
-    if (got < 0) fail(path_, "cannot read" + object_of(what_) + ": " + reason(errno));
-    // One byte past the end tells a file that grew from one that was complete.
-    char extra = 0;
-    const long long more = std::uint64_t(got) == size_ ? read_at(size_, &extra, 1) : 0;
-    if (std::uint64_t(got) != size_ || more != 0)
-        fail(path_, "changed while it was read (" + std::to_string(size_) + " bytes when opened, then " +
-                        (std::uint64_t(got) < size_ ? "fewer" : "more") + "); is another program still writing it?");
+    read_all_into(std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(content.data()), content.size()), {},
+                  content.size() ? content.size() : 1);
     return content;
 }
 
@@ -126,6 +120,7 @@ void InputFile::read_all_into(std::span<std::uint8_t> dst,
         if (on_piece) on_piece(dst.subspan(std::size_t(done), std::size_t(got)));
         done += std::uint64_t(got);
     }
+    // One byte past the end tells a file that grew from one that was complete.
     char extra = 0;
     const long long more = done == size_ ? read_at(size_, &extra, 1) : 0;
     if (done != size_ || more != 0)

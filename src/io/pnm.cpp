@@ -221,12 +221,16 @@ FixedRows pnm_fixed_rows(const ByteSource& source, const std::string& name, cons
     return r;
 }
 
+std::string pnm_header(const ImageShape& shape, bool ascii) {
+    const char kind = shape.channels == 1 ? (ascii ? '2' : '5') : (ascii ? '3' : '6');
+    return std::string("P") + kind + "\n" + std::to_string(shape.width) + " " + std::to_string(shape.height) + "\n" +
+           (shape.type == PixelType::u16 ? "65535" : "255") + "\n";
+}
+
 Buffer encode_pnm(ConstImageView image, const std::string&, const WriteOptions& options) {
     const bool wide = image.type() == PixelType::u16;
-    const char kind = image.channels() == 1 ? (options.pnm_ascii ? '2' : '5') : (options.pnm_ascii ? '3' : '6');
     Buffer out;
-    append(out, std::string("P") + kind + "\n" + std::to_string(image.width()) + " " + std::to_string(image.height()) +
-                    "\n" + (wide ? "65535" : "255") + "\n");
+    append(out, pnm_header(image.shape, options.pnm_ascii));
     const std::size_t samples_per_row = std::size_t(image.width()) * image.channels();
     auto sample = [&](int y, std::size_t i) -> unsigned {
         return wide ? image.row<std::uint16_t>(y)[i] : image.row<std::uint8_t>(y)[i];

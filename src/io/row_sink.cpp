@@ -343,11 +343,6 @@ private:
     std::map<int, Pending> pending_;
 };
 
-std::string pnm_header(const ImageShape& s) {
-    return std::string(s.channels == 1 ? "P5" : "P6") + "\n" + std::to_string(s.width) + " " + std::to_string(s.height) +
-           "\n" + (s.type == PixelType::u16 ? "65535" : "255") + "\n";
-}
-
 }  // namespace
 
 TiffCompression parse_tiff_compression(const std::string& name) {
@@ -394,7 +389,7 @@ std::unique_ptr<RowSink> create_row_sink(const std::string& path, const ImageSha
     }
     if (ext == "pgm" || ext == "ppm" || ext == "pnm") {
         if (!can_store(ImageFormat::pnm, shape, &why)) fail(path, why);
-        return std::make_unique<FixedRowsSink>(path, shape, pnm_header(shape), false, ByteOrder::big, options);
+        return std::make_unique<FixedRowsSink>(path, shape, pnm_header(shape, false), false, ByteOrder::big, options);
     }
     if (ext == "pfm") {
         if (!can_store(ImageFormat::pfm, shape, &why)) fail(path, why);
