@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -30,6 +29,7 @@
 
 #include "apron/errors.hpp"
 #include "batch/text.hpp"
+#include "core/crc32.hpp"
 #include "io/file_io.hpp"
 
 namespace apron::batch {
@@ -43,22 +43,10 @@ constexpr std::size_t kChunk = std::size_t(1) << 20;  // file CRC: read 1 MB at 
 
 std::string errno_text(int e) { return std::generic_category().message(e); }
 
-std::uint32_t crc_update(std::uint32_t crc, const std::uint8_t* p, std::size_t n) {
-    // zlib takes an unsigned int length; feed very large spans in pieces.
-    constexpr std::size_t piece = std::size_t(1) << 30;
-    while (n > 0) {
-        const std::size_t k = std::min(n, piece);
-        crc = std::uint32_t(::crc32(uLong(crc), p, uInt(k)));
-        p += k;
-        n -= k;
-    }
-    return crc;
-}
-
 // CRC and length of everything readable from `fd`; nullopt, with the errno value in `error`, on a read error.
 std::optional<std::pair<std::uint32_t, std::uint64_t>> crc_of_fd(int fd, int& error) {
     std::vector<std::uint8_t> buffer(kChunk);
-    std::uint32_t crc = std::uint32_t(::crc32(0L, Z_NULL, 0));
+    std::uint32_t crc = crc32_start();
     std::uint64_t total = 0;
     for (;;) {
         const ssize_t n = ::read(fd, buffer.data(), buffer.size());
@@ -68,7 +56,7 @@ std::optional<std::pair<std::uint32_t, std::uint64_t>> crc_of_fd(int fd, int& er
             return std::nullopt;
         }
         if (n == 0) return std::make_pair(crc, total);
-        crc = crc_update(crc, buffer.data(), std::size_t(n));
+        crc = crc32_update_fast(crc, buffer.data(), std::size_t(n));
         total += std::uint64_t(n);
     }
 }
@@ -281,14 +269,15 @@ bool write_all(int fd, const std::string& text) { return io::write_all(fd, text.
 
 }  // namespace
 
-std::uint32_t crc32_start() { return std::uint32_t(::crc32(0L, Z_NULL, 0)); }
+// zlib's crc32() to the bit (manifests written before hold its CRCs), computed by core/crc32.
+std::uint32_t crc32_start() { return 0; }
 
 std::uint32_t crc32_update(std::uint32_t crc, std::span<const std::uint8_t> bytes) {
-    return crc_update(crc, bytes.data(), bytes.size());
+    return crc32_update_fast(crc, bytes.data(), bytes.size());
 }
 
 std::uint32_t crc32_of(std::span<const std::uint8_t> bytes) {
-    return crc_update(std::uint32_t(::crc32(0L, Z_NULL, 0)), bytes.data(), bytes.size());
+    return crc32_update_fast(crc32_start(), bytes.data(), bytes.size());
 }
 
 std::uint32_t crc32_of(std::string_view bytes) {

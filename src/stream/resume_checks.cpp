@@ -2,7 +2,6 @@
 #include "stream/resume_checks.hpp"
 
 #include <sys/stat.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <bit>
@@ -10,12 +9,15 @@
 #include <set>
 #include <tuple>
 
+#include "core/crc32.hpp"
+
 namespace apron::stream {
 
-std::uint32_t crc_start() { return std::uint32_t(::crc32(0L, Z_NULL, 0)); }
+// zlib's crc32() to the bit (checks stored before hold its CRCs), computed by core/crc32.
+std::uint32_t crc_start() { return 0; }
 
 std::uint32_t crc_of_rows(std::uint32_t crc, ConstImageView v) {
-    for (int r = 0; r < v.height(); ++r) crc = std::uint32_t(::crc32(uLong(crc), reinterpret_cast<const Bytef*>(v.row_bytes(r)), uInt(v.shape.row_bytes())));
+    for (int r = 0; r < v.height(); ++r) crc = crc32_update_fast(crc, v.row_bytes(r), v.shape.row_bytes());
     return crc;
 }
 
@@ -44,7 +46,7 @@ std::optional<std::uint32_t> crc_of_stored(const io::RowSink& sink, int y0, int 
     for (std::uint64_t at = 0; at < range->size;) {
         const std::size_t n = std::size_t(std::min<std::uint64_t>(buffer.size(), range->size - at));
         if (!sink.read_back(range->offset + at, buffer.data(), n)) return std::nullopt;
-        crc = std::uint32_t(::crc32(uLong(crc), buffer.data(), uInt(n)));
+        crc = crc32_update_fast(crc, buffer.data(), n);
         at += n;
     }
     return crc;
