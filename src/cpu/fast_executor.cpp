@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -13,6 +14,8 @@
 #include "core/dispatch.hpp"
 #include "core/pixel.hpp"
 #include "cpu/fast_executor.hpp"
+#include "cpu/host_blocks.hpp"
+#include "cpu/simd_combine.hpp"
 
 namespace apron {
 namespace cpu {
@@ -59,6 +62,12 @@ void run_combine(ThreadPool& pool, const CombinePlan& plan, ConstImageView a, Co
                         const A* pa = a.row<A>(y);
                         const B* pb = s.b != 0 ? b.row<B>(y) : nullptr;
                         Out* po = out.row<Out>(y);
+                        if constexpr (integers && std::is_same_v<A, Out> && std::is_same_v<B, Out>) {
+                            if (exact_int) {
+                                simd::combine_integer(plan.out, pa, pb, po, n, int(s.a), int(s.b), int(s.c));
+                                continue;
+                            }
+                        }
                         if constexpr (integers) {
                             if (exact_int) {
                                 combine_integer_row(pa, pb, po, n, int(s.a), int(s.b), int(s.c));
@@ -125,6 +134,14 @@ public:
         require_host("combine output", apron::as_const(out));
         advise_huge_pages(out);
         run_combine(pool_, plan, a, b, out);
+    }
+
+    // Intermediates from the process's cache of freed blocks: already backed by memory after the first call.
+    Buffer allocate(const ImageShape& shape) override {
+        validate_shape(shape, "image");
+        const std::size_t pitch = (shape.row_bytes() + 63) / 64 * 64;
+        std::shared_ptr<std::byte> block = take_host_block(pitch * std::size_t(shape.height));
+        return Buffer{ImageView{block.get(), shape, pitch, Memory::host}, std::move(block)};
     }
 
 private:

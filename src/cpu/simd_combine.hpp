@@ -1,0 +1,15 @@
+#pragma once
+// The combine step's row kernel (gradient, top-hat, black-hat: a*A + b*B + c) for integer images whose
+// inputs and output share one type, with integer coefficients: the sum is exact in int32, so it is computed
+// there, clamped to the type's range and stored, as store_pixel would round and saturate the same integer.
+// Compiled once per SIMD target (simd_combine.cpp).
+#include <cstddef>
+
+#include "apron/image.hpp"
+
+namespace apron::cpu::simd {
+
+// t: u8 or u16. b == nullptr: a*A + c. |a|, |b| <= 2^14 and |c| <= 2^24 (no int32 overflow).
+void combine_integer(PixelType t, const void* a, const void* b, void* out, std::size_t n, int ka, int kb, int kc);
+
+} // namespace apron::cpu::simd
