@@ -29,7 +29,8 @@
 # --large), APRON_PEERS_ARGS the peers' (--large). "sass" counts the tensor-core and dot-product instructions
 # of the kernels that must have them; "calibrate" writes the planner's table for this GPU
 # ($OUT/calibration.tsv, for calibration/) and checks the planner's choices on held-out cases
-# ($OUT/planner-check.md). "cpu" times the CPU backend against OpenCV's filter2D (bench/peers/cpu_peers.py,
+# ($OUT/planner-check.md). "cpu-opencv" runs bench/cpu_vs_opencv.py on 1-16 threads.
+# "cpu" times the CPU backend against OpenCV's filter2D (bench/peers/cpu_peers.py,
 # APRON_CPU_ARGS="--ks 31,63 --size 4096"). "batch" runs bench_batch (APRON_BATCH_ARGS="--count 1000
 # --streams 1,2,3,4 --devices 0,1") and bench/batch_files.py (APRON_BATCH_FILES_ARGS). "shapes" times 1, 3 and 4
 # channels, u8/u16/f32 and rectangle, ellipse and disk elements through the CLI (bench/shapes_cli.py).
@@ -252,6 +253,15 @@ case " $steps " in *" cpu-user "*)
   timeout ${APRON_CPU_TIMEOUT:-300} python3 bench/peers/cpu_peers.py --user --apron build-gpu/tools/apron \
     ${APRON_CPU_USER_ARGS:---size 4096 --types u8} --dir /dev/shm --csv /tmp/cpu_peers_user.csv 2>&1 | tee -a "$OUT/summary.txt"
   { cat /tmp/cpu_user.csv 2>/dev/null; tail -n +2 /tmp/cpu_peers_user.csv 2>/dev/null; } > "$OUT/cpu.csv"  # one header
+;; esac
+
+case " $steps " in *" cpu-opencv "*)
+  # Issue 30's table: the CPU backend against OpenCV-Python case by case, calls alternating in one process,
+  # on 1 to 16 threads (this machine's cores), into cpu_opencv.md and cpu_opencv.csv.
+  log "cpu-opencv: apron's CPU backend vs OpenCV, threads ${APRON_CPU_THREADS:-1,2,4,8,16}"
+  PYTHONPATH=$root/build-gpu/python timeout ${APRON_CPU_TIMEOUT:-400} python3 bench/cpu_vs_opencv.py \
+    --threads "${APRON_CPU_THREADS:-1,2,4,8,16}" --reps "${APRON_CPU_REPS:-5}" --csv "$OUT/cpu_opencv.csv" 2>&1 |
+    tee "$OUT/cpu_opencv.md"
 ;; esac
 
 case " $steps " in *" shapes "*)

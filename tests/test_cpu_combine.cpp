@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
+#include <cmath>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -43,6 +45,45 @@ TEST(CpuCombine, EverySimdTargetMatchesReference) {
                             << s.a << " " << s.b << " " << s.c;
                     }
                 }
+    }
+    hwy::SetSupportedTargetsForTest(0);
+}
+
+// Other coefficients and types take the double form in SIMD lanes: every target, every type triple, ties
+// (1.5 times an odd sample), NaN, infinities and values past the output's range.
+TEST(CpuCombine, DoubleFormOnEverySimdTargetMatchesReference) {
+    auto reference = make_reference_executor();
+    const PixelType types[] = {PixelType::u8, PixelType::u16, PixelType::f32};
+    for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        hwy::SetSupportedTargetsForTest(target);
+        auto fast = make_cpu_executor(2);
+        const std::string name = hwy::TargetName(target);
+        int seed = 0;
+        for (PixelType ta : types)
+            for (PixelType tb : types)
+                for (PixelType tout : types)
+                    for (int width : {1, 9, 37}) {
+                        Image a = test::random_image(width, 3, 3, ta, 300 + seed), b = test::random_image(width, 3, 3, tb, 400 + seed);
+                        ++seed;
+                        if (ta == PixelType::f32) {  // the specials, at the start of a row and inside the vectors
+                            float* r = a.view().row<float>(1);
+                            const float specials[] = {std::nanf(""), INFINITY, -INFINITY, 1e30f, -1e30f, 65535.5f, 254.5f, 0.5f, -0.0f};
+                            for (std::size_t k = 0; k < std::size(specials) && k < std::size_t(width) * 3; ++k) r[k] = specials[k];
+                        }
+                        for (CombineStep s : {CombineStep{1.5, -0.5, 0}, CombineStep{1.5, 0.25, 3.5}, CombineStep{-0.5, 0, 0},
+                                              CombineStep{1.0000001, -1, 0}, CombineStep{2.5, -1.5, 0.5}, CombineStep{0.1, 0.2, 0.3}}) {
+                            const CombinePlan p{s, ta, tb, tout};
+                            Image want(width, 3, 3, tout), got(width, 3, 3, tout);
+                            const ConstImageView bv = s.b != 0 ? b.view() : ConstImageView{};
+                            reference->combine(p, a.view(), bv, want.view());
+                            fast->combine(p, a.view(), bv, got.view());
+                            // Which NaN an f32 result holds is not part of it (its sign and payload follow the
+                            // operand order of each instruction set); every other bit is.
+                            ASSERT_TRUE(test::same_samples(cv(want), cv(got)))
+                                << name << " " << to_string(ta) << "," << to_string(tb) << " -> " << to_string(tout)
+                                << " width " << width << " combine " << s.a << " " << s.b << " " << s.c;
+                        }
+                    }
     }
     hwy::SetSupportedTargetsForTest(0);
 }

@@ -45,7 +45,7 @@ void combine_integer_row(const A* pa, const B* pb, Out* po, std::size_t n, int a
 } // namespace
 
 // Pixel-wise a*A + b*B + c in double, in the reference's order of operations (in int32 where that is exact:
-// integer samples and coefficients); memory-bound, so plain loops over bands of rows.
+// integer samples and coefficients), in SIMD lanes; memory-bound, so bands of rows.
 void run_combine(ThreadPool& pool, const CombinePlan& plan, ConstImageView a, ConstImageView b, ImageView out) {
     if (out.empty()) return;
     const int height = out.height(), bands = std::min(height, 4 * pool.size());
@@ -74,11 +74,7 @@ void run_combine(ThreadPool& pool, const CombinePlan& plan, ConstImageView a, Co
                                 continue;
                             }
                         }
-                        for (std::size_t k = 0; k < n; ++k) {
-                            double v = s.a * double(pa[k]);
-                            if (pb) v += s.b * double(pb[k]);
-                            po[k] = store_pixel<Out>(v + s.c);
-                        }
+                        simd::combine_double(plan.a_type, plan.b_type, plan.out, pa, pb, po, n, s.a, s.b, s.c);
                     }
                 });
             });

@@ -3,7 +3,9 @@
 #include "cpu/simd_combine.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #ifndef HWY_DISABLED_TARGETS
 #define HWY_DISABLED_TARGETS HWY_SSSE3
@@ -52,6 +54,94 @@ void CombineInteger(PixelType t, const void* a, const void* b, void* out, std::s
                    static_cast<std::uint16_t*>(out), n, ka, kb, kc);
 }
 
+// Samples of T as doubles, lane for lane (exact for u8, u16 and f32).
+template <class T, class DF>
+HWY_INLINE hn::Vec<DF> LoadDouble(DF df, const T* p) {
+    if constexpr (std::is_same_v<T, float>) {
+        return hn::PromoteTo(df, hn::LoadU(hn::Rebind<float, DF>(), p));
+    } else {
+        const hn::Rebind<std::int32_t, DF> di;
+        return hn::PromoteTo(df, hn::PromoteTo(di, hn::LoadU(hn::Rebind<T, DF>(), p)));
+    }
+}
+
+template <class Out, class DF>
+HWY_INLINE void StoreDouble(DF df, hn::Vec<DF> v, Out* p) {
+    if constexpr (std::is_same_v<Out, float>) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSE4
+        hn::StoreU(hn::DemoteTo(hn::Rebind<float, DF>(), v), hn::Rebind<float, DF>(), p);  // cvtpd2ps: as a cast
+#else
+        // Highway's emulated DemoteTo saturates at the largest float where a C cast gives infinity.
+        HWY_ALIGN double lanes[hn::MaxLanes(DF())];
+        hn::Store(v, df, lanes);
+        for (std::size_t i = 0; i < hn::Lanes(df); ++i) p[i] = float(lanes[i]);
+#endif
+    } else {
+        // store_pixel: !(v > 0) (NaN included) gives 0, v >= max gives max, else rint (half to even).
+        const auto zero = hn::Zero(df);
+        const auto clamped = hn::Min(hn::IfThenElse(hn::Gt(v, zero), v, zero), hn::Set(df, double(Out(~Out(0)))));
+        const hn::Rebind<std::int32_t, DF> di;
+        const auto whole = hn::DemoteTo(di, hn::Round(clamped));
+        hn::StoreU(hn::DemoteTo(hn::Rebind<Out, DF>(), whole), hn::Rebind<Out, DF>(), p);
+    }
+}
+
+template <class Out>
+Out StoreScalar(double v) {
+    if constexpr (std::is_same_v<Out, float>) {
+        return float(v);
+    } else {
+        if (!(v > 0.0)) return Out(0);
+        if (v >= double(Out(~Out(0)))) return Out(~Out(0));
+        return Out(std::nearbyint(v));
+    }
+}
+
+template <class A, class B, class Out>
+void CombineDoubleRow(const A* pa, const B* pb, Out* po, std::size_t n, double ka, double kb, double kc) {
+    const hn::ScalableTag<double> df;
+    const std::size_t N = hn::Lanes(df);
+    const auto va = hn::Set(df, ka), vb = hn::Set(df, kb), vc = hn::Set(df, kc);
+    std::size_t k = 0;
+    if (pb) {
+        for (; k + N <= n; k += N) {
+            const auto v = hn::Add(hn::Add(hn::Mul(va, LoadDouble(df, pa + k)), hn::Mul(vb, LoadDouble(df, pb + k))), vc);
+            StoreDouble(df, v, po + k);
+        }
+        for (; k < n; ++k) {
+            const double m = ka * double(pa[k]), q = kb * double(pb[k]);  // rounded apart, as the lanes do
+            po[k] = StoreScalar<Out>((m + q) + kc);
+        }
+    } else {
+        for (; k + N <= n; k += N) StoreDouble(df, hn::Add(hn::Mul(va, LoadDouble(df, pa + k)), vc), po + k);
+        for (; k < n; ++k) {
+            const double m = ka * double(pa[k]);
+            po[k] = StoreScalar<Out>(m + kc);
+        }
+    }
+}
+
+template <class F>
+void WithType(PixelType t, F&& f) {
+    if (t == PixelType::u8) f(std::uint8_t{});
+    else if (t == PixelType::u16) f(std::uint16_t{});
+    else f(float{});
+}
+
+void CombineDouble(PixelType ta, PixelType tb, PixelType tout, const void* a, const void* b, void* out, std::size_t n,
+                   double ka, double kb, double kc) {
+    WithType(ta, [&](auto av) {
+        WithType(b ? tb : ta, [&](auto bv) {
+            WithType(tout, [&](auto ov) {
+                using A = decltype(av);
+                using B = decltype(bv);
+                using Out = decltype(ov);
+                CombineDoubleRow(static_cast<const A*>(a), static_cast<const B*>(b), static_cast<Out*>(out), n, ka, kb, kc);
+            });
+        });
+    });
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace apron::cpu::simd
 HWY_AFTER_NAMESPACE();
@@ -60,9 +150,15 @@ HWY_AFTER_NAMESPACE();
 namespace apron::cpu::simd {
 
 HWY_EXPORT(CombineInteger);
+HWY_EXPORT(CombineDouble);
 
 void combine_integer(PixelType t, const void* a, const void* b, void* out, std::size_t n, int ka, int kb, int kc) {
     HWY_DYNAMIC_DISPATCH(CombineInteger)(t, a, b, out, n, ka, kb, kc);
+}
+
+void combine_double(PixelType ta, PixelType tb, PixelType tout, const void* a, const void* b, void* out, std::size_t n,
+                    double ka, double kb, double kc) {
+    HWY_DYNAMIC_DISPATCH(CombineDouble)(ta, tb, tout, a, b, out, n, ka, kb, kc);
 }
 
 } // namespace apron::cpu::simd

@@ -12,4 +12,10 @@ namespace apron::cpu::simd {
 // t: u8 or u16. b == nullptr: a*A + c. |a|, |b| <= 2^14 and |c| <= 2^24 (no int32 overflow).
 void combine_integer(PixelType t, const void* a, const void* b, void* out, std::size_t n, int ka, int kb, int kc);
 
+// Any types, any coefficients: (a*A + b*B) + c in double, lane by lane in the reference's order of
+// operations (no fused multiply-add), then store_pixel's rule: integers clamp (NaN and <= 0 to 0) and round
+// half to even, f32 rounds to nearest. Bit-identical to the scalar form. b == nullptr: a*A + c.
+void combine_double(PixelType ta, PixelType tb, PixelType tout, const void* a, const void* b, void* out, std::size_t n,
+                    double ka, double kb, double kc);
+
 } // namespace apron::cpu::simd
