@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -130,9 +131,17 @@ TEST(CpuSmallInt, BoundOfTheU16Lanes) {
     const LinearPlan p = separable_plan(outer({1}, {128, 129}), in, PixelType::u16, BorderMode::reflect, Normalise::none);
     EXPECT_TRUE(cpu::small_int_separable_applies(p));
     expect_same(p, in, "column 128,129");
-    // Negative factors never take it.
+    // Negative factors take it too (signed sums), as long as the range of the sum is narrower than 2^16:
+    // 255 * (5 + 3) here; 255 * 257 * 2 is not.
     const LinearPlan q = separable_plan(outer({1, -1, 1}, {1, 2, 1}), noisy, PixelType::u8, BorderMode::reflect, Normalise::none);
-    EXPECT_FALSE(cpu::small_int_separable_applies(q));
+    EXPECT_TRUE(cpu::small_int_separable_applies(q));
+    expect_same(q, noisy, "1,-1,1 x 1,2,1");
+    const LinearPlan wide = separable_plan(outer({255, -2}, {1}), noisy, PixelType::u16, BorderMode::reflect, Normalise::none);
+    EXPECT_TRUE(cpu::small_int_separable_applies(wide));
+    expect_same(wide, noisy, "255,-2");
+    const LinearPlan too_wide = separable_plan(outer({255, -3}, {1}), noisy, PixelType::u16, BorderMode::reflect, Normalise::none);
+    EXPECT_FALSE(cpu::small_int_separable_applies(too_wide));
+    expect_same(too_wide, noisy, "255,-3");
 }
 
 // The fused finish divides by a reciprocal for odd denominators (exact by the argument in
@@ -366,6 +375,239 @@ TEST(CpuFixedPoint, EverySimdTargetGivesTheSameBits) {
             if (first.size() < plans.size()) first.push_back(copy_of(got.view()));
             else EXPECT_TRUE(test::identical(first[k].view(), got.view())) << hwy::TargetName(target) << " " << k;
         }
+    }
+    hwy::SetSupportedTargetsForTest(0);
+}
+
+// ---- The 16-bit exact forms: signed masks, direct masks, running box sums, the integer finish -------------
+
+namespace {
+
+// A linear op from the registry, planned for this image (the planner's own algorithm choice).
+LinearPlan op_plan(const std::string& spec, const Image& in, PixelType out, BorderMode b, double value = 0) {
+    OpProgram prog = parse_operation(spec);
+    auto& step = std::get<LinearStep>(prog.steps.at(0).action);
+    step.border = b;
+    step.border_value = value;
+    return std::get<LinearPlan>(test::plan_step(prog.steps.at(0), in.shape(), out).what);
+}
+
+// Every sum of [smin, smax] (as 16-bit lanes hold it) through the fused kernel against finish_exact.
+// Returns false (with a failure) at the first difference.
+bool finish_matches(const LinearFinish& f, PixelType out, std::int64_t smin, std::int64_t smax) {
+    simd::IntFinish16 fin;
+    if (!simd::int_finish16(f, out, smin, smax, fin)) {
+        ADD_FAILURE() << "no 16-bit finish for d " << f.denominator << " range " << smin << ".." << smax;
+        return false;
+    }
+    const std::size_t n = std::size_t(smax - smin + 1);
+    std::vector<std::int16_t> sums(n + simd::slack);
+    for (std::size_t i = 0; i < n; ++i) sums[i] = std::int16_t(std::uint16_t(std::uint64_t(smin + std::int64_t(i)) & 0xFFFF));
+    const void* rows[1] = {sums.data()};
+    const std::uint32_t end[1] = {1};
+    const std::int16_t w[1] = {1};
+    const simd::Taps16 t{rows, end, w, 1};
+    std::vector<std::uint16_t> got16(n + 1, 0xABCD);
+    std::vector<std::uint8_t> got8(n + 1, 0xAB);
+    if (out == PixelType::u8) simd::sum_taps16_finish(false, t, fin, out, got8.data(), n, false);
+    else simd::sum_taps16_finish(false, t, fin, out, got16.data(), n, false);
+    if (out == PixelType::u8 ? got8[n] != 0xAB : got16[n] != 0xABCD) {
+        ADD_FAILURE() << "wrote past n";
+        return false;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::int64_t S = smin + std::int64_t(i);
+        const unsigned want = out == PixelType::u8 ? unsigned(finish_exact<std::uint8_t>(S, f)) : unsigned(finish_exact<std::uint16_t>(S, f));
+        const unsigned got = out == PixelType::u8 ? got8[i] : got16[i];
+        if (got != want) {
+            ADD_FAILURE() << "sum " << S << " / " << f.denominator << " offset " << f.offset << " delta " << f.delta_int
+                          << " (kind " << fin.kind << ", magic " << fin.magic << ", shift " << fin.shift << "): " << got
+                          << " != " << want;
+            return false;
+        }
+    }
+    return true;
+}
+
+LinearFinish integer_finish(std::int64_t d, std::int64_t offset = 0, std::int64_t delta = 0) {
+    LinearFinish f;
+    f.denominator = d;
+    f.inverse_denominator = 1.0 / double(d);
+    f.offset = offset;
+    f.delta_int = delta;
+    f.integer_rounding = true;
+    return f;
+}
+
+} // namespace
+
+// The integer reciprocal finish against finish_exact over every sum a 16-bit range holds: the unsigned
+// range (less room for the rounding) for every denominator up to 1024 and a spread of larger ones (even, odd, powers of two,
+// 65535), signed ranges (Sobel-like, offsets and odd deltas moved into the offset), and for every box of
+// up to 31 x 31 whose sums fit (d = w h, sums 0..255 w h, the range the reciprocal is picked for).
+TEST(CpuSmallInt, IntegerFinishIsExactOverTheReachableRange) {
+    std::vector<std::int64_t> dens;
+    for (std::int64_t d = 1; d <= 1024; ++d) dens.push_back(d);
+    for (std::int64_t d : {1025, 2047, 2048, 3000, 4095, 4097, 10000, 16383, 16385, 32767, 32768, 32769, 50000, 65534, 65535})
+        dens.push_back(d);
+    int checked = 0;
+    for (std::int64_t d : dens) {
+        // The rounding adds d / 2: sums up to 65535 - d / 2 leave room for it.
+        if (!finish_matches(integer_finish(d), PixelType::u16, 0, 65535 - d / 2)) return;
+        ++checked;
+    }
+    for (std::int64_t d : {1, 2, 3, 4, 7, 8, 16, 25, 36, 100, 255, 1000})
+        for (auto [offset, delta] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {0, 128}, {128 * 7, -3}, {-40000, 9}, {12345, -70000}, {0, 70000}})
+            for (auto [lo, hi] : {std::pair<std::int64_t, std::int64_t>{-1020, 1020}, {-32000, 32000}, {-8160, 8160}, {-64000, 0}, {-2040, 0}})
+                for (PixelType out : {PixelType::u8, PixelType::u16}) {
+                    if (!finish_matches(integer_finish(d, offset * d / 7, delta), out, lo, hi)) return;
+                    ++checked;
+                }
+    for (int w = 1; w <= 31; ++w)
+        for (int h = 1; h <= 31; ++h) {
+            const std::int64_t d = std::int64_t(w) * h;
+            if (255 * d > 65535) continue;
+            for (PixelType out : {PixelType::u8, PixelType::u16}) {
+                if (!finish_matches(integer_finish(d), out, 0, 255 * d)) return;
+                ++checked;
+            }
+        }
+    EXPECT_GT(checked, 1000);
+    // Outside 16 bits there is no such finish: the plan keeps the float route.
+    simd::IntFinish16 fin;
+    EXPECT_FALSE(simd::int_finish16(integer_finish(3), PixelType::u8, -40000, 40000, fin));
+    EXPECT_FALSE(simd::int_finish16(integer_finish(65536), PixelType::u8, 0, 100, fin));
+    LinearFinish scaled = integer_finish(5);
+    scaled.integer_rounding = false;
+    EXPECT_FALSE(simd::int_finish16(scaled, PixelType::u8, 0, 100, fin));
+}
+
+// Signed integer masks in 16-bit lanes, bit for bit: Sobel (sizes 3, 5, 7, orders 1 and 2), Scharr,
+// Laplacian, sharpen, emboss, with scales and deltas, on 1 to 4 channels, odd sizes, every border, into
+// u8, u16 and f32 (the last through the float finish of the exact sums).
+TEST(CpuSmallInt, SignedMasksMatchReference) {
+    const std::vector<std::string> specs = {
+        "sobel:dx=1", "sobel:dx=0,dy=1", "sobel:dx=1,dy=1,ksize=5,scale=0.25,delta=128", "sobel:dx=2,ksize=7",
+        "sobel:dx=1,ksize=5", "scharr:dx=1", "scharr:dx=0,dy=1,delta=128", "laplacian", "laplacian:neighbours=8,delta=128",
+        "sharpen", "sharpen:strength=2", "emboss", "emboss:scale=0.5,delta=64", "sobel:dx=1,delta=-3", "laplacian:delta=7"};
+    int k = 0;
+    for (const std::string& spec : specs)
+        for (BorderMode b : test::all_borders) {
+            const int channels = 1 + k % 4, w = 29 + 2 * (k % 7), h = 13 + k % 5;
+            const Image in = test::random_image(w, h, channels, PixelType::u8, 1000 + k++);
+            for (PixelType out : {PixelType::u8, PixelType::u16, PixelType::f32}) {
+                const LinearPlan p = op_plan(spec, in, out, b, 201);
+                ASSERT_TRUE(p.exact) << spec;
+                const bool fits = cpu::small_int_separable_applies(p);
+                // Every one of these fits 16 bits except the 7x7 second derivative (sum |w| = 1024).
+                EXPECT_EQ(fits, spec != "sobel:dx=2,ksize=7") << spec;
+                expect_same(p, in, spec + " " + std::to_string(channels) + " channels, " + std::to_string(w) + "x" +
+                                       std::to_string(h) + " border " + to_string(b) + " -> " + to_string(out));
+            }
+        }
+}
+
+// Random small signed integer masks, separable (outer products of random integer vectors) and not
+// (direct), sizes 1..7 on each side including even ones, normalised by their sum where it is not zero.
+TEST(CpuSmallInt, RandomSignedMasksMatchReference) {
+    std::mt19937 rng(77);
+    int taken = 0;
+    for (int k = 0; k < 120; ++k) {
+        const int mw = 1 + int(rng() % 7), mh = 1 + int(rng() % 7), channels = 1 + int(rng() % 4);
+        const int w = 1 + int(rng() % 40), h = 1 + int(rng() % 20);
+        const Image in = test::random_image(w, h, channels, PixelType::u8, 2000 + unsigned(k));
+        Mask m = test::random_mask(mw, mh, true, 3000 + unsigned(k), 3);
+        if (k % 2) {
+            std::vector<double> r, c;
+            for (int i = 0; i < mw; ++i) r.push_back(double(int(rng() % 7) - 3));
+            for (int j = 0; j < mh; ++j) c.push_back(double(int(rng() % 5) - 2));
+            m = outer(r, c);
+        }
+        const BorderMode b = test::all_borders[std::size_t(k) % std::size(test::all_borders)];
+        const Normalise n = k % 3 == 0 ? Normalise::sum : Normalise::none;
+        const PixelType out = k % 5 == 0 ? PixelType::u16 : PixelType::u8;
+        const LinearPlan p = test::plan_for(m, in.shape(), out, b, 99, n, 1, double(int(rng() % 9) - 4));
+        if (!p.exact) continue;
+        taken += cpu::small_int_separable_applies(p);
+        expect_same(p, in, "mask " + std::to_string(mw) + "x" + std::to_string(mh) + " #" + std::to_string(k) + " on " +
+                               std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(channels));
+    }
+    EXPECT_GT(taken, 60);
+}
+
+// Boxes of every width and height 1..31 (even, odd, non-square; tall ones keep a running column sum),
+// masks larger than the image, 1-pixel images, u8 and u16 input (u16 and the boxes past the 16-bit
+// bound take the float path: the same bits).
+TEST(CpuSmallInt, BoxesOfEveryWidthMatchReference) {
+    int k = 0;
+    for (int mw = 1; mw <= 31; mw += (mw < 9 ? 1 : 3))
+        for (int mh = 1; mh <= 31; mh += (mh < 9 ? 1 : 4)) {
+            const BorderMode b = test::all_borders[std::size_t(k) % std::size(test::all_borders)];
+            const int channels = 1 + k % 4;
+            const int w = k % 11 == 0 ? 1 : 3 + k % 45, h = k % 13 == 0 ? 1 : 2 + k % 37;
+            for (PixelType type : {PixelType::u8, PixelType::u16}) {
+                const Image in = test::random_image(w, h, channels, type, 4000 + unsigned(k));
+                const LinearPlan p = op_plan("box:width=" + std::to_string(mw) + ",height=" + std::to_string(mh), in,
+                                             type, b, 17);
+                if (type == PixelType::u8) EXPECT_EQ(cpu::small_int_separable_applies(p), 255 * mw * mh <= 65535);
+                expect_same(p, in, "box " + std::to_string(mw) + "x" + std::to_string(mh) + " on " + std::to_string(w) +
+                                       "x" + std::to_string(h) + "x" + std::to_string(channels) + " " + to_string(type) +
+                                       " border " + to_string(b));
+            }
+            ++k;
+        }
+}
+
+// The same bits on 1, 2, 3 and 7 threads (bands and strips cut differently; a running sum restarts at
+// every band) for boxes, Sobel and the direct forms, on an image wide enough for several strips.
+TEST(CpuSmallInt, ResultsDoNotDependOnThreadCount) {
+    const Image in = test::random_image(613, 211, 3, PixelType::u8, 31);
+    std::vector<LinearPlan> plans;
+    for (const char* spec : {"box:width=5", "box:width=4,height=9", "box:width=31,height=2", "sobel:dx=1", "scharr:dx=0,dy=1",
+                             "laplacian:neighbours=8,delta=128", "sharpen", "emboss"})
+        plans.push_back(op_plan(spec, in, PixelType::u8, BorderMode::mirror));
+    for (const LinearPlan& p : plans) ASSERT_TRUE(cpu::small_int_separable_applies(p));
+    std::vector<Image> first;
+    for (int threads : {1, 2, 3, 7}) {
+        auto ex = make_cpu_executor(threads);
+        for (std::size_t i = 0; i < plans.size(); ++i) {
+            Image got(in.shape());
+            ex->linear(plans[i], in.view(), got.view());
+            if (first.size() < plans.size()) {
+                Image want(in.shape());
+                reference().linear(plans[i], in.view(), want.view());
+                EXPECT_TRUE(test::identical(want.view(), got.view())) << "plan " << i;
+                first.push_back(std::move(got));
+            } else {
+                EXPECT_TRUE(test::identical(first[i].view(), got.view())) << "plan " << i << ", " << threads << " threads";
+            }
+        }
+    }
+}
+
+// Every compiled SIMD target gives the reference's bits on the 16-bit forms (signed, direct, running,
+// each finish variant), with widths that leave vector tails.
+TEST(CpuSmallInt, EverySimdTargetMatchesReference) {
+    const Image in = test::random_image(133, 23, 3, PixelType::u8, 41);
+    std::vector<LinearPlan> plans;
+    for (const char* spec : {"box:width=5", "box:width=3,height=7", "box:width=6", "sobel:dx=1", "scharr:dx=1,delta=128",
+                             "laplacian", "sharpen", "emboss:scale=0.5,delta=64", "sobel:dx=1,scale=0.25"})
+        for (PixelType out : {PixelType::u8, PixelType::u16})
+            plans.push_back(op_plan(spec, in, out, BorderMode::reflect));
+    for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        hwy::SetSupportedTargetsForTest(target);
+        auto ex = make_cpu_executor(2);
+        for (std::size_t k = 0; k < plans.size(); ++k) {
+            Image got(in.width(), in.height(), 3, plans[k].out), want(in.width(), in.height(), 3, plans[k].out);
+            ex->linear(plans[k], in.view(), got.view());
+            reference().linear(plans[k], in.view(), want.view());
+            EXPECT_TRUE(test::identical(want.view(), got.view())) << hwy::TargetName(target) << " plan " << k;
+        }
+        // The finish on its own, every sum of a box 5x5 and of a signed range.
+        EXPECT_TRUE(finish_matches(integer_finish(25), PixelType::u8, 0, 255 * 25)) << hwy::TargetName(target);
+        EXPECT_TRUE(finish_matches(integer_finish(6, 3, 128), PixelType::u16, -3000, 3000)) << hwy::TargetName(target);
+        EXPECT_TRUE(finish_matches(integer_finish(1000), PixelType::u16, 0, 63535)) << hwy::TargetName(target);
+        EXPECT_TRUE(finish_matches(integer_finish(1), PixelType::u8, 0, 65535)) << hwy::TargetName(target);
     }
     hwy::SetSupportedTargetsForTest(0);
 }

@@ -4,10 +4,13 @@
 // keeps the padded rows themselves in the ring. 2048^2 RGB on 2 cores, CPU time: box 5x5 8.2 -> 6.2 ms,
 // Gaussian sigma 2 13.9 -> 8.1 ms, correlate 3x3 6.8 -> 3.5 ms (docs/perf-notes.md).
 //
-// exact (box, binomial): small non-negative integer factors, summed in u16. Applies when every factor
-// is >= 0 and 255 * sum(row) * sum(column) < 2^16: every partial sum is then below 2^16 (sums of
-// non-negative terms only grow towards the total), so the lanes hold the exact integers the reference
-// forms in int64, and the exact finish (simd_small_int.cpp) gives the reference's bits.
+// exact (box, binomial, Sobel, Scharr, Laplacian, sharpen, emboss): small integer masks of either sign,
+// separable (row pass into a 16-bit ring, column pass) or direct (the mask's taps over a ring of padded
+// rows), summed modulo 2^16 in full-width i16 lanes with four vectors in flight, taps grouped by weight
+// (no multiply for +-1). Applies when 255 * sum |w| < 2^16: the exact sum then lies in a range narrower
+// than 2^16, which its 16 bits identify. Box columns of 4 rows and more keep a running sum. The finish
+// is integer (a multiply-high by a reciprocal, exact over the range; simd_small_int.cpp), giving the
+// reference's bits; other finishes (f32 output, fractional scales) go through finish_exact_row.
 //
 // float (Gaussian): factors in Q15, pixels in Q7, one vpmulhrsw (rounded product) and one add per tap
 // and 32 samples. SPEC allows integer results within 1 of the correctly rounded float64 result; that
@@ -23,6 +26,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "apron/mask.hpp"
@@ -34,34 +39,113 @@
 namespace apron::cpu {
 namespace {
 
-// The exact form: u8 padded rows, u16 ring, the exact finish.
-struct ExactU16 {
-    static constexpr bool direct = false;  // a row pass fills the ring
-    using Pad = std::uint8_t;
-    using Ring = std::uint16_t;
-    using Weight = std::uint16_t;
-    std::vector<Weight> row, column;
-    double bound = 0;
-    bool fused = false;
+// Taps grouped by weight for the 16-bit kernels (simd::Taps16): the +1 taps first (they start the sum
+// without a multiply), then -1 (subtracted), then one group per other weight (one multiply per group).
+// `index` lists the taps' positions in the weights, group by group; zero weights are left out.
+struct WeightGroups {
+    std::vector<std::uint32_t> end;
+    std::vector<std::int16_t> w;
+    std::vector<std::size_t> index;
 
-    ExactU16(const LinearPlan& plan) {
-        for (auto v : plan.integer_separable->row) row.push_back(Weight(v));
-        for (auto v : plan.integer_separable->column) column.push_back(Weight(v));
-        bound = double(plan.integer_mask.abs_sum) * 255;
-        fused = simd::u16_finish_fuses(plan.out, plan.finish, bound);
+    explicit WeightGroups(const std::vector<std::int64_t>& weights) {
+        std::vector<std::int64_t> order;
+        for (auto v : weights)
+            if (v != 0 && std::find(order.begin(), order.end(), v) == order.end()) order.push_back(v);
+        std::stable_sort(order.begin(), order.end(), [](std::int64_t a, std::int64_t b) {
+            auto rank = [](std::int64_t v) { return v == 1 ? 0 : v == -1 ? 1 : 2; };
+            return rank(a) < rank(b);
+        });
+        for (auto v : order) {
+            for (std::size_t k = 0; k < weights.size(); ++k)
+                if (weights[k] == v) index.push_back(k);
+            end.push_back(std::uint32_t(index.size()));
+            w.push_back(std::int16_t(std::uint16_t(std::uint64_t(v) & 0xFFFF)));  // modulo 2^16
+        }
     }
+    simd::Taps16 taps(const void* const* rows) const { return {rows, end.data(), w.data(), w.size()}; }
+};
+
+// The range of the exact sum of an integer mask over u8 pixels: [-255 sum of |negative weights|,
+// 255 sum of positive weights]. The 16-bit forms apply when it is narrower than 2^16 (255 sum |w| < 2^16).
+struct SumRange {
+    std::int64_t lo = 0, hi = 0;
+    explicit SumRange(const IntegerMask& m) {
+        for (auto v : m.weights) (v < 0 ? lo : hi) += v * 255;
+    }
+    bool fits16() const { return hi - lo <= 65535; }
+};
+
+// The exact forms in 16-bit lanes: separable (u8 padded rows, a 16-bit ring of row-pass sums, the column
+// pass with the finish fused) or direct (the ring holds the padded u8 rows; one pass over the mask's
+// non-zero taps). Integer masks of either sign: Sobel, Scharr, Laplacian, sharpen, emboss, boxes,
+// binomials. The sums wrap modulo 2^16 and the range recovers them (simd::Taps16). A box column of
+// at least running_rows rows keeps a running sum instead (add the entering ring row, subtract the
+// leaving one), whatever its height.
+constexpr int running_rows = 4;
+
+template <bool kDirect>
+struct Exact16 {
+    static constexpr bool direct = kDirect;
+    // u8 padded rows, each tap's load widened to 16 bits (widening the padded row once instead, so that
+    // taps are plain loads, measured slower here: twice the bytes per row, and every horizontal tap a
+    // load split across cache lines).
+    using Pad = std::uint8_t;
+    using Ring = std::conditional_t<kDirect, std::uint8_t, std::int16_t>;
+    std::optional<WeightGroups> row, column;  // separable
+    std::optional<WeightGroups> taps;         // direct: index j * mw + i
+    int mw = 1;
+    SumRange range;
+    simd::IntFinish16 fin;
+    bool fused = false, running = false;
+
+    explicit Exact16(const LinearPlan& plan) : mw(plan.step.mask.width), range(plan.integer_mask) {
+        if constexpr (kDirect) {
+            taps.emplace(std::vector<std::int64_t>(plan.integer_mask.weights.begin(), plan.integer_mask.weights.end()));
+        } else {
+            row.emplace(plan.integer_separable->row);
+            column.emplace(plan.integer_separable->column);
+            bool ones = true;
+            for (auto v : plan.integer_separable->column) ones = ones && v == 1;
+            running = ones && plan.step.mask.height >= running_rows;
+        }
+        fused = simd::int_finish16(plan.finish, plan.out, range.lo, range.hi, fin);
+        running = running && fused;
+    }
+    int extra_rows() const { return running ? 1 : 0; }  // the running sum subtracts the row before the window
     static Pad one(std::uint8_t s) { return s; }
     static void widen(const std::uint8_t* s, Pad* d, std::size_t k) { std::memcpy(d, s, k); }
-    void row_pass(const Pad* padded, const std::size_t* offsets, Ring* out, std::size_t n) const {
-        simd::sum_taps_u8(padded, offsets, row.data(), row.size(), out, n);
-    }
     template <class P>
-    void column_pass(const LinearPlan& plan, const Ring* const* rows, std::byte* dst, std::size_t n, bool stream,
-                     P& p, int) const {
-        if (fused) return simd::sum_rows_u16_finish(rows, column.data(), column.size(), plan.out, dst, n, plan.finish, stream);
-        float* s = p.sums.get(row_stride<float>(n));
-        simd::sum_rows_u16(rows, column.data(), column.size(), s, n);
-        simd::finish_exact_row(plan.out, s, dst, n, plan.finish, bound, stream);
+    void row_pass(const Pad* padded, Ring* out, std::size_t n, P& p, int channels) const {
+        if constexpr (!kDirect) {
+            p.ptrs.clear();
+            for (std::size_t i : row->index) p.ptrs.push_back(padded + i * std::size_t(channels));
+            simd::sum_taps16(true, row->taps(p.ptrs.data()), out, n);
+        }
+    }
+    // rows: ring rows top - extra_rows() .. top + mh - 1; first: the band's first output row.
+    template <class P>
+    void column_pass(const LinearPlan& plan, const Ring* const* rows, bool first, std::byte* dst, std::size_t n,
+                     bool stream, P& p, int channels) const {
+        const std::size_t C = std::size_t(channels);
+        const WeightGroups& g = kDirect ? *taps : *column;
+        rows += extra_rows();
+        if constexpr (!kDirect)
+            if (running && !first)
+                return simd::running_sum16_finish(p.sums16.get(row_stride<std::int16_t>(n)), rows[column->index.size() - 1],
+                                                  rows[-1], fin, plan.out, dst, n, stream);
+        p.ptrs.clear();
+        for (std::size_t k : g.index) {
+            if constexpr (kDirect) p.ptrs.push_back(rows[k / std::size_t(mw)] + (k % std::size_t(mw)) * C);
+            else p.ptrs.push_back(rows[k]);
+        }
+        const simd::Taps16 t = g.taps(p.ptrs.data());
+        std::int16_t* sums = p.sums16.get(row_stride<std::int16_t>(n));
+        if (fused) return simd::sum_taps16_finish(kDirect, t, fin, plan.out, dst, n, stream, running ? sums : nullptr);
+        // Other finishes (f32 output, fractional scales): the exact sums as floats, then finish_exact_row.
+        simd::sum_taps16(kDirect, t, sums, n);
+        float* f = p.sums.get(row_stride<float>(n));
+        simd::sums16_to_float(sums, std::int32_t(range.lo), f, n);
+        simd::finish_exact_row(plan.out, f, dst, n, plan.finish, double(std::max(-range.lo, range.hi)), stream);
     }
 };
 
@@ -125,11 +209,13 @@ struct FixedQ15 {
     bool applies() const { return bound < 0.49; }
     static Pad one(std::uint8_t s) { return Pad(s << 7); }
     static void widen(const std::uint8_t* s, Pad* d, std::size_t k) { simd::widen_q7(s, d, k); }
-    void row_pass(const Pad* padded, const std::size_t* offsets, Ring* out, std::size_t n) const {
-        simd::sum_taps_q15(padded, offsets, row.data(), row.size(), out, n);
+    int extra_rows() const { return 0; }
+    template <class P>
+    void row_pass(const Pad* padded, Ring* out, std::size_t n, P& p, int) const {
+        simd::sum_taps_q15(padded, p.offsets.data(), row.data(), row.size(), out, n);
     }
     template <class P>
-    void column_pass(const LinearPlan&, const Ring* const* rows, std::byte* dst, std::size_t n, bool stream, P&,
+    void column_pass(const LinearPlan&, const Ring* const* rows, bool, std::byte* dst, std::size_t n, bool stream, P&,
                      int) const {
         simd::sum_rows_q15(rows, column.data(), column.size(), reinterpret_cast<std::uint8_t*>(dst), n, stream);
     }
@@ -140,7 +226,10 @@ struct Participant {
     Scratch<typename T::Pad> padded;
     Scratch<typename T::Ring> ring;
     Scratch<float> sums;
+    Scratch<std::int16_t> sums16;  // the 16-bit exact forms' sums (a box's running column sum)
     std::vector<const typename T::Ring*> rows, taps;
+    std::vector<const void*> ptrs;
+    std::vector<std::size_t> offsets;  // i * channels, i < mw
 };
 
 // Small 2-D float masks on u8 (direct): the ring holds padded Q7 rows, and each output row is one pass
@@ -187,8 +276,10 @@ struct DirectQ15 {
     bool applies() const { return bound < 0.49; }
     static Pad one(std::uint8_t s) { return Pad(s << 7); }
     static void widen(const std::uint8_t* s, Pad* d, std::size_t k) { simd::widen_q7(s, d, k); }
-    void row_pass(const Pad*, const std::size_t*, Ring*, std::size_t) const {}
-    void column_pass(const LinearPlan&, const Ring* const* rows, std::byte* dst, std::size_t n, bool stream,
+    int extra_rows() const { return 0; }
+    template <class P>
+    void row_pass(const Pad*, Ring*, std::size_t, P&, int) const {}
+    void column_pass(const LinearPlan&, const Ring* const* rows, bool, std::byte* dst, std::size_t n, bool stream,
                      Participant<DirectQ15>& p, int channels) const {
         p.taps.clear();
         for (std::size_t t = 0; t < w.size(); ++t)
@@ -205,10 +296,10 @@ public:
           mw_(plan.step.mask.width), mh_(plan.step.mask.height), ax_(plan.step.mask.anchor_x),
           ay_(plan.step.mask.anchor_y), cols_(W_, -ax_, W_ + mw_ - 1, plan.step.border),
           fill_(Arith::one(store_pixel<std::uint8_t>(plan.step.border_value))), parts_(std::size_t(participants)) {
-        for (int i = 0; i < mw_; ++i) offsets_.push_back(std::size_t(i) * std::size_t(C_));
         stream_ = std::size_t(W_) * std::size_t(H_) * std::size_t(C_) * bytes_per_sample(plan.out) >= stream_bytes;
-        // Rows in flight per output column: mh ring rows, the padded row, f32 sums.
-        const std::size_t bytes = (std::size_t(mh_) * sizeof(typename Arith::Ring) + sizeof(typename Arith::Pad) + 4) * std::size_t(C_);
+        ring_rows_ = mh_ + arith.extra_rows();
+        // Rows in flight per output column: the ring rows, the padded row, f32 sums.
+        const std::size_t bytes = (std::size_t(ring_rows_) * sizeof(typename Arith::Ring) + sizeof(typename Arith::Pad) + 4) * std::size_t(C_);
         tiling_ = Tiling(W_, H_, participants, bytes, mw_ - 1, std::max(8, 2 * mh_));
     }
 
@@ -222,9 +313,11 @@ public:
         const std::size_t padded_n = std::size_t(x1 - x0 + mw_ - 1) * C;
         const std::size_t stride = row_stride<typename Arith::Ring>(Arith::direct ? padded_n : n);
         auto* padded = Arith::direct ? nullptr : p.padded.get(row_stride<typename Arith::Pad>(padded_n));
-        auto* ring = p.ring.get(stride * std::size_t(mh_));
+        auto* ring = p.ring.get(stride * std::size_t(ring_rows_));
+        if (p.offsets.size() != std::size_t(mw_))
+            for (int i = int(p.offsets.size()); i < mw_; ++i) p.offsets.push_back(std::size_t(i) * C);
         const long long vbase = (long long)y0 - ay_;
-        auto slot = [&](long long v) { return ring + std::size_t((v - vbase) % mh_) * stride; };
+        auto slot = [&](long long v) { return ring + std::size_t((v - vbase + ring_rows_) % ring_rows_) * stride; };
         const std::size_t out_offset = std::size_t(x0) * C * bytes_per_sample(plan_.out);
         long long loaded = vbase;
         for (int y = y0; y < y1; ++y) {
@@ -236,11 +329,11 @@ public:
                 build_padded_row(r < 0 ? nullptr : in_.row<std::uint8_t>(r), cols_, x0, x1 + mw_ - 1, C_, fill_, target,
                                  [](const std::uint8_t* s, typename Arith::Pad* d, std::size_t k) { Arith::widen(s, d, k); },
                                  [](std::uint8_t s) { return Arith::one(s); });
-                if constexpr (!Arith::direct) arith_.row_pass(padded, offsets_.data(), slot(loaded), n);
+                if constexpr (!Arith::direct) arith_.row_pass(padded, slot(loaded), n, p, C_);
             }
             p.rows.clear();
-            for (int j = 0; j < mh_; ++j) p.rows.push_back(slot(top + j));
-            arith_.column_pass(plan_, p.rows.data(), out_.row_bytes(y) + out_offset, n, stream_, p, C_);
+            for (int j = -arith_.extra_rows(); j < mh_; ++j) p.rows.push_back(slot(top + j));
+            arith_.column_pass(plan_, p.rows.data(), y == y0, out_.row_bytes(y) + out_offset, n, stream_, p, C_);
         }
         if (stream_) simd::flush_streams();
     }
@@ -250,10 +343,9 @@ private:
     const Arith& arith_;
     ConstImageView in_;
     ImageView out_;
-    int W_, H_, C_, mw_, mh_, ax_, ay_;
+    int W_, H_, C_, mw_, mh_, ax_, ay_, ring_rows_ = 1;
     ColumnMap cols_;
     typename Arith::Pad fill_;
-    std::vector<std::size_t> offsets_;
     bool stream_ = false;
     Tiling tiling_{1, 1, 1, 1, 0, 1};
     std::vector<Participant<Arith>> parts_;
@@ -265,40 +357,37 @@ void run_job(ThreadPool& pool, const LinearPlan& plan, const Arith& arith, Const
     pool.run(job.tasks(), [&](int task, int who) { job.run(task, who); });
 }
 
-bool exact_u16_applies(const LinearPlan& plan) {
-    if (!plan.exact || plan.in != PixelType::u8 || plan.algorithm != LinearAlgorithm::separable || !plan.integer_separable)
-        return false;
-    long long row = 0, column = 0;
-    for (auto v : plan.integer_separable->row) {
-        if (v < 0 || v > 255) return false;
-        row += v;
-    }
-    for (auto v : plan.integer_separable->column) {
-        if (v < 0 || v > 255) return false;
-        column += v;
-    }
-    return 255 * row * column < 65536;
+// Which exact 16-bit form runs the plan: u8 in, an exact plan whose sum range fits 16 bits; separable
+// where the plan is, else direct.
+enum class Exact16Form { none, separable, direct };
+Exact16Form exact16_form(const LinearPlan& plan) {
+    if (!plan.exact || plan.in != PixelType::u8 || !SumRange(plan.integer_mask).fits16()) return Exact16Form::none;
+    if (plan.algorithm == LinearAlgorithm::separable && plan.integer_separable) return Exact16Form::separable;
+    if (plan.algorithm == LinearAlgorithm::direct) return Exact16Form::direct;
+    return Exact16Form::none;
 }
 
 } // namespace
 
-bool small_int_separable_applies(const LinearPlan& plan) { return exact_u16_applies(plan); }
+bool small_int_separable_applies(const LinearPlan& plan) { return exact16_form(plan) != Exact16Form::none; }
 
 double fixed_point_separable_bound(const LinearPlan& plan) { return FixedQ15(plan).bound; }
 
 double fixed_point_direct_bound(const LinearPlan& plan) { return DirectQ15(plan).bound; }
 
 const char* arithmetic_8bit(const LinearPlan& plan) {
-    if (exact_u16_applies(plan)) return "int16";
+    // The direct exact form keeps the plain "cpu.direct" name for now (tests/test_plan_kernels.cpp).
+    if (exact16_form(plan) == Exact16Form::separable) return "int16";
     if (plan.exact || plan.in != PixelType::u8) return nullptr;
     if (plan.algorithm == LinearAlgorithm::direct) return DirectQ15(plan).applies() ? "q15" : nullptr;
     return FixedQ15(plan).applies() ? "q15" : nullptr;
 }
 
 bool run_separable_8bit(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, ImageView out) {
-    if (exact_u16_applies(plan)) {
-        run_job(pool, plan, ExactU16(plan), in, out);
-        return true;
+    switch (exact16_form(plan)) {
+    case Exact16Form::separable: run_job(pool, plan, Exact16<false>(plan), in, out); return true;
+    case Exact16Form::direct: run_job(pool, plan, Exact16<true>(plan), in, out); return true;
+    default: break;
     }
     if (plan.exact || plan.in != PixelType::u8) return false;
     if (plan.algorithm == LinearAlgorithm::direct) {

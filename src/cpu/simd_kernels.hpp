@@ -73,6 +73,47 @@ bool u16_finish_fuses(PixelType out, const LinearFinish& f, double bound);
 void sum_rows_u16_finish(const std::uint16_t* const* rows, const std::uint16_t* w, std::size_t count, PixelType out,
                          void* dst, std::size_t n, const LinearFinish& f, bool stream);
 
+// The 8-bit exact paths in 16-bit lanes (fast_linear_8bit.cpp, simd_small_int.cpp). Sums are formed
+// modulo 2^16 (wrapping adds, subtracts and low-half products), so every partial sum may wrap: only the
+// final sum S must be known to lie in a range [smin, smax] narrower than 2^16, which then recovers S
+// from its 16 bits. Taps come in groups of one weight: sum over groups g of w[g] * (sum of the rows of
+// g), the rows read at sample s (u8 or 16-bit samples, as the call says). Kernels read whole vectors:
+// up to `slack` elements past n of every row must be readable.
+struct Taps16 {
+    const void* const* rows = nullptr;     // per tap: its first sample
+    const std::uint32_t* end = nullptr;    // group g holds taps [end[g - 1], end[g]) (end[-1] = 0)
+    const std::int16_t* w = nullptr;       // the weight of each group (modulo 2^16)
+    std::size_t groups = 0;
+};
+// The exact finish (finish_exact of core/linear_finish.hpp) of a sum S in [smin, smax] in 16-bit lanes,
+// without floats: m = S + add (mod 2^16) lies in [0, 65535] for every S of the range; the quotient
+// q = floor(m / d) by a shift or a multiply-high by a reciprocal (exact for m <= mmax, see
+// int_finish16); `tie` (d even) rounds the halves to even; then q + delta, clamped to the output.
+struct IntFinish16 {
+    int kind = 0;               // 0: q = m (d = 1), 1: q = m >> shift, 2: q = mulhi(m, magic) >> shift,
+                                // 3: 17-bit reciprocal 2^16 + magic: t = mulhi(m, magic), q = (t + (m - t) / 2) >> (shift - 1)
+    bool tie = false;
+    std::uint16_t add = 0, d = 1, magic = 0;
+    int shift = 0;
+    std::uint16_t delta_add = 0, delta_sub = 0;  // q + delta = q + delta_add - delta_sub, saturating
+    std::uint32_t mmax = 0;     // the largest m of the range
+};
+// The finish for sums in [smin, smax] into `out` (u8 or u16), or false where it does not apply (no
+// integer rounding, a denominator past 2^16 - 1, a range too wide for one 16-bit value).
+bool int_finish16(const LinearFinish& f, PixelType out, std::int64_t smin, std::int64_t smax, IntFinish16& r);
+// out[s] = S (mod 2^16) for s < n; u8_in: the rows hold u8 samples, else 16-bit. Over-computes (up to
+// slack elements past n of out are written).
+void sum_taps16(bool u8_in, const Taps16& t, std::int16_t* out, std::size_t n);
+// dst[s] = the finish of S for s < n exactly (dst is a row of `out`, u8 or u16); `sums`: when not
+// null, also receives S (mod 2^16), over-computed as by sum_taps16.
+void sum_taps16_finish(bool u8_in, const Taps16& t, const IntFinish16& f, PixelType out, void* dst, std::size_t n,
+                       bool stream, std::int16_t* sums = nullptr);
+// A running column sum (a box): sums[s] += add[s] - sub[s] (mod 2^16), then dst[s] = its finish, s < n.
+void running_sum16_finish(std::int16_t* sums, const std::int16_t* add, const std::int16_t* sub, const IntFinish16& f,
+                          PixelType out, void* dst, std::size_t n, bool stream);
+// out[s] = float(S) where S = base + ((sums[s] - base) mod 2^16): the sums of a range [base, base + 65535].
+void sums16_to_float(const std::int16_t* sums, std::int32_t base, float* out, std::size_t n);
+
 // The 8-bit float separable path in Q15 fixed point (fast_linear_8bit.cpp has the error bound).
 // dst[s] = src[s] << 7 (Q7 pixels).
 void widen_q7(const std::uint8_t* src, std::int16_t* dst, std::size_t n);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "core/pixel.hpp"
 #include "cpu/simd_kernels.hpp"
@@ -150,6 +151,225 @@ void SumRowsU16Finish(const std::uint16_t* const* rows, const std::uint16_t* w, 
     else SumRowsU16FinishTyped<std::uint16_t>(rows, w, count, dst, n, f, stream);
 }
 
+// ---- 16-bit exact integer sums, modulo 2^16 (simd_kernels.hpp: Taps16, IntFinish16) -----------------
+// Full-width i16 lanes, four vectors in flight (four independent accumulators per group), no multiply
+// for weights of +1 or -1 (an add or a subtract), one multiply per group of equal weights otherwise.
+// Wrapping arithmetic is a ring homomorphism Z -> Z/2^16: the 16 bits of the result are those of the
+// exact integer sum, whatever wraps on the way.
+
+using D16 = hn::ScalableTag<std::int16_t>;
+using DU16 = hn::RebindToUnsigned<D16>;
+using V16 = hn::Vec<D16>;
+using VU16 = hn::Vec<DU16>;
+
+template <class In>
+HWY_INLINE V16 Load16(D16 d, const In* HWY_RESTRICT p) {
+    if constexpr (sizeof(In) == 1) {
+        return hn::BitCast(d, hn::PromoteTo(DU16(), hn::LoadU(hn::Rebind<std::uint8_t, D16>(), p)));
+    } else {
+        return hn::LoadU(d, p);
+    }
+}
+
+// a[v] = the sum of the taps at samples s + v * N, v < V.
+template <std::size_t V, class In>
+HWY_INLINE void SumBlock(D16 d, const Taps16& t, std::size_t s, V16* HWY_RESTRICT a) {
+    const std::size_t N = hn::Lanes(d);
+    const In* const* rows = reinterpret_cast<const In* const*>(t.rows);
+    std::size_t k = 0;
+    for (std::size_t g = 0; g < t.groups; ++g) {
+        const std::size_t end = t.end[g];
+        V16 x[V];
+        const In* p = rows[k] + s;
+        for (std::size_t v = 0; v < V; ++v) x[v] = Load16(d, p + v * N);
+        for (++k; k < end; ++k) {
+            p = rows[k] + s;
+            for (std::size_t v = 0; v < V; ++v) x[v] = hn::Add(x[v], Load16(d, p + v * N));
+        }
+        const std::int16_t w = t.w[g];
+        if (w != 1 && w != -1) {
+            const V16 wv = hn::Set(d, w);
+            for (std::size_t v = 0; v < V; ++v) x[v] = hn::Mul(x[v], wv);
+        }
+        if (g == 0) {
+            for (std::size_t v = 0; v < V; ++v) a[v] = w == -1 ? hn::Neg(x[v]) : x[v];
+        } else if (w == -1) {
+            for (std::size_t v = 0; v < V; ++v) a[v] = hn::Sub(a[v], x[v]);
+        } else {
+            for (std::size_t v = 0; v < V; ++v) a[v] = hn::Add(a[v], x[v]);
+        }
+    }
+    if (t.groups == 0)
+        for (std::size_t v = 0; v < V; ++v) a[v] = hn::Zero(d);
+}
+
+// The finish of IntFinish16 on one vector of sums. kKind: 0 no division, 1 shift, 2 multiply-high,
+// 3 the 17-bit reciprocal; kTie: d even, halves to even.
+template <int kKind, bool kTie>
+struct Finish16 {
+    DU16 du;
+    VU16 add, magic, d, even, delta_add, delta_sub;
+    int shift;
+    explicit Finish16(const IntFinish16& f)
+        : add(hn::Set(du, f.add)), magic(hn::Set(du, f.magic)), d(hn::Set(du, f.d)), even(hn::Set(du, std::uint16_t(0xFFFE))),
+          delta_add(hn::Set(du, f.delta_add)), delta_sub(hn::Set(du, f.delta_sub)), shift(f.shift) {}
+    HWY_INLINE VU16 operator()(V16 sum) const {
+        const VU16 m = hn::Add(hn::BitCast(du, sum), add);
+        VU16 q = m;
+        if constexpr (kKind == 1) q = hn::ShiftRightSame(m, shift);
+        if constexpr (kKind == 2) q = hn::ShiftRightSame(hn::MulHigh(m, magic), shift);
+        if constexpr (kKind == 3) {
+            const VU16 t = hn::MulHigh(m, magic);
+            q = hn::ShiftRightSame(hn::Add(t, hn::ShiftRight<1>(hn::Sub(m, t))), shift - 1);
+        }
+        if constexpr (kTie) {  // m = q d exactly: n / d was k + 1/2 and q = k + 1; keep it only if even
+            const VU16 r = hn::Sub(m, hn::Mul(q, d));
+            q = hn::IfThenElse(hn::Eq(r, hn::Zero(du)), hn::And(q, even), q);
+        }
+        return hn::SaturatedSub(hn::SaturatedAdd(q, delta_add), delta_sub);
+    }
+};
+
+template <class Out>
+struct Put16 {
+    Out* HWY_RESTRICT dst;
+    bool stream;
+    template <class F>
+    HWY_INLINE void operator()(const F& fin, V16 sum, std::size_t s) const {
+        const DU16 du;
+        const VU16 q = fin(sum);
+        if constexpr (sizeof(Out) == 1) {
+            const hn::Rebind<std::uint8_t, D16> d8;
+            const auto b = hn::DemoteTo(d8, hn::BitCast(D16(), hn::Min(q, hn::Set(du, std::uint16_t(255)))));
+            if (stream) hn::Stream(b, d8, dst + s);
+            else hn::StoreU(b, d8, dst + s);
+        } else {
+            if (stream) hn::Stream(q, du, dst + s);
+            else hn::StoreU(q, du, dst + s);
+        }
+    }
+    // Samples [s, n) only, n - s < N.
+    template <class F>
+    HWY_INLINE void Tail(const F& fin, V16 sum, std::size_t s, std::size_t n) const {
+        alignas(64) Out tmp[HWY_MAX_BYTES / 2];
+        const Put16<Out> to_tmp{tmp, false};
+        to_tmp(fin, sum, 0);
+        std::memcpy(dst + s, tmp, (n - s) * sizeof(Out));
+    }
+};
+
+template <class In, int kKind, bool kTie, class Out>
+void SumFinishT(const Taps16& t, const IntFinish16& f, Out* HWY_RESTRICT dst, std::size_t n, bool stream,
+                std::int16_t* HWY_RESTRICT sums) {
+    const D16 d;
+    const std::size_t N = hn::Lanes(d);
+    const Finish16<kKind, kTie> fin(f);
+    const Put16<Out> put{dst, stream};
+    std::size_t s = 0;
+    for (; s + 4 * N <= n; s += 4 * N) {
+        V16 a[4];
+        SumBlock<4, In>(d, t, s, a);
+        for (std::size_t v = 0; v < 4; ++v) {
+            if (sums) hn::StoreU(a[v], d, sums + s + v * N);
+            put(fin, a[v], s + v * N);
+        }
+    }
+    for (; s < n; s += N) {
+        V16 a[1];
+        SumBlock<1, In>(d, t, s, a);
+        if (sums) hn::StoreU(a[0], d, sums + s);
+        if (s + N <= n) put(fin, a[0], s);
+        else put.Tail(fin, a[0], s, n);
+    }
+}
+
+template <int kKind, bool kTie, class Out>
+void RunningT(std::int16_t* HWY_RESTRICT sums, const std::int16_t* HWY_RESTRICT add, const std::int16_t* HWY_RESTRICT sub,
+              const IntFinish16& f, Out* HWY_RESTRICT dst, std::size_t n, bool stream) {
+    const D16 d;
+    const std::size_t N = hn::Lanes(d);
+    const Finish16<kKind, kTie> fin(f);
+    const Put16<Out> put{dst, stream};
+    for (std::size_t s = 0; s < n; s += N) {
+        const V16 c = hn::Add(hn::LoadU(d, sums + s), hn::Sub(hn::LoadU(d, add + s), hn::LoadU(d, sub + s)));
+        hn::StoreU(c, d, sums + s);
+        if (s + N <= n) put(fin, c, s);
+        else put.Tail(fin, c, s, n);
+    }
+}
+
+// Calls go.template operator()<kKind, kTie, Out>() for the finish's variant and the output type.
+template <class Go>
+HWY_INLINE void WithFinish(const IntFinish16& f, PixelType out, Go&& go) {
+    auto typed = [&]<class Out>() HWY_ATTR {
+        switch (f.kind * 2 + (f.tie ? 1 : 0)) {
+        case 0: return go.template operator()<0, false, Out>();
+        case 3: return go.template operator()<1, true, Out>();
+        case 4: return go.template operator()<2, false, Out>();
+        case 5: return go.template operator()<2, true, Out>();
+        case 6: return go.template operator()<3, false, Out>();
+        default: return go.template operator()<3, true, Out>();
+        }
+    };
+    if (out == PixelType::u8) typed.template operator()<std::uint8_t>();
+    else typed.template operator()<std::uint16_t>();
+}
+
+void SumTaps16(bool u8_in, const Taps16& t, std::int16_t* HWY_RESTRICT out, std::size_t n) {
+    const D16 d;
+    const std::size_t N = hn::Lanes(d);
+    auto run = [&]<class In>() HWY_ATTR {
+        std::size_t s = 0;
+        for (; s + 4 * N <= n; s += 4 * N) {
+            V16 a[4];
+            SumBlock<4, In>(d, t, s, a);
+            for (std::size_t v = 0; v < 4; ++v) hn::StoreU(a[v], d, out + s + v * N);
+        }
+        for (; s < n; s += N) {
+            V16 a[1];
+            SumBlock<1, In>(d, t, s, a);
+            hn::StoreU(a[0], d, out + s);
+        }
+    };
+    if (u8_in) run.template operator()<std::uint8_t>();
+    else run.template operator()<std::int16_t>();
+}
+
+void SumTaps16Finish(bool u8_in, const Taps16& t, const IntFinish16& f, PixelType out, void* dst, std::size_t n,
+                     bool stream, std::int16_t* sums) {
+    const std::size_t align = hn::Lanes(D16()) * (out == PixelType::u8 ? 1 : 2);
+    stream = stream && reinterpret_cast<std::uintptr_t>(dst) % align == 0;
+    WithFinish(f, out, [&]<int kKind, bool kTie, class Out>() HWY_ATTR {
+        if (u8_in) SumFinishT<std::uint8_t, kKind, kTie, Out>(t, f, static_cast<Out*>(dst), n, stream, sums);
+        else SumFinishT<std::int16_t, kKind, kTie, Out>(t, f, static_cast<Out*>(dst), n, stream, sums);
+    });
+}
+
+void RunningSum16Finish(std::int16_t* sums, const std::int16_t* add, const std::int16_t* sub, const IntFinish16& f,
+                        PixelType out, void* dst, std::size_t n, bool stream) {
+    const std::size_t align = hn::Lanes(D16()) * (out == PixelType::u8 ? 1 : 2);
+    stream = stream && reinterpret_cast<std::uintptr_t>(dst) % align == 0;
+    WithFinish(f, out, [&]<int kKind, bool kTie, class Out>() HWY_ATTR {
+        RunningT<kKind, kTie, Out>(sums, add, sub, f, static_cast<Out*>(dst), n, stream);
+    });
+}
+
+void Sums16ToFloat(const std::int16_t* HWY_RESTRICT sums, std::int32_t base, float* HWY_RESTRICT out, std::size_t n) {
+    const hn::ScalableTag<float> df;
+    const hn::Rebind<std::uint16_t, decltype(df)> du;
+    const hn::Rebind<std::int32_t, decltype(df)> di;
+    const std::size_t N = hn::Lanes(df);
+    const auto b16 = hn::Set(du, std::uint16_t(base));
+    const auto bf = hn::Set(df, float(base));
+    std::size_t s = 0;
+    for (; s + N <= n; s += N) {
+        const auto u = hn::Sub(hn::LoadU(du, reinterpret_cast<const std::uint16_t*>(sums) + s), b16);
+        const auto i = hn::BitCast(di, hn::PromoteTo(hn::Rebind<std::uint32_t, decltype(df)>(), u));
+        hn::StoreU(hn::Add(hn::ConvertTo(df, i), bf), df, out + s);
+    }
+    for (; s < n; ++s) out[s] = float(std::uint16_t(std::uint16_t(sums[s]) - std::uint16_t(base))) + float(base);
+}
+
 // ---- Q15 fixed point (the 8-bit float separable path) ----------------------------------------------
 
 // dst[s] = src[s] * 2^7: pixels as Q7 in i16 lanes.
@@ -236,6 +456,10 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace apron::cpu::simd {
 
+HWY_EXPORT(SumTaps16);
+HWY_EXPORT(SumTaps16Finish);
+HWY_EXPORT(RunningSum16Finish);
+HWY_EXPORT(Sums16ToFloat);
 HWY_EXPORT(SumTapsU8);
 HWY_EXPORT(SumRowsU16);
 HWY_EXPORT(SumRowsU16Finish);
@@ -268,6 +492,75 @@ void sum_taps_u8(const std::uint8_t* src, const std::size_t* offsets, const std:
 }
 void sum_rows_u16(const std::uint16_t* const* rows, const std::uint16_t* w, std::size_t count, float* out, std::size_t n) {
     HWY_DYNAMIC_DISPATCH(SumRowsU16)(rows, w, count, out, n);
+}
+
+namespace {
+// floor(a / b) for b > 0.
+std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+} // namespace
+
+// m = n + floor(d/2) + K d with n = S + offset: floor(m / d) - K is n / d rounded half up, the value for
+// odd d (n / d is never a tie there); for even d the tie (m a multiple of d) goes down when the quotient
+// is odd. K is the smallest that makes m >= 0 over the range, made even when d is (the parity of the
+// quotient is then that of the result). The reciprocal M = ceil(2^k / d), e = M d - 2^k < d: for
+// m = q d + r, m M / 2^k = q + r / d + m e / (d 2^k), so floor(m M / 2^k) = q whenever m e < 2^k
+// (then r + m e / 2^k < d); the search takes the first k where that holds for m <= mmax, a 16-bit M
+// first (one multiply-high and a shift), else M in [2^16, 2^17) (k = 16 + shift; a correction step).
+bool int_finish16(const LinearFinish& f, PixelType out, std::int64_t smin, std::int64_t smax, IntFinish16& r) {
+    if (!f.integer_rounding || (out != PixelType::u8 && out != PixelType::u16) || f.denominator < 1 ||
+        f.denominator > 65535 || smin > smax || smax - smin > 65535)
+        return false;
+    constexpr std::int64_t big = std::int64_t(1) << 40;
+    if (f.offset <= -big || f.offset >= big || f.delta_int <= -big || f.delta_int >= big || smin <= -big || smax >= big)
+        return false;
+    const std::int64_t d = f.denominator, h = d / 2;
+    const std::int64_t lo = smin + f.offset + h, hi = smax + f.offset + h;
+    std::int64_t K = -floor_div(lo, d);
+    if (d % 2 == 0 && (K & 1)) ++K;
+    const std::int64_t mmax = hi + K * d;
+    if (mmax > 65535) return false;
+    r = IntFinish16{};
+    r.add = std::uint16_t(std::uint64_t(f.offset + h + K * d) & 0xFFFF);
+    const std::int64_t delta = std::clamp<std::int64_t>(f.delta_int - K, -65535, 65535);
+    r.delta_add = std::uint16_t(delta > 0 ? delta : 0);
+    r.delta_sub = std::uint16_t(delta < 0 ? -delta : 0);
+    r.d = std::uint16_t(d);
+    r.mmax = std::uint32_t(mmax);
+    if (d == 1) return true;
+    r.tie = d % 2 == 0;
+    if ((d & (d - 1)) == 0) {
+        r.kind = 1;
+        while ((std::int64_t(1) << r.shift) < d) ++r.shift;
+        return true;
+    }
+    for (int wide = 0; wide < 2; ++wide)
+        for (int shift = wide; shift <= 16; ++shift) {
+            const std::uint64_t p = std::uint64_t(1) << (16 + shift);
+            const std::uint64_t M = (p + std::uint64_t(d) - 1) / std::uint64_t(d);
+            if (M >= (std::uint64_t(65536) << wide)) break;
+            if (M < (std::uint64_t(wide) << 16)) continue;
+            if ((M * std::uint64_t(d) - p) * std::uint64_t(mmax) < p) {
+                r.kind = 2 + wide;
+                r.magic = std::uint16_t(M & 0xFFFF);
+                r.shift = shift;
+                return true;
+            }
+        }
+    return false;
+}
+void sum_taps16(bool u8_in, const Taps16& t, std::int16_t* out, std::size_t n) {
+    HWY_DYNAMIC_DISPATCH(SumTaps16)(u8_in, t, out, n);
+}
+void sum_taps16_finish(bool u8_in, const Taps16& t, const IntFinish16& f, PixelType out, void* dst, std::size_t n,
+                       bool stream, std::int16_t* sums) {
+    HWY_DYNAMIC_DISPATCH(SumTaps16Finish)(u8_in, t, f, out, dst, n, stream, sums);
+}
+void running_sum16_finish(std::int16_t* sums, const std::int16_t* add, const std::int16_t* sub, const IntFinish16& f,
+                          PixelType out, void* dst, std::size_t n, bool stream) {
+    HWY_DYNAMIC_DISPATCH(RunningSum16Finish)(sums, add, sub, f, out, dst, n, stream);
+}
+void sums16_to_float(const std::int16_t* sums, std::int32_t base, float* out, std::size_t n) {
+    HWY_DYNAMIC_DISPATCH(Sums16ToFloat)(sums, base, out, n);
 }
 
 } // namespace apron::cpu::simd
