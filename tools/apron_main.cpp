@@ -37,6 +37,7 @@
 #include "io/output_target.hpp"
 #include "io/row_stream.hpp"
 #include "plan/step_kind.hpp"
+#include "stream/faster_streamed.hpp"
 #include "stream/journal.hpp"
 
 namespace {
@@ -119,11 +120,12 @@ void warn_of_long_reference_run(const apron::Pipeline& pipeline, const apron::Im
                  seconds < 120 ? "seconds" : "minutes");
 }
 
-void print_timing(const std::vector<apron::StageTiming>& stages) {
+// The stages, then their total (with `path`: which path ran, "total (PATH)").
+void print_timing(const std::vector<apron::StageTiming>& stages, const std::string& path = "") {
     double total = 0;
     for (const auto& s : stages) total += s.milliseconds;
     for (const auto& s : stages) std::fprintf(stderr, "%10.3f ms  %s\n", s.milliseconds, s.stage.c_str());
-    std::fprintf(stderr, "%10.3f ms  total\n", total);
+    std::fprintf(stderr, "%10.3f ms  total%s\n", total, path.empty() ? "" : (" (" + path + ")").c_str());
 }
 
 // Seconds before the first progress line: APRON_PROGRESS_SECONDS, else `otherwise`.
@@ -188,10 +190,26 @@ void say_not_carried(const std::string& note) {
     if (!note.empty()) std::fprintf(stderr, "apron: %s\n", note.c_str());
 }
 
-// The streaming path: the image in bands with halos, within the memory budget (apron/stream.hpp).
-int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, const apron::RunOptions& options,
-                        const char* why, const apron::dist::World* world) {
+// The StreamOptions of `apron filter`'s arguments, less the team and the metadata.
+apron::StreamOptions stream_options(const FilterArgs& a, const apron::RunOptions& options) {
     apron::StreamOptions so;
+    so.run = options;
+    so.band_rows = a.band_rows;
+    so.io_threads = a.io_threads;
+    so.tile_side = a.tile;
+    so.compression = a.compression;
+    so.resume = a.resume;
+    so.raw = a.raw;
+    so.pnm_byte_order = byte_order_option(a.byte_order);
+    return so;
+}
+
+// The streaming path: the image in bands with halos, within the memory budget (apron/stream.hpp).
+// `for_speed`: apron chose it for an image that fits (stream/faster_streamed.hpp), in bands of `band_rows`;
+// the run is then not resumable, and leaves nothing behind when it fails or is interrupted.
+int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, const apron::RunOptions& options,
+                        const char* why, const apron::dist::World* world, bool for_speed = false, int band_rows = 0) {
+    apron::StreamOptions so = stream_options(a, options);
     const bool root = !world || world->rank == 0;
     if (world && world->size > 1) {
         so.team = apron::dist::stream_team(*world, int(apron::cuda_devices().size()));
@@ -203,17 +221,10 @@ int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, co
                                  "run mpirun with --bind-to none to read, filter and write on every core\n",
                          apron::usable_cores(), machine);
     }
-    so.run = options;
     // The default budget is the node's: ranks sharing a node share it.
     if (!so.run.memory_budget && world && world->active && world->local_size > 1)
         so.run.memory_budget = apron::default_memory_budget() / std::uint64_t(world->local_size);
-    so.band_rows = a.band_rows;
-    so.io_threads = a.io_threads;
-    so.tile_side = a.tile;
-    so.compression = a.compression;
-    so.resume = a.resume;
-    so.raw = a.raw;
-    so.pnm_byte_order = byte_order_option(a.byte_order);
+    if (for_speed) so.band_rows = band_rows;
     if (a.plan_only) {
         if (root) std::cout << why << "\n" << apron::describe_stream(a.input, a.output, pipeline, so);
         return 0;
@@ -238,11 +249,13 @@ int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, co
         if (root) say_not_carried(note);
     }
     if (!so.team) so.progress = stream_progress();  // a rank's own rows are not the image's progress
-    const apron::StreamReport r = apron::stream_filter(a.input, a.output, pipeline, so);
+    const apron::StreamReport r = apron::stream::stream_filter(a.input, a.output, pipeline, so, !for_speed);
+    // Which path ran, and why: the reason --plan gives ("streamed: ...").
+    const std::string reason = std::string(why).starts_with("streamed: ") ? std::string(why).substr(10) : std::string(why);
     if (root && a.timing)
-        std::fprintf(stderr, "%10.3f ms  streamed in %d bands of %d rows (halo %d rows, %d resumed), %s of host memory\n",
+        std::fprintf(stderr, "%10.3f ms  streamed in %d bands of %d rows (halo %d rows, %d resumed), %s of host memory; %s\n",
                      r.seconds * 1e3, r.bands, r.band_rows, r.halo_rows, r.bands_resumed,
-                     apron::format_bytes(r.peak_buffer_bytes).c_str());
+                     apron::format_bytes(r.peak_buffer_bytes).c_str(), reason.c_str());
     if (root && a.timing)
         std::fprintf(stderr, "%10.3f ms  busy reading, %.3f ms filtering, %.3f ms writing (summed over threads%s)\n",
                      r.read_seconds * 1e3, r.filter_seconds * 1e3, r.write_seconds * 1e3,
@@ -373,6 +386,14 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
                                                 : "streamed: the whole-image run would not fit in the memory budget (--memory)",
                                        world);
         }
+        // It fits, but bands may still be faster: a large PNM or PFM in and out (stream/faster_streamed.hpp).
+        // Turning the pixels upright needs the whole image.
+        if (!a.auto_orient && std::uint64_t(shape.row_bytes()) * std::uint64_t(shape.height) >= apron::stream::stream_above_bytes) {
+            apron::io::refuse_directory(a.output);  // what the whole-image run would say first
+            const apron::stream::FasterStreamed fast =
+                apron::stream::faster_streamed(a.input, a.output, pipeline, stream_options(a, options));
+            if (fast.band_rows > 0) return run_filter_streamed(a, pipeline, options, fast.why.c_str(), world, true, fast.band_rows);
+        }
     }
     apron::io::refuse_directory(a.output);  // a directory, rather than a name without an extension
     const apron::ImageFormat out_format = apron::format_for_path(a.output);
@@ -437,7 +458,11 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
     }
     apron::write_image(a.output, result, wo);
     stages.push_back({"write " + a.output, ms_since(t)});
-    if (a.timing) print_timing(stages);
+    // Which path ran, and why, on the total's line.
+    if (a.timing)
+        print_timing(stages, a.stream == "off" ? "whole image: asked for (--stream off)"
+                                               : "whole image: it fits in --memory, and bands are chosen for speed only for "
+                                                 "PNM or PFM of 32 MiB or more in and out (--stream on streams it)");
     return 0;
 }
 
@@ -648,7 +673,8 @@ int main(int argc, char** argv) {
         ->capture_default_str()
         ->type_name(byte_order_values);
     filter->add_option("--stream", fa.stream,
-                       "auto: filter in bands with halos when the image does not fit in --memory; on: always; off: never")
+                       "auto: filter in bands with halos when the image does not fit in --memory, or when bands are faster (binary "
+                       "PNM or PFM of 32 MiB or more in, PNM or PFM out: the same bytes); on: always; off: never")
         ->capture_default_str()
         ->type_name("auto|on|off");
     filter->add_option("--raw", fa.raw, "the input is raw samples: WIDTHxHEIGHTxCHANNELS:TYPE[:little|big], e.g. 65536x65536x1:u16");

@@ -187,6 +187,10 @@ void write_file_atomically(const std::string& path, std::span<const std::uint8_t
 
 namespace io {
 
+void write_file_atomically_with(const std::string& path, const std::function<bool(int fd)>& write) {
+    write_atomically(path, write);
+}
+
 void write_pieces_atomically(const std::string& path, std::span<const std::span<const std::uint8_t>> pieces,
                              const std::function<void(std::span<const std::uint8_t>)>& before_each,
                              std::size_t chunk_bytes) {

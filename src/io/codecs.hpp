@@ -7,6 +7,8 @@
 // buffers it needs besides the image; the prober (probe_image) stops there, the decoder goes on. Both pass
 // through check_image, so the pixel limit and the memory budget are checked the same way, for every
 // format, before a pixel is allocated.
+#include <sys/uio.h>
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -34,6 +36,9 @@ public:
     virtual std::size_t read(std::uint64_t offset, void* dst, std::size_t n) const noexcept = 0;
     // The whole file when it is in memory, else empty.
     virtual Bytes memory() const { return {}; }
+    // Bytes from `offset` on into `count` buffers in order (a file: one preadv); the bytes read, fewer only
+    // at the end of the file or on a read error.
+    virtual std::size_t read_scattered(std::uint64_t offset, const iovec* parts, int count) const noexcept;
 };
 
 class MemorySource final : public ByteSource {
@@ -93,6 +98,15 @@ struct FixedRows {
 void check_pnm_samples(const std::string& name, ConstImageView rows, int y0, std::uint32_t maxval);
 FixedRows pnm_fixed_rows(const ByteSource& source, const std::string& name, const ReadOptions& options);
 FixedRows pfm_fixed_rows(const ByteSource& source, const std::string& name, const ReadOptions& options);
+// Rows [y0, y0 + band.height()) of a file laid out as `layout` straight into `band` (native byte order, a
+// PNM's maxval checked), in parts of about 4 MiB read by up to `threads` threads at once: a part is one
+// pread into the band where its rows lie there one after the other as in the file, else one preadv that
+// scatters them into the band's rows (padded rows, PFM's bottom-up rows). Throws "NAME: cannot read rows
+// A-B: the file is truncated or unreadable", or the maxval's refusal of the first bad sample.
+void read_fixed_rows(const ByteSource& file, const std::string& name, const FixedRows& layout, int y0, ImageView band,
+                     int threads);
+// Threads that read or write one image's rows at fixed offsets: one per usable core, at most 8.
+int io_threads_for_whole_images();
 
 // A file read on demand (pread through InputFile), for probing and for reading rows.
 std::unique_ptr<ByteSource> open_file_source(const std::string& path);
@@ -112,6 +126,17 @@ Image decode_png(Bytes bytes, const std::string& name, const ReadOptions& option
 Image decode_jpeg(Bytes bytes, const std::string& name, const ReadOptions& options);
 Image decode_tiff(Bytes bytes, const std::string& name, const ReadOptions& options);
 
+// The same, from a file read on demand (read_image): no copy of the whole file is made. Binary PNM (P5,
+// P6, P7) and PFM read their rows straight into the image, in parallel parts (read_fixed_rows); PNG, JPEG and
+// TIFF decode from reads of the file as their decoders ask for bytes (a whole-image strip of a TIFF is then
+// the one buffer besides the image, counted as the file was). Errors and limits as decode_X's, except
+// that the file is not held in memory: a PNM or PFM counts only its pixels against the budget.
+Image decode_binary_pnm(const ByteSource& file, const std::string& name, const ReadOptions& options);
+Image decode_pfm(const ByteSource& file, const std::string& name, const ReadOptions& options);
+Image decode_png(const ByteSource& file, const std::string& name, const ReadOptions& options);
+Image decode_jpeg(const ByteSource& file, const std::string& name, const ReadOptions& options);
+Image decode_tiff(const ByteSource& file, const std::string& name, const ReadOptions& options);
+
 // The shape decode_X would return, from the header alone, after check_image.
 ImageShape probe_pnm(const ByteSource& source, const std::string& name, const ReadOptions& options);
 ImageShape probe_pfm(const ByteSource& source, const std::string& name, const ReadOptions& options);
@@ -121,7 +146,7 @@ ImageShape probe_tiff(const ByteSource& source, const std::string& name, const R
 
 // Multi-page TIFF: every page (decode_tiff_pages: the file and every page within options.memory_budget),
 // the number of pages, every page's metadata, and pages written as one directory each.
-std::vector<Image> decode_tiff_pages(Bytes bytes, const std::string& name, const ReadOptions& options);
+std::vector<Image> decode_tiff_pages(const ByteSource& file, const std::string& name, const ReadOptions& options);
 int count_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options);
 std::vector<ImageShape> probe_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options);
 std::vector<ImageMetadata> metadata_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options);
@@ -142,6 +167,13 @@ Buffer encode_pfm(ConstImageView image, const std::string& name, const WriteOpti
 Buffer encode_png(ConstImageView image, const std::string& name, const WriteOptions& options);
 Buffer encode_jpeg(ConstImageView image, const std::string& name, const WriteOptions& options);
 Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOptions& options);
+
+// Binary PNM (P5/P6, as encode_pnm without pnm_ascii) and PFM (as encode_pfm) written straight from the
+// image's rows into the file, atomically (write_file_atomically_with): the header, then parts of about
+// 4 MiB of rows, each one pwrite (pwritev for padded or bottom-up rows; 16-bit PNM samples are swapped
+// into a buffer of the part's size), by up to io_threads_for_whole_images() threads. The same bytes as
+// encode_X; no encoded copy of the image is made.
+void write_fixed_rows_file(ImageFormat format, const std::string& path, ConstImageView image);
 
 // Checks a size read from a file header against the reader's limits (positive, at most INT_MAX a side,
 // at most options.max_pixels) and returns width * height. Sizes arrive as 64-bit so that a header

@@ -86,6 +86,31 @@ long long InputFile::read_at(std::uint64_t offset, void* dst, std::size_t n) con
     return static_cast<long long>(done);
 }
 
+long long InputFile::read_scattered(std::uint64_t offset, const iovec* parts, int count) const noexcept {
+    // preadv may stop short (a signal, 2 GiB at most a call): go on from where it stopped.
+    iovec rest[1];
+    long long done = 0;
+    while (count > 0) {
+        const ssize_t got = ::preadv(fd_, parts, std::min(count, IOV_MAX), off_t(offset + std::uint64_t(done)));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return -1;
+        if (got == 0) break;
+        done += got;
+        std::size_t left = std::size_t(got);
+        while (count > 0 && left >= parts->iov_len) left -= parts->iov_len, ++parts, --count;
+        if (count > 0 && left > 0) {
+            // The buffer cut in two: its rest alone, then the others as they were.
+            rest[0] = {static_cast<char*>(parts->iov_base) + left, parts->iov_len - left};
+            const long long got_rest = read_at(offset + std::uint64_t(done), rest[0].iov_base, rest[0].iov_len);
+            if (got_rest < 0) return -1;
+            done += got_rest;
+            if (std::size_t(got_rest) < rest[0].iov_len) break;
+            ++parts, --count;
+        }
+    }
+    return done;
+}
+
 std::string InputFile::read_at(std::uint64_t offset, std::size_t n) const {
     std::string out(n, '\0');
     const long long got = read_at(offset, out.data(), n);
@@ -167,6 +192,27 @@ bool pwrite_all(int fd, const void* data, std::size_t n, std::uint64_t offset) {
         p += w;
         n -= std::size_t(w);
         offset += std::uint64_t(w);
+    }
+    return true;
+}
+
+bool pwritev_all(int fd, const iovec* parts, int count, std::uint64_t offset) {
+    while (count > 0) {
+        const ssize_t w = ::pwritev(fd, parts, std::min(count, IOV_MAX), off_t(offset));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            if (w == 0) errno = ENOSPC;
+            return false;
+        }
+        offset += std::uint64_t(w);
+        std::size_t left = std::size_t(w);
+        while (count > 0 && left >= parts->iov_len) left -= parts->iov_len, ++parts, --count;
+        if (count > 0 && left > 0) {
+            // The buffer cut in two: its rest alone, then the others as they were.
+            if (!pwrite_all(fd, static_cast<const char*>(parts->iov_base) + left, parts->iov_len - left, offset)) return false;
+            offset += parts->iov_len - left;
+            ++parts, --count;
+        }
     }
     return true;
 }

@@ -7,6 +7,7 @@
 // read: those can block forever or deliver endless data, and their size is unknown in advance. A regular
 // file is read in one allocation of the size fstat gives, checked against the caller's limit first.
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +36,10 @@ public:
     // Up to n bytes at `offset`; fewer only at the end of the file; -1 (errno set) on a read error.
     // Never throws, so it may be called from C libraries' callbacks.
     long long read_at(std::uint64_t offset, void* dst, std::size_t n) const noexcept;
+    // Bytes from `offset` on, scattered into `count` buffers in order (preadv: a band of padded or
+    // bottom-up rows in one call); the bytes read, fewer only at the end of the file, -1 (errno set) on a
+    // read error. Never throws.
+    long long read_scattered(std::uint64_t offset, const iovec* parts, int count) const noexcept;
     // The same as a string; throws apron::Error naming the file on a read error.
     std::string read_at(std::uint64_t offset, std::size_t n) const;
     // The whole file, exactly size() bytes; throws "PATH: changed while it was read ..." when it grew or
@@ -69,12 +74,21 @@ void write_pieces_atomically(const std::string& path, std::span<const std::span<
                              const std::function<void(std::span<const std::uint8_t>)>& before_each = {},
                              std::size_t chunk_bytes = std::size_t(1) << 20);
 
+// write_file_atomically with `write(fd)` putting the bytes into the temporary file (false with errno set on
+// failure): the file may be written out of order, with pwrite from several threads (the image writers' rows
+// at fixed offsets). The same guarantees: a temporary beside the target, removed on failure and on signals,
+// the permissions of a replaced file, fsync, then rename.
+void write_file_atomically_with(const std::string& path, const std::function<bool(int fd)>& write);
+
 // write() until every byte is out, retrying partial writes and EINTR (a manifest line lands whole). false
 // with errno set on failure.
 bool write_all(int fd, const void* data, std::size_t n);
 // pwrite() of all n bytes at `offset`, the same way (no exception: libtiff's and libpng's write callbacks
 // use it). false with errno set on failure (ENOSPC where the file takes nothing).
 bool pwrite_all(int fd, const void* data, std::size_t n, std::uint64_t offset);
+
+// pwritev() of every byte of the `count` buffers at `offset`, the same way (retrying partial writes).
+bool pwritev_all(int fd, const iovec* parts, int count, std::uint64_t offset);
 
 // Makes a new or renamed name in `dir` durable; best effort (a failure cannot undo what was written).
 void sync_directory(const std::string& dir);

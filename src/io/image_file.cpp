@@ -194,6 +194,16 @@ std::size_t io::MemorySource::read(std::uint64_t offset, void* dst, std::size_t 
     return count;
 }
 
+std::size_t io::ByteSource::read_scattered(std::uint64_t offset, const iovec* parts, int count) const noexcept {
+    std::size_t done = 0;
+    for (int k = 0; k < count; ++k) {
+        const std::size_t got = read(offset + done, parts[k].iov_base, parts[k].iov_len);
+        done += got;
+        if (got < parts[k].iov_len) break;
+    }
+    return done;
+}
+
 io::Buffer io::read_prefix(const ByteSource& source, std::size_t n) {
     Buffer prefix(std::size_t(std::min<std::uint64_t>(n, source.size())));
     prefix.resize(source.read(0, prefix.data(), prefix.size()));
@@ -237,6 +247,10 @@ public:
         const long long got = file_.read_at(offset, dst, n);
         return got < 0 ? 0 : std::size_t(got);
     }
+    std::size_t read_scattered(std::uint64_t offset, const iovec* parts, int count) const noexcept override {
+        const long long got = file_.read_scattered(offset, parts, count);
+        return got < 0 ? 0 : std::size_t(got);
+    }
 
 private:
     const io::InputFile& file_;
@@ -249,6 +263,9 @@ public:
     std::uint64_t size() const override { return source_.size(); }
     std::size_t read(std::uint64_t offset, void* dst, std::size_t n) const noexcept override {
         return source_.read(offset, dst, n);
+    }
+    std::size_t read_scattered(std::uint64_t offset, const iovec* parts, int count) const noexcept override {
+        return source_.read_scattered(offset, parts, count);
     }
 
 private:
@@ -352,9 +369,32 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name,
     unknown_format(bytes, name);
 }
 
+// The file is never copied whole into memory where its format can do without: binary PNM and PFM rows are
+// read straight into the image (several threads at once), PNG, JPEG and TIFF decode from reads of the file
+// as their decoders ask. Only ASCII and bitmap Netpbm files are read whole, then parsed.
 Image read_image(const std::string& path, const ReadOptions& options) {
-    const std::string bytes =
-        io::read_file(path, "", [&](std::uint64_t size) { check_file_budget(path, size, options); });
+    const io::InputFile file(path);
+    check_file_budget(path, file.size(), options);
+    const FileSource source(file);
+    const io::Buffer first = io::read_prefix(source, 8);
+    const Magic magic = magic_of(first);
+    check_page(magic, path, options);
+    switch (magic) {
+    case Magic::pnm:
+        if (first[1] >= '5') return io::decode_binary_pnm(source, path, options);
+        break;
+    case Magic::pfm: return io::decode_pfm(source, path, options);
+    case Magic::png: return io::decode_png(source, path, options);
+    case Magic::jpeg: return io::decode_jpeg(source, path, options);
+    case Magic::tiff:
+#if APRON_HAVE_TIFF
+        return io::decode_tiff(source, path, options);
+#else
+        tiff_not_built(path);
+#endif
+    case Magic::unknown: unknown_format(first, path);
+    }
+    const std::string bytes = file.read_all();
     return decode_image({reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()}, path, options);
 }
 
@@ -379,14 +419,16 @@ auto by_pages(bool tiff_file, [[maybe_unused]] const std::string& name, const Re
 } // namespace
 
 std::vector<Image> read_pages(const std::string& path, const ReadOptions& options) {
-    const std::string bytes =
-        io::read_file(path, "", [&](std::uint64_t size) { check_file_budget(path, size, options); });
-    const io::Bytes view{reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()};
+    // A TIFF's pages decode from reads of the file (no copy of it); any other format is read_image's one page.
+    const io::InputFile file(path);
+    check_file_budget(path, file.size(), options);
+    const FileSource source(file);
+    const bool tiff_file = magic_of(io::read_prefix(source, 8)) == Magic::tiff;
     return by_pages(
-        magic_of(view) == Magic::tiff, path, options, [&] { return io::decode_tiff_pages(view, path, options); },
+        tiff_file, path, options, [&] { return io::decode_tiff_pages(source, path, options); },
         [&](const ReadOptions& one) {
             std::vector<Image> pages;
-            pages.push_back(decode_image(view, path, one));  // Image moves only
+            pages.push_back(read_image(path, one));  // Image moves only
             return pages;
         });
 }
@@ -471,8 +513,10 @@ ImageMetadata read_metadata(const std::string& path, const ReadOptions& options)
     return read_file_header(path, options, metadata_of_source);
 }
 
-std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image, const std::string& name,
-                                       const WriteOptions& options) {
+namespace {
+
+// What every writer refuses of a view before encoding it.
+void check_writable(ImageFormat format, ConstImageView image, const std::string& name) {
     if (image.memory != Memory::host) fail(name, "image is in device memory; copy it to the host before writing");
     if (!image.data || image.empty()) fail(name, "cannot write an empty image");
     validate_shape(image.shape, name.c_str());
@@ -481,6 +525,13 @@ std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image,
     if (!can_store(format, image.shape, &why))
         fail(name, std::string("cannot write a ") + to_string(image.type()) + " image with " +
                        std::to_string(image.channels()) + " channel(s): " + why);
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image, const std::string& name,
+                                       const WriteOptions& options) {
+    check_writable(format, image, name);
     switch (format) {
     case ImageFormat::pnm: return io::encode_pnm(image, name, options);
     case ImageFormat::pfm: return io::encode_pfm(image, name, options);
@@ -493,7 +544,13 @@ std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image,
 
 void write_image(const std::string& path, ConstImageView image, const WriteOptions& options) {
     io::refuse_directory(path);  // `apron filter in.png outdir`: a directory, rather than a name without extension
-    const std::vector<std::uint8_t> bytes = encode_image(format_for_path(path), image, path, options);
+    const ImageFormat format = format_for_path(path);
+    // Binary PNM and PFM: rows at fixed offsets, written from the image itself (no encoded copy), in parallel.
+    if ((format == ImageFormat::pnm && !options.pnm_ascii) || format == ImageFormat::pfm) {
+        check_writable(format, image, path);
+        return io::write_fixed_rows_file(format, path, image);
+    }
+    const std::vector<std::uint8_t> bytes = encode_image(format, image, path, options);
     write_file_atomically(path, bytes);
 }
 

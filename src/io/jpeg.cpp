@@ -332,9 +332,14 @@ private:
 }  // namespace
 
 Image decode_jpeg(Bytes bytes, const std::string& name, const ReadOptions& options) {
-    const MemorySource source(bytes);
+    return decode_jpeg(MemorySource(bytes), name, options);
+}
+
+// From memory or from a file read in chunks as libjpeg asks (the file's size is counted either way, as the
+// prober does).
+Image decode_jpeg(const ByteSource& source, const std::string& name, const ReadOptions& options) {
     JpegReader reader(source, name);
-    const ImageShape shape = reader.read_header(options, bytes.size());
+    const ImageShape shape = reader.read_header(options, source.size());
     Image img = allocate_image(name, std::uint64_t(shape.width), std::uint64_t(shape.height), shape.channels,
                                shape.type, options, reader.held());
     reader.read_pixels(img);

@@ -1,7 +1,8 @@
 #pragma once
 // Work split into parts run by a few threads at once, for the row readers and writers: one thread copying
 // between the page cache and a buffer moves about 2 GB/s, so a band of a huge image is read or written in
-// parts. The first exception a part throws is rethrown here once every thread has stopped.
+// parts. When parts fail, the failure of the lowest part is rethrown here once every thread has stopped, so
+// the error named (the first bad sample of a file, say) is the one a single thread would have met first.
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -21,6 +22,7 @@ void run_parts(int parts, int threads, const Part& part) {
     }
     std::atomic<int> next{0};
     std::exception_ptr failure;
+    int failed_part = parts;
     std::mutex failure_mutex;
     auto work = [&] {
         for (int k; (k = next.fetch_add(1)) < parts;) {
@@ -28,8 +30,10 @@ void run_parts(int parts, int threads, const Part& part) {
                 part(k);
             } catch (...) {
                 std::lock_guard lock(failure_mutex);
-                if (!failure) failure = std::current_exception();
-                next = parts;  // the other threads stop after their current part
+                if (k < failed_part) failure = std::current_exception(), failed_part = k;
+                // The other threads stop after their current part; parts below k were all handed out
+                // before it, so each still finishes and may report an earlier failure.
+                next = parts;
             }
         }
     };

@@ -72,7 +72,30 @@ ImageShape probe_pfm(const ByteSource& source, const std::string& name, const Re
         const PfmHeader header = parse_header(h, prefix, name, options);
         return std::pair{header, h.pos()};
     });
-    return check_image(name, p.width, p.height, p.channels, PixelType::f32, options, {source.size(), 0});
+    // Rows are read straight from a file (the decoder below): only a file decoded from memory is held.
+    return check_image(name, p.width, p.height, p.channels, PixelType::f32, options,
+                       {source.memory().empty() ? 0 : source.size(), 0});
+}
+
+Image decode_pfm(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    std::uint64_t offset = 0;
+    const PfmHeader p = parse_from_prefix(source, [&](Bytes prefix) {
+        TextHeader h(prefix, name, "PFM");
+        const PfmHeader header = parse_header(h, prefix, name, options);
+        offset = h.pos();
+        return std::pair{header, h.pos()};
+    });
+    // decode_pfm's refusal of a file too short for its promised size, in its words, before allocating.
+    if ((source.size() - std::min(source.size(), offset)) / (4 * std::uint64_t(p.channels)) < p.width * p.height)
+        fail(name, "truncated PFM file (ends before the pixel data)");
+    Image img = allocate_image(name, p.width, p.height, p.channels, PixelType::f32, options, {0, 0});
+    FixedRows r;
+    r.shape = img.shape();
+    r.data_offset = offset;
+    r.bottom_up = true;
+    r.byte_order = p.little_endian ? ByteOrder::little : ByteOrder::big;
+    read_fixed_rows(source, name, r, 0, img.view(), io_threads_for_whole_images());
+    return img;
 }
 
 FixedRows pfm_fixed_rows(const ByteSource& source, const std::string& name, const ReadOptions& options) {

@@ -280,14 +280,18 @@ private:
 
 }  // namespace
 
-Image decode_png(Bytes bytes, const std::string& name, const ReadOptions& options) {
-    const MemorySource source(bytes);
+// From memory or from a file read as libpng asks (the file's size is counted either way, as the prober does).
+Image decode_png(const ByteSource& source, const std::string& name, const ReadOptions& options) {
     PngReader reader(source, name);
-    const ImageShape shape = reader.read_header(options, bytes.size());
+    const ImageShape shape = reader.read_header(options, source.size());
     Image img = allocate_image(name, std::uint64_t(shape.width), std::uint64_t(shape.height), shape.channels,
-                               shape.type, options, {bytes.size(), 0});
+                               shape.type, options, {source.size(), 0});
     reader.read_pixels(img);
     return img;
+}
+
+Image decode_png(Bytes bytes, const std::string& name, const ReadOptions& options) {
+    return decode_png(MemorySource(bytes), name, options);
 }
 
 ImageShape probe_png(const ByteSource& source, const std::string& name, const ReadOptions& options) {

@@ -176,13 +176,42 @@ Image decode_pnm(Bytes bytes, const std::string& name, const ReadOptions& option
     return img;
 }
 
+// A binary file's rows are read straight from the file (decode_binary_pnm): only a file decoded from
+// memory is held while it is decoded.
+static std::uint64_t held_file_bytes(const ByteSource& source) { return source.memory().empty() ? 0 : source.size(); }
+
 ImageShape probe_pnm(const ByteSource& source, const std::string& name, const ReadOptions& options) {
     const PnmHeader p = parse_from_prefix(source, [&](Bytes prefix) {
         TextHeader h(prefix, name, "PNM");
         const PnmHeader header = parse_header(h, name, options);
         return std::pair{header, h.pos()};
     });
-    return check_image(name, p.width, p.height, p.channels, type_of(p), options, {source.size(), 0});
+    const bool binary = !is_ascii(p) && p.kind != '4';
+    return check_image(name, p.width, p.height, p.channels, type_of(p), options,
+                       {binary ? held_file_bytes(source) : source.size(), 0});
+}
+
+Image decode_binary_pnm(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    std::uint64_t offset = 0;
+    const PnmHeader p = parse_from_prefix(source, [&](Bytes prefix) {
+        TextHeader h(prefix, name, "PNM");
+        const PnmHeader header = parse_header(h, name, options);
+        offset = h.pos();
+        return std::pair{header, h.pos()};
+    });
+    if (is_ascii(p) || p.kind == '4') fail(name, "internal: decode_binary_pnm of a P" + std::string(1, p.kind) + " file");
+    // decode_pnm's refusal of a file too short for its promised size, in its words, before allocating.
+    const std::uint64_t unit_bytes = std::uint64_t(p.channels) * (p.maxval > 255 ? 2 : 1);
+    if ((source.size() - std::min(source.size(), offset)) / unit_bytes < p.width * p.height)
+        fail(name, "truncated PNM file (ends before the pixel data)");
+    Image img = allocate_image(name, p.width, p.height, p.channels, type_of(p), options, {0, 0});
+    FixedRows r;
+    r.shape = img.shape();
+    r.data_offset = offset;
+    r.byte_order = options.pnm_byte_order;
+    if (p.maxval != (r.shape.type == PixelType::u16 ? 65535u : 255u)) r.maxval = std::uint32_t(p.maxval);
+    read_fixed_rows(source, name, r, 0, img.view(), io_threads_for_whole_images());
+    return img;
 }
 
 void check_pnm_samples(const std::string& name, ConstImageView rows, int y0, std::uint32_t maxval) {

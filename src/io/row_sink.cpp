@@ -16,6 +16,7 @@
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -344,6 +345,67 @@ private:
 };
 
 }  // namespace
+
+void write_fixed_rows_file(ImageFormat format, const std::string& path, ConstImageView image) {
+    const ImageShape& shape = image.shape;
+    const bool pfm = format == ImageFormat::pfm;
+    // The headers encode_pnm and encode_pfm write.
+    const std::string header = pfm ? std::string(shape.channels == 3 ? "PF" : "Pf") + "\n" + std::to_string(shape.width) + " " +
+                                         std::to_string(shape.height) + "\n-1\n"
+                                   : pnm_header(shape, false);
+    const ByteOrder order = pfm ? ByteOrder::little : ByteOrder::big;
+    const bool bottom_up = pfm, swap = order != native_order && shape.type != PixelType::u8;
+    const std::size_t row_bytes = shape.row_bytes();
+    const int H = shape.height;
+    // Rows as they lie in memory, top to bottom without padding: one pwrite a part. Padded or bottom-up rows:
+    // one pwritev a part (at most IOV_MAX rows). Swapped samples: through a buffer of the part's size.
+    const bool contiguous = !bottom_up && !swap && image.pitch == row_bytes;
+    constexpr int max_scattered = 1024;
+    const int rows_per_part = int(std::clamp<std::size_t>((std::size_t(4) << 20) / std::max<std::size_t>(1, row_bytes), 1,
+                                                          contiguous ? std::size_t(INT_MAX) : std::size_t(max_scattered)));
+    const int parts = (H + rows_per_part - 1) / rows_per_part;
+    std::mutex buffers_mutex;
+    std::vector<std::vector<std::uint8_t>> buffers;  // one per thread at most, reused from part to part
+    write_file_atomically_with(path, [&](int fd) {
+        if (!pwrite_all(fd, header.data(), header.size(), 0)) return false;
+        std::atomic<int> error{0};
+        run_parts(parts, io_threads_for_whole_images(), [&](int k) {
+            if (error) return;
+            const int r0 = k * rows_per_part, n = std::min(rows_per_part, H - r0);
+            const std::uint64_t stored = bottom_up ? std::uint64_t(H - r0 - n) : std::uint64_t(r0);
+            const std::uint64_t at = header.size() + stored * row_bytes;
+            // The image row stored j-th in this part's run of the file.
+            const auto row = [&](int j) { return reinterpret_cast<const std::uint8_t*>(image.row_bytes(bottom_up ? r0 + n - 1 - j : r0 + j)); };
+            bool ok = false;
+            if (contiguous) {
+                ok = pwrite_all(fd, row(0), row_bytes * std::size_t(n), at);
+            } else if (!swap) {
+                iovec rows[max_scattered];
+                for (int j = 0; j < n; ++j) rows[j] = {const_cast<std::uint8_t*>(row(j)), row_bytes};
+                ok = pwritev_all(fd, rows, n, at);
+            } else {
+                std::vector<std::uint8_t> buffer;
+                {
+                    std::lock_guard lock(buffers_mutex);
+                    if (!buffers.empty()) buffer = std::move(buffers.back()), buffers.pop_back();
+                }
+                buffer.resize(row_bytes * std::size_t(n));
+                for (int j = 0; j < n; ++j) std::memcpy(buffer.data() + std::size_t(j) * row_bytes, row(j), row_bytes);
+                if (shape.type == PixelType::u16) swap_bytes_16(buffer.data(), buffer.size() / 2);
+                else swap_bytes_32(buffer.data(), buffer.size() / 4);
+                ok = pwrite_all(fd, buffer.data(), buffer.size(), at);
+                std::lock_guard lock(buffers_mutex);
+                buffers.push_back(std::move(buffer));
+            }
+            if (!ok) {
+                int none = 0;
+                error.compare_exchange_strong(none, errno ? errno : EIO);
+            }
+        });
+        if (error) errno = error;
+        return error == 0;
+    });
+}
 
 TiffCompression parse_tiff_compression(const std::string& name) {
     for (TiffCompression c : {TiffCompression::none, TiffCompression::deflate, TiffCompression::zstd, TiffCompression::lzw})

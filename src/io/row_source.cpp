@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <climits>
 #include <cstring>
 
 #include "apron/errors.hpp"
+#include "core/usable_cores.hpp"
 #include "io/codecs.hpp"
 #include "io/file_io.hpp"
 #include "io/parallel_parts.hpp"
@@ -72,37 +74,9 @@ public:
     std::uint64_t buffer_bytes() const override { return 0; }
     FixedRowsSource(std::unique_ptr<ByteSource> file, std::string path, const FixedRows& layout, int threads)
         : file_(std::move(file)), path_(std::move(path)), layout_(layout), threads_(threads) {}
-    void read_rows(int y0, ImageView band) override {
-        // Parts of at least 4 MiB, read at once (pread has no state).
-        const int rows_per_part = int(std::max<std::size_t>(1, (std::size_t(4) << 20) / std::max<std::size_t>(1, layout_.shape.row_bytes())));
-        const int parts = (band.height() + rows_per_part - 1) / rows_per_part;
-        run_parts(parts, threads_, [&](int k) {
-            const int r0 = k * rows_per_part, n = std::min(rows_per_part, band.height() - r0);
-            read_part(y0 + r0, band.roi(0, r0, band.width(), n));
-        });
-    }
+    void read_rows(int y0, ImageView band) override { read_fixed_rows(*file_, path_, layout_, y0, band, threads_); }
 
 private:
-    void read_part(int y0, ImageView band) const {
-        const std::size_t row_bytes = layout_.shape.row_bytes();
-        // Rows stored top to bottom into a buffer without padding: one read for the whole band (a 64 KiB
-        // pread per row costs a third of the read time on tmpfs).
-        const bool contiguous = !layout_.bottom_up && std::size_t(band.pitch) == row_bytes;
-        for (int r = 0; r < band.height();) {
-            const int y = y0 + r, n = contiguous ? band.height() - r : 1;
-            const std::uint64_t stored = layout_.bottom_up ? std::uint64_t(layout_.shape.height - 1 - y) : std::uint64_t(y);
-            auto* dst = reinterpret_cast<std::uint8_t*>(band.row_bytes(r));
-            const std::size_t bytes = row_bytes * std::size_t(n);
-            if (file_->read(layout_.data_offset + stored * row_bytes, dst, bytes) != bytes)
-                fail(path_, (n > 1 ? "cannot read rows " + std::to_string(y) + "-" + std::to_string(y + n - 1)
-                                   : "cannot read row " + std::to_string(y)) +
-                                ": the file is truncated or unreadable");
-            to_native(dst, bytes, layout_.shape.type, layout_.byte_order);
-            if (layout_.maxval) check_pnm_samples(path_, as_const(band).roi(0, r, band.width(), n), y, layout_.maxval);
-            r += n;
-        }
-    }
-
     std::unique_ptr<ByteSource> file_;
     std::string path_;
     FixedRows layout_;
@@ -127,6 +101,49 @@ private:
 };
 
 }  // namespace
+
+int io_threads_for_whole_images() { return std::clamp(usable_cores(), 1, 8); }
+
+void read_fixed_rows(const ByteSource& file, const std::string& name, const FixedRows& layout, int y0, ImageView band,
+                     int threads) {
+    const std::size_t row_bytes = layout.shape.row_bytes();
+    const int H = layout.shape.height;
+    // Rows stored top to bottom into a buffer without padding: one read for the whole part (a 64 KiB pread
+    // per row costs a third of the read time on tmpfs). Otherwise one preadv of the part's rows, at most
+    // IOV_MAX of them.
+    const bool contiguous = !layout.bottom_up && std::size_t(band.pitch) == row_bytes;
+    constexpr int max_scattered = 1024;  // IOV_MAX on Linux
+    const int rows_per_part = int(std::clamp<std::size_t>((std::size_t(4) << 20) / std::max<std::size_t>(1, row_bytes), 1,
+                                                          contiguous ? std::size_t(INT_MAX) : std::size_t(max_scattered)));
+    const int parts = (band.height() + rows_per_part - 1) / rows_per_part;
+    const bool swap = layout.byte_order != native_order && layout.shape.type != PixelType::u8;
+    run_parts(parts, threads, [&](int k) {
+        const int r0 = k * rows_per_part, n = std::min(rows_per_part, band.height() - r0), y = y0 + r0;
+        // The part's rows lie at stored rows [s0, s0 + n) of the file (upside down in a bottom-up file).
+        const std::uint64_t s0 = layout.bottom_up ? std::uint64_t(H - y - n) : std::uint64_t(y);
+        const std::uint64_t at = layout.data_offset + s0 * row_bytes;
+        const std::size_t bytes = row_bytes * std::size_t(n);
+        std::size_t got = 0;
+        if (contiguous) {
+            got = file.read(at, band.row_bytes(r0), bytes);
+        } else {
+            iovec rows[max_scattered];
+            for (int j = 0; j < n; ++j) rows[j] = {band.row_bytes(layout.bottom_up ? r0 + n - 1 - j : r0 + j), row_bytes};
+            got = file.read_scattered(at, rows, n);
+        }
+        if (got != bytes)
+            fail(name, (n > 1 ? "cannot read rows " + std::to_string(y) + "-" + std::to_string(y + n - 1)
+                              : "cannot read row " + std::to_string(y)) +
+                           ": the file is truncated or unreadable");
+        if (swap) {
+            if (contiguous) to_native(reinterpret_cast<std::uint8_t*>(band.row_bytes(r0)), bytes, layout.shape.type, layout.byte_order);
+            else
+                for (int r = r0; r < r0 + n; ++r)
+                    to_native(reinterpret_cast<std::uint8_t*>(band.row_bytes(r)), row_bytes, layout.shape.type, layout.byte_order);
+        }
+        if (layout.maxval) check_pnm_samples(name, as_const(band).roi(0, r0, band.width(), n), y, layout.maxval);
+    });
+}
 
 std::unique_ptr<RowSource> open_row_source(const std::string& path, const SourceOptions& options) {
     ReadOptions read;

@@ -660,24 +660,28 @@ private:
 }  // namespace
 
 Image decode_tiff(Bytes bytes, const std::string& name, const ReadOptions& options) {
-    const MemorySource source(bytes);
+    return decode_tiff(MemorySource(bytes), name, options);
+}
+
+// From memory (libtiff maps it) or from a file read as libtiff asks (a strip or tile at a time; the file's
+// size is counted either way, as the prober does: a whole-image compressed strip is read whole).
+Image decode_tiff(const ByteSource& source, const std::string& name, const ReadOptions& options) {
     TiffReader reader(source, name, options);
-    const ImageShape shape = reader.read_header(options, bytes.size());
+    const ImageShape shape = reader.read_header(options, source.size());
     Image img = allocate_image(name, std::uint64_t(shape.width), std::uint64_t(shape.height), shape.channels,
                                shape.type, options, reader.held());
     reader.read_pixels(img);
     return img;
 }
 
-std::vector<Image> decode_tiff_pages(Bytes bytes, const std::string& name, const ReadOptions& options) {
-    const MemorySource source(bytes);
+std::vector<Image> decode_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options) {
     TiffReader reader(source, name, options);
     std::vector<Image> pages;
     std::uint64_t held_pages = 0;  // the pages decoded so far stay held with the next one
     const int count = std::max(reader.pages(), 1);
     for (int p = 0; p < count; ++p) {
         reader.select_page(p, true);
-        const ImageShape shape = reader.read_header(options, bytes.size());
+        const ImageShape shape = reader.read_header(options, source.size());
         Held held = reader.held();
         held.pages_bytes = held_pages;
         Image img = allocate_image(name, std::uint64_t(shape.width), std::uint64_t(shape.height), shape.channels,
@@ -888,6 +892,9 @@ Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOpt
 
 namespace apron::io {
 
+Image decode_tiff(const ByteSource&, const std::string& name, const ReadOptions&) {
+    fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
+}
 Image decode_tiff(Bytes, const std::string& name, const ReadOptions&) {
     fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
@@ -903,7 +910,7 @@ std::unique_ptr<RowSource> open_tiff_rows(std::unique_ptr<ByteSource>, const std
 ImageMetadata metadata_tiff(const ByteSource&, const std::string& name, const ReadOptions&) {
     fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
-std::vector<Image> decode_tiff_pages(Bytes, const std::string& name, const ReadOptions&) {
+std::vector<Image> decode_tiff_pages(const ByteSource&, const std::string& name, const ReadOptions&) {
     fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
 int count_tiff_pages(const ByteSource&, const std::string& name, const ReadOptions&) {

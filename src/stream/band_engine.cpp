@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -46,6 +47,7 @@
 #include "core/border_index.hpp"
 #include "core/host_memory.hpp"
 #include "core/usable_cores.hpp"
+#include "io/codecs.hpp"
 #include "io/file_lock.hpp"
 #include "io/row_stream.hpp"
 #include "io/temporary_registry.hpp"
@@ -55,6 +57,7 @@
 #include "run/prepared_state.hpp"
 #include "run/resume_fingerprint.hpp"
 #include "stream/band_dealer.hpp"
+#include "stream/faster_streamed.hpp"
 #include "stream/journal.hpp"
 #include "stream/resume_checks.hpp"
 
@@ -410,6 +413,83 @@ std::string describe_stream(const std::string& input, const std::string& output,
 
 StreamReport stream_filter(const std::string& input, const std::string& output, const Pipeline& pipeline,
                            const StreamOptions& options) {
+    return stream::stream_filter(input, output, pipeline, options, true);
+}
+
+namespace stream {
+
+namespace {
+
+std::string extension_of(const std::string& path) {
+    const std::size_t dot = path.find_last_of('.'), slash = path.find_last_of('/');
+    std::string e = dot == std::string::npos || (slash != std::string::npos && dot < slash) ? "" : path.substr(dot + 1);
+    for (char& c : e) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return e;
+}
+
+FasterStreamed faster_streamed_or_throw(const std::string& input, const std::string& output, const Pipeline& pipeline,
+                                        const StreamOptions& options);
+
+}  // namespace
+
+FasterStreamed faster_streamed(const std::string& input, const std::string& output, const Pipeline& pipeline,
+                               const StreamOptions& options) {
+    // A file or an output the whole-image run refuses is refused there, in its words (a truncated file, an
+    // output format that cannot hold the result): nothing here throws.
+    try {
+        return faster_streamed_or_throw(input, output, pipeline, options);
+    } catch (const Error&) {
+        return {};
+    }
+}
+
+namespace {
+
+FasterStreamed faster_streamed_or_throw(const std::string& input, const std::string& output, const Pipeline& pipeline,
+                                        const StreamOptions& options) {
+    FasterStreamed f;
+    if (options.team || !options.raw.empty() || options.resume) return f;
+    // Outputs whose streamed bytes are write_image's: binary PNM and PFM (a streamed TIFF is tiled BigTIFF,
+    // a whole one deflate strips; PNG and JPEG are written in order or whole).
+    const std::string ext = extension_of(output);
+    if (ext != "pgm" && ext != "ppm" && ext != "pnm" && ext != "pfm") return f;
+    // Inputs read by rows at fixed offsets: binary PNM (P5, P6, P7) and PFM.
+    {
+        const std::unique_ptr<io::ByteSource> file = io::open_file_source(input);
+        const io::Buffer magic = io::read_prefix(*file, 2);
+        if (magic.size() < 2 || magic[0] != 'P' || !((magic[1] >= '5' && magic[1] <= '7') || magic[1] == 'f' || magic[1] == 'F'))
+            return f;
+    }
+    auto source = io::open_row_source(input, source_options(options));
+    const ImageShape in = source->shape();
+    const std::uint64_t in_bytes = std::uint64_t(in.row_bytes()) * std::uint64_t(in.height);
+    if (in_bytes < stream_above_bytes) return f;
+    const PreparedPipeline prepared = pipeline.prepare(in, options.run);
+    const ExecutionPlan& plan = prepared.state().plan;
+    // The GPUs' whole-image path overlaps its own copies; the rule is measured on the CPU backend.
+    if (plan.backend != Backend::cpu) return f;
+    std::string why;
+    if (!can_store(format_for_path(output), plan.output, &why)) return f;  // the whole-image run says why
+    // Bands of about 8 MiB of input (their buffers are reused, never faulted in again; on 16384^2 u8, 2
+    // cores: 4 MiB bands took 0.16-0.31 s, 8 MiB 0.14-0.17 s, 16 MiB 0.16-0.19 s), at least four times as
+    // tall as the halo they read twice, and at least four of them (the reading of one, the filtering of the
+    // next and the writing of a third overlap).
+    const RowReach reach = prepared.reach();
+    const int halo = reach.above + reach.below;
+    const std::int64_t rows = std::max<std::int64_t>({std::int64_t((std::uint64_t(8) << 20) / std::max<std::size_t>(1, in.row_bytes())),
+                                                      4 * std::int64_t(halo), 16});
+    if (rows * 4 > in.height) return f;
+    f.band_rows = options.band_rows > 0 ? options.band_rows : int(rows);
+    f.why = "streamed: the image is " + format_bytes(in_bytes) + " (over " + format_bytes(stream_above_bytes) +
+            ") with PNM or PFM in and out, which bands read and write at their offsets: bands filter it faster, in less "
+            "memory, with the same bits (--stream off runs it whole)";
+    return f;
+}
+
+}  // namespace
+
+StreamReport stream_filter(const std::string& input, const std::string& output, const Pipeline& pipeline,
+                           const StreamOptions& options, bool resumable_asked) {
     const auto started = std::chrono::steady_clock::now();
     auto source = io::open_row_source(input, source_options(options));
     const ImageShape in = source->shape();
@@ -430,7 +510,12 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     const StreamTeam* team = options.team && options.team->size > 1 ? &*options.team : nullptr;
     if (!random_access && team)
         throw Error(output + ": several processes write only outputs with fixed offsets (uncompressed TIFF, PNM, PFM, raw)");
-    sink_options.keep_partial = random_access;  // an interrupted run leaves it for --resume
+    // A run that may be resumed keeps a journal, syncs every band before recording it, and leaves its partial
+    // file when interrupted; one that apron chose to stream for speed does none of that: like the whole-image
+    // writer's temporary file, its partial file goes on any failure or signal.
+    const bool resumable = random_access && resumable_asked;
+    if (!resumable_asked && (options.resume || team)) throw Error("internal: a run streamed for speed resumed or shared");
+    sink_options.keep_partial = resumable;  // an interrupted run leaves it for --resume
     const int granularity = io::sink_row_granularity(output, sink_options);
     sink_options.threads = fit_io_threads(io_threads(options), out, granularity, options.run);
     const std::uint64_t io_buffers = io_buffer_bytes(*source, out, granularity, sink_options.threads);
@@ -504,7 +589,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
                 for (const std::string& note : notes) say(report.notes, output, note);
             }
             done = covered_bands(b, in, kept);
-            if (random_access) {
+            if (resumable) {
                 std::random_device random;
                 const int id = int(random() & 0x7fffffff);
                 run_id = run_name(team ? team->broadcast(id) : id);
@@ -513,7 +598,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
                 journal.emplace(stream::journal_path(partial), stream::JournalHead{run_id, *identity, memory, b.rows, fingerprint}, kept);
                 stream::remove_journals(partial, true);  // the other ranks' entries are carried in rank 0's now
             }
-        } else if (random_access) {
+        } else if (resumable) {
             run_id = run_name(team->broadcast(0));
         }
         // The team learns which bands are done from rank 0 (30 bands a broadcast), then opens the file.
@@ -532,7 +617,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
             sink_options.reopen_partial = true;
             touched = true;
             sink = io::create_row_sink(output, out, sink_options);
-            if (random_access) {
+            if (resumable) {
                 const std::optional<stream::PartialIdentity> identity = stream::identify_partial(partial);
                 if (!identity) throw Error(output + ": the partial file " + partial + " vanished while the run began");
                 journal.emplace(stream::journal_path(partial, rank),
@@ -549,7 +634,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
             if (!line.empty()) io::set_signal_note(line.c_str());
         }
         ~SignalNote() { io::set_signal_note(nullptr); }
-    } signal_note(rank == 0 && random_access
+    } signal_note(rank == 0 && resumable
                       ? "apron: " + output + ": interrupted; partial output kept for --resume (" + partial + ")\n"
                       : std::string());
     std::function<std::optional<int>()> next_band;
@@ -641,7 +726,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
                 const ImageView v = buf.pixels.view();
                 sink->write_rows(buf.y0, v.roi(0, buf.core, v.width(), buf.y1 - buf.y0));
                 results.give(std::move(buf.pixels));
-                if (random_access) {  // what the journal records must be on disk first
+                if (resumable) {  // what the journal records must be on disk first
                     sink->sync();
                     // A band whose bytes cannot be read back is not recorded (a resume redoes it).
                     if (const auto stored = journal ? stream::crc_of_stored(*sink, buf.y0, buf.y1) : std::nullopt)
@@ -726,5 +811,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return report;
 }
+
+}  // namespace stream
 
 }  // namespace apron

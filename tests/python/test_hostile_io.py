@@ -190,10 +190,12 @@ def large_input(tmp_path_factory):
 
 def signal_while_writing(large_input, out: Path, sig, preexec=None) -> int:
     """Starts `apron filter` writing a large `out` and sends `sig` as soon as its temporary output file
-    exists; returns the exit status (negative: killed by that signal)."""
+    exists; returns the exit status (negative: killed by that signal). The whole-image writer's (--stream off:
+    left to choose, apron streams a PNM this large, through a partial file of its own, which
+    test_file_to_file.py interrupts)."""
     for _attempt in range(3):
         p = subprocess.Popen(
-            [str(APRON_PATH), "filter", str(large_input), str(out), "--op", "box:width=1"],
+            [str(APRON_PATH), "filter", str(large_input), str(out), "--op", "box:width=1", "--stream", "off"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             preexec_fn=preexec or limited(),
