@@ -7,6 +7,10 @@
 // sequential along the row. Vertically, rectangles use van Herk / Gil-Werman (3 row extrema per output
 // row whatever the height, SIMD across the row), small heights a direct extremum.
 //
+// Full rectangles up to simd::max_small_rect (8) per side skip all that: simd_morph_rect.cpp takes a task in
+// one pass (horizontal rows into a ring that stays in cache, the vertical extremum of output pairs from
+// it, square elements both in one sweep), reading the input in place and writing each output row once.
+//
 // `direct` (any shape) splits each element row into runs of cells; an output row is then the extremum
 // of one or two level rows per run, read straight from a ring of per-row levels.
 //
@@ -72,7 +76,12 @@ public:
         stream_ = std::size_t(W_) * std::size_t(H_) * std::size_t(C_) * sizeof(T) >= stream_bytes;
         levels_ = runs_.empty() ? 1 : floor_log2(longest_) + 1;
         vertical_van_herk_ = rect_ && mh_ > 4;
+        small_ = rect_ && mw_ <= simd::max_small_rect && mh_ <= simd::max_small_rect;
         const std::size_t C = std::size_t(C_);
+        if (small_) {  // a ring of mh + 1 horizontal rows
+            tiling_ = Tiling(W_, H_, participants, (std::size_t(mh_) + 1) * C * sizeof(B), mw_ - 1, std::max(8, 2 * mh_));
+            return;
+        }
         // Rows in flight per output column: van Herk keeps 2 segments + a prefix row, direct a ring of
         // mh rows of all levels.
         const std::size_t rows = rect_ ? (vertical_van_herk_ ? 2 * std::size_t(mh_) + 2 : std::size_t(mh_) + 1)
@@ -92,6 +101,7 @@ public:
                           morph_identity<T>(max_));
             return;
         }
+        if (small_) return run_small(p, x0, x1, y0, y1);  // flushes its own streams
         if (rect_) run_rect(p, x0, x1, y0, y1);
         else run_direct(p, x0, x1, y0, y1);
         if (stream_) simd::flush_streams();
@@ -212,6 +222,49 @@ private:
         }
     }
 
+    // ---- small rectangles: one fused pass (simd_morph_rect.cpp) ----
+
+    void run_small(Participant<B>& p, int x0, int x1, int y0, int y1) const {
+        simd::MorphRectTask t;
+        t.type = pixel_type();
+        t.max = max_;
+        t.stream = stream_;
+        t.channels = C_;
+        t.mw = mw_;
+        t.mh = mh_;
+        t.rows_out = y1 - y0;
+        p.ptrs.clear();
+        for (int i = 0; i < t.rows_out + mh_ - 1; ++i) {
+            const long long v = (long long)y0 - ay_ + i;
+            const int r = mode_ ? map_index(v, H_, *mode_) : v >= 0 && v < H_ ? int(v) : -1;
+            p.ptrs.push_back(r < 0 ? nullptr : in_.row<T>(r));
+        }
+        t.rows = p.ptrs.data();
+        t.out = out_.row<T>(y0) + samples(x0);
+        t.out_stride = y1 - y0 > 1 ? reinterpret_cast<const char*>(out_.row<T>(y0 + 1)) - reinterpret_cast<const char*>(out_.row<T>(y0)) : 0;
+        t.pixels = x1 - x0;
+        // Map indices (cols_) x .. x + mw - 1 are output x's window; those in [inside_begin, inside_end)
+        // read their own column, so outputs [mid0, mid1) read the input row in place.
+        const int mid0 = std::max(x0, cols_.inside_begin), mid1 = std::min(x1, cols_.inside_end - mw_ + 1);
+        if (mid1 > mid0) {
+            t.left = mid0 - x0;
+            t.middle = mid1 - mid0;
+        } else {
+            t.left = x1 - x0;
+            t.middle = 0;
+        }
+        t.width = W_;
+        t.first_col = x0 - ax_;
+        t.cols = cols_.map.data() + x0;
+        t.fill = std::int64_t(fill_);
+        const std::size_t stride = row_stride<B>(samples(x1 - x0));
+        t.ring = p.ring.get(stride * (std::size_t(mh_) + 1));
+        t.ring_stride = stride;
+        t.pad_stride = std::max<std::size_t>(row_stride<B>(samples(x1 - x0 + mw_ - 1)), 512);
+        t.pad = p.padded.get(2 * t.pad_stride);
+        simd::morph_rect(t);
+    }
+
     // ---- any shape: runs of cells over a ring of per-row doubling levels ----
 
     void run_direct(Participant<B>& p, int x0, int x1, int y0, int y1) {
@@ -249,7 +302,7 @@ private:
     B fill_{};
     std::vector<Run> runs_;
     int longest_ = 0, levels_ = 1;
-    bool rect_ = false, vertical_van_herk_ = false, stream_ = false;
+    bool rect_ = false, vertical_van_herk_ = false, small_ = false, stream_ = false;
     Tiling tiling_{1, 1, 1, 1, 0, 1};
     std::vector<Participant<B>> parts_;
 };

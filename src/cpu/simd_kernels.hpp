@@ -140,4 +140,30 @@ void morph_keys(bool max, const float* src, std::int32_t* dst, std::size_t n);
 void extremum_keys(bool max, const void* const* rows, std::size_t count, void* dst, std::size_t n, bool to_float,
                    bool stream = false);
 
+// Small rectangles in one pass over memory (simd_morph_rect.cpp): one task of flat erode / dilate with a
+// full mw x mh element, mw and mh <= max_small_rect. Output row o of the task is the extremum over the
+// mh virtual rows o .. o + mh - 1 of `rows` and, in each, over the mw padded pixels of its window.
+constexpr int max_small_rect = 8;
+struct MorphRectTask {
+    PixelType type = PixelType::u8;  // of input and output; f32 runs on order keys (morph_key)
+    bool max = false;                // dilate
+    bool stream = false;             // non-temporal stores for the output rows (see extremum)
+    int channels = 1, mw = 1, mh = 1;
+    int rows_out = 0;                // output rows
+    const void* const* rows = nullptr;  // rows_out + mh - 1 input rows (their column 0), nullptr: all fill
+    void* out = nullptr;             // first output sample of the task in its first row
+    std::ptrdiff_t out_stride = 0;   // bytes from one output row to the next
+    int width = 0;                   // of the image, pixels
+    int pixels = 0;                  // output pixels per row: left, then middle, then the rest (right)
+    int left = 0, middle = 0;        // middle: outputs whose window lies inside the image, read in place
+    int first_col = 0;               // image column of output 0's first window pixel (may be < 0)
+    const int* cols = nullptr;       // source column of each of the pixels + mw - 1 padded pixels, -1: fill
+    std::int64_t fill = 0;           // padded value where a column is -1 or a row nullptr (f32: its key)
+    void* ring = nullptr;            // (mh + 1) rows of ring_stride elements (int32 for f32, else the type)
+    std::size_t ring_stride = 0;     // >= row_stride(pixels * channels)
+    void* pad = nullptr;             // 2 rows of pad_stride elements of the ring's type
+    std::size_t pad_stride = 0;      // >= max((pixels + mw - 1) * channels, 512)
+};
+void morph_rect(const MorphRectTask& t);
+
 } // namespace apron::cpu::simd
