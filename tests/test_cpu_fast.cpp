@@ -499,3 +499,158 @@ TEST(CpuFast, NonFiniteInputsMatchReference) {
             }
         }
 }
+
+// ---- rows off a cache line, f32 input read in place ----
+
+namespace {
+
+// `in` copied into a view `dx` samples... (dx pixels) into a wider image, so its rows start off any
+// vector boundary; `extra` pixels of pitch beyond that (0: a pitch of width + 16 pixels).
+struct Offset {
+    Image storage;
+    ImageView view;
+};
+Offset offset_view(int w, int h, int c, PixelType t, int dx, int extra = 0) {
+    Offset o{Image(w + 16 + extra, h, c, t), {}};
+    o.view = o.storage.view().roi(dx, 0, w, h);
+    return o;
+}
+Offset offset_copy(const Image& in, int dx, int extra = 0) {
+    Offset o = offset_view(in.width(), in.height(), in.channels(), in.type(), dx, extra);
+    for (int y = 0; y < in.height(); ++y) std::memcpy(o.view.row_bytes(y), in.view().row_bytes(y), in.shape().row_bytes());
+    return o;
+}
+
+// The plan into an aligned output and into outputs (and from inputs) whose rows start 1..15 samples
+// past a line: the same bits everywhere (the kernels only move where their vectors start), and the
+// reference's where the path is exact.
+void check_offsets(const LinearPlan& p, const Image& in, const std::string& what, Executor& ex, int step = 1) {
+    Image want(in.width(), in.height(), in.channels(), p.out), ref(in.width(), in.height(), in.channels(), p.out);
+    ex.linear(p, in.view(), want.view());
+    reference().linear(p, in.view(), ref.view());
+    if (p.exact) EXPECT_TRUE(test::identical(cv(want), cv(ref))) << what << ": differs from the reference";
+    for (int dx = 1; dx <= 15; dx += step) {
+        const int extra = dx % 3 == 0 ? dx : 0;  // pitches that are not a multiple of 64 bytes too
+        Offset out = offset_view(in.width(), in.height(), in.channels(), p.out, dx, extra);
+        const Offset src = offset_copy(in, 16 - dx, extra);
+        ex.linear(p, dx % 2 ? ConstImageView(src.view) : in.view(), out.view);
+        EXPECT_TRUE(test::same_samples(cv(want), ConstImageView(out.view)))
+            << what << ": output offset " << dx << " differs by " << test::max_abs_diff(cv(want), ConstImageView(out.view));
+    }
+}
+
+std::vector<LinearPlan> offset_plans(const ImageShape& shape, PixelType out, std::mt19937& rng) {
+    std::vector<LinearPlan> plans;
+    for (bool integer : {true, false})
+        for (auto [mw, mh] : {std::pair{3, 3}, std::pair{5, 4}, std::pair{1, 7}}) {
+            LinearStep s;
+            s.mask = random_mask(mw, mh, integer, rng);
+            s.border = mw == 5 ? BorderMode::constant : BorderMode::mirror;
+            s.border_value = 9;
+            plans.push_back(linear_plan(s, shape, out));
+        }
+    LinearStep box;  // separable: the exact running sums, and the float form
+    box.mask = Mask(5, 5, std::vector<double>(25, 1.0));
+    box.normalise = Normalise::sum;
+    plans.push_back(linear_plan(box, shape, out));
+    box.mask = Mask(5, 5, {1, 4, 6, 4, 1, 4, 16, 24, 16, 4, 6, 24, 36, 24, 6, 4, 16, 24, 16, 4, 1, 4, 6, 4, 1});
+    box.normalise = Normalise::none;
+    box.scale = 1.0 / 255.5;
+    plans.push_back(linear_plan(box, shape, out));
+    return plans;
+}
+
+} // namespace
+
+TEST(CpuFast, OutputsAndInputsOffACacheLine) {
+    std::mt19937 rng(77);
+    int k = 0;
+    for (PixelType tin : kTypes)
+        for (PixelType tout : kTypes) {
+            const int channels = 1 + k % 4, w = 203 + 2 * k;
+            const Image in = test::random_image(w, 13, channels, tin, 500 + k++);
+            for (const LinearPlan& p : offset_plans(in.shape(), tout, rng))
+                check_offsets(p, in, describe(p, w, 13, channels), fast());
+        }
+}
+
+// Streamed outputs (32 MiB and more) off a line: the rows' heads are written plainly, the rest streamed.
+TEST(CpuFast, StreamedOutputsOffACacheLine) {
+    const Image f32 = test::random_image(2900, 2900, 1, PixelType::f32, 15);
+    std::mt19937 rng(5);
+    LinearStep s;
+    s.mask = random_mask(3, 3, false, rng);
+    s.border = BorderMode::mirror;
+    check_offsets(linear_plan(s, f32.shape(), PixelType::f32), f32, "f32 3x3 streamed", fast(), 7);
+    const Image u8 = test::random_image(4100, 2900, 3, PixelType::u8, 16);
+    LinearStep box;
+    box.mask = Mask(5, 5, std::vector<double>(25, 1.0));
+    box.normalise = Normalise::sum;
+    check_offsets(linear_plan(box, u8.shape(), PixelType::u8), u8, "u8 box streamed", fast(), 7);
+}
+
+TEST(CpuFast, OffsetRowsOnEverySimdTarget) {
+    std::mt19937 rng(41);
+    const Image u8 = test::random_image(211, 9, 3, PixelType::u8, 42), f32 = test::random_image(199, 9, 1, PixelType::f32, 43);
+    for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        hwy::SetSupportedTargetsForTest(target);
+        auto ex = make_cpu_executor(2);
+        const std::string name = hwy::TargetName(target);
+        for (const Image* in : {&u8, &f32})
+            for (PixelType tout : kTypes)
+                for (const LinearPlan& p : offset_plans(in->shape(), tout, rng))
+                    check_offsets(p, *in, name + " " + describe(p, in->width(), 9, in->channels()), *ex, 4);
+    }
+    hwy::SetSupportedTargetsForTest(0);
+}
+
+// f32 direct masks read the rows inside the image in place and pad only the border columns: every
+// border, masks with and without zero weights, windows wider than the interior, NaN and infinities,
+// and the same bits whatever the thread count (strips and bands cut the interior differently).
+TEST(CpuFast, F32InPlaceRowsMatchPaddedRows) {
+    std::mt19937 rng(3);
+    Image in = test::random_image(331, 41, 2, PixelType::f32, 23);
+    Image odd = test::random_image(331, 41, 2, PixelType::f32, 23);
+    odd.row<float>(5)[100] = NAN;
+    odd.row<float>(17)[301] = INFINITY;
+    odd.row<float>(30)[0] = -INFINITY;
+    odd.row<float>(40)[661] = NAN;
+    int k = 0;
+    for (auto [mw, mh] : {std::pair{3, 3}, std::pair{7, 5}, std::pair{1, 9}, std::pair{12, 2}, std::pair{40, 3}})
+        for (BorderMode b : test::all_borders)
+            for (bool zeros : {false, true}) {
+                LinearStep s;
+                s.mask = random_mask(mw, mh, false, rng);
+                if (zeros)
+                    for (std::size_t i = 1; i < s.mask.weights.size(); i += 3) s.mask.weights[i] = 0;
+                s.border = b;
+                s.border_value = k++ % 2 ? 2.5 : INFINITY;
+                for (PixelType tout : kTypes) {
+                    const LinearPlan p = linear_plan(s, in.shape(), tout);
+                    check_linear(p, in, describe(p, 331, 41, 2) + " in place");
+                    // Non-finite input: the fast result with one thread is the yardstick (the padded
+                    // form's bits, checked against the reference by NonFiniteInputsMatchReference).
+                    std::vector<Image> got;
+                    for (int threads : {1, 2, 3, 7}) {
+                        auto ex = make_cpu_executor(threads);
+                        Image out(odd.width(), odd.height(), 2, tout);
+                        ex->linear(p, odd.view(), out.view());
+                        got.push_back(std::move(out));
+                        EXPECT_TRUE(test::same_samples(cv(got.front()), cv(got.back())))
+                            << describe(p, 331, 41, 2) << " non-finite, " << threads << " threads";
+                    }
+                    Image want(odd.width(), odd.height(), 2, tout);
+                    reference().linear(p, odd.view(), want.view());
+                    int bad = 0;
+                    for (int y = 0; y < odd.height(); ++y)
+                        for (int x = 0; x < odd.width(); ++x)
+                            for (int c = 0; c < 2; ++c) {
+                                const double a = test::sample_at(cv(want), x, y, c), g = test::sample_at(cv(got[0]), x, y, c);
+                                const double tol = tout == PixelType::f32 ? 1e-5 * p.step.mask.abs_sum() * 2 : 1;
+                                const bool same = std::isnan(a) ? std::isnan(g) : std::isinf(a) ? a == g : std::fabs(a - g) <= tol;
+                                if (!same && bad++ < 3)
+                                    ADD_FAILURE() << describe(p, 331, 41, 2) << " non-finite at " << x << "," << y << ": " << a << " vs " << g;
+                            }
+                }
+            }
+}

@@ -611,3 +611,45 @@ TEST(CpuSmallInt, EverySimdTargetMatchesReference) {
     }
     hwy::SetSupportedTargetsForTest(0);
 }
+
+// Outputs whose rows start 1..15 samples past a cache line (NumPy's arrays start 16 bytes past one):
+// the 16-bit and Q15 kernels write up to the line plainly and align their vectors (and the ring rows
+// they read) from there. Bit for bit the aligned output's, on every SIMD target, with a running box,
+// a Q15 Gaussian, a direct Q15 mask, Sobel and a box into f32; wide enough for several vectors a row,
+// pitches with and without a multiple of 64 bytes.
+TEST(CpuSmallInt, OutputsOffACacheLineOnEveryTarget) {
+    const Image in3 = test::random_image(301, 11, 3, PixelType::u8, 61), in1 = test::random_image(517, 9, 1, PixelType::u8, 62);
+    for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        hwy::SetSupportedTargetsForTest(target);
+        auto ex = make_cpu_executor(2);
+        for (const Image* in : {&in3, &in1}) {
+            std::vector<LinearPlan> plans = {
+                separable_plan(outer({1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}), *in, PixelType::u8, BorderMode::mirror, Normalise::sum),
+                separable_plan(outer({1, 1, 1}, {1, 1, 1, 1, 1, 1}), *in, PixelType::u16, BorderMode::constant, Normalise::sum, 40),
+                separable_plan(outer({1, 1, 1}, {1, 1, 1, 1}), *in, PixelType::f32, BorderMode::wrap, Normalise::sum),
+                gaussian_plan(1.7, *in, BorderMode::reflect),
+                test::plan_for(Mask(3, 3, {-1, 0, 1, -2, 0, 2, -1, 0, 1}), in->shape(), PixelType::u8, BorderMode::mirror,
+                               0, Normalise::none, 1, 128),
+                test::plan_for(Mask(3, 3, {0.1, 0.2, 0.05, 0.13, 0.21, 0.07, 0.03, 0.11, 0.1}), in->shape(), PixelType::u8),
+            };
+            for (const LinearPlan& p : plans) {
+                Image want(in->width(), in->height(), in->channels(), p.out);
+                ex->linear(p, in->view(), want.view());
+                if (p.exact) {
+                    Image ref(in->width(), in->height(), in->channels(), p.out);
+                    reference().linear(p, in->view(), ref.view());
+                    EXPECT_TRUE(test::identical(ref.view(), want.view())) << hwy::TargetName(target);
+                }
+                for (int dx = 1; dx <= 15; ++dx) {
+                    Image big(in->width() + 16 + (dx % 2 ? 0 : dx), in->height(), in->channels(), p.out);
+                    const ImageView out = big.view().roi(dx, 0, in->width(), in->height());
+                    ex->linear(p, in->view(), out);
+                    EXPECT_TRUE(test::identical(want.view(), ConstImageView(out)))
+                        << hwy::TargetName(target) << " " << p.step.mask.width << "x" << p.step.mask.height << " to "
+                        << to_string(p.out) << " on " << in->channels() << " channels, offset " << dx;
+                }
+            }
+        }
+    }
+    hwy::SetSupportedTargetsForTest(0);
+}

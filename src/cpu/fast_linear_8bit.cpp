@@ -131,7 +131,7 @@ struct Exact16 {
         rows += extra_rows();
         if constexpr (!kDirect)
             if (running && !first)
-                return simd::running_sum16_finish(p.sums16.get(row_stride<std::int16_t>(n)), rows[column->index.size() - 1],
+                return simd::running_sum16_finish(p.sums16.get(row_stride<std::int16_t>(n)) + p.shift, rows[column->index.size() - 1],
                                                   rows[-1], fin, plan.out, dst, n, stream);
         p.ptrs.clear();
         for (std::size_t k : g.index) {
@@ -139,7 +139,7 @@ struct Exact16 {
             else p.ptrs.push_back(rows[k]);
         }
         const simd::Taps16 t = g.taps(p.ptrs.data());
-        std::int16_t* sums = p.sums16.get(row_stride<std::int16_t>(n));
+        std::int16_t* sums = p.sums16.get(row_stride<std::int16_t>(n)) + p.shift;
         if (fused) return simd::sum_taps16_finish(kDirect, t, fin, plan.out, dst, n, stream, running ? sums : nullptr);
         // Other finishes (f32 output, fractional scales): the exact sums as floats, then finish_exact_row.
         simd::sum_taps16(kDirect, t, sums, n);
@@ -230,6 +230,10 @@ struct Participant {
     std::vector<const typename T::Ring*> rows, taps;
     std::vector<const void*> ptrs;
     std::vector<std::size_t> offsets;  // i * channels, i < mw
+    // Elements by which the 16-bit ring rows and sums of a separable form start past their cache line:
+    // the kernels align their vectors to the output row's cache lines (simd_small_int.cpp, HeadSamples),
+    // and this puts the rows they read from on the same boundaries (< 32: inside row_stride's slack).
+    std::size_t shift = 0;
 };
 
 // Small 2-D float masks on u8 (direct): the ring holds padded Q7 rows, and each output row is one pass
@@ -317,8 +321,15 @@ public:
         if (p.offsets.size() != std::size_t(mw_))
             for (int i = int(p.offsets.size()); i < mw_; ++i) p.offsets.push_back(std::size_t(i) * C);
         const long long vbase = (long long)y0 - ay_;
-        auto slot = [&](long long v) { return ring + std::size_t((v - vbase + ring_rows_) % ring_rows_) * stride; };
         const std::size_t out_offset = std::size_t(x0) * C * bytes_per_sample(plan_.out);
+        p.shift = 0;
+        if constexpr (!Arith::direct && sizeof(typename Arith::Ring) == 2) {
+            const std::size_t bytes = (64 - reinterpret_cast<std::uintptr_t>(out_.row_bytes(y0) + out_offset) % 64) % 64;
+            if (bytes % bytes_per_sample(plan_.out) == 0) p.shift = (32 - bytes / bytes_per_sample(plan_.out) % 32) % 32;
+        }
+        auto slot = [&](long long v) {
+            return ring + std::size_t((v - vbase + ring_rows_) % ring_rows_) * stride + p.shift;
+        };
         long long loaded = vbase;
         for (int y = y0; y < y1; ++y) {
             const long long top = (long long)y - ay_;

@@ -1,6 +1,7 @@
 // Highway kernels of the linear (weighted sum) path: widening rows to the accumulator type, the tap
 // loop, and the finish (normalise, round, saturate) into the output type. This file is compiled once
 // per SIMD target by foreach_target.h; simd_kernels.hpp declares the dispatching entry points.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -146,6 +147,16 @@ bool StreamAligned(D, const Out* p) {
     return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
 }
 
+// Samples of an output row before its first 64-byte boundary (at most n): the kernels write those with
+// ordinary stores and start their vectors at the boundary, so that no store splits a cache line and the
+// rest can stream (NumPy's large arrays start 16 bytes past a line). Each sample is computed the same
+// way wherever its vector starts, so the bits do not change. 0 where p is not aligned to its samples.
+template <class Out>
+std::size_t HeadSamples(const Out* p, std::size_t n) {
+    const std::size_t bytes = (64 - reinterpret_cast<std::uintptr_t>(p) % 64) % 64;
+    return bytes % sizeof(Out) ? 0 : std::min(n, bytes / sizeof(Out));
+}
+
 // ---- the tap loop --------------------------------------------------------------------------------
 
 // K vectors of outputs stay in registers while every tap streams past: one broadcast weight, K loads
@@ -247,11 +258,12 @@ HWY_INLINE void SumRowsBlock(D d, const GroupArgs<F>& g, std::size_t s, Sink& si
         for (int k = 0; k < K; ++k) sink(q, s + std::size_t(k) * N, acc[q][k]);
 }
 
+// Samples [s0, n).
 template <int R, int K, class F, class Sink>
-void SumRowsT(const GroupArgs<F>& g, std::size_t n, Sink& sink) {
+void SumRowsT(const GroupArgs<F>& g, std::size_t s0, std::size_t n, Sink& sink) {
     const hn::ScalableTag<F> d;
     const std::size_t N = hn::Lanes(d);
-    std::size_t s = 0;
+    std::size_t s = s0;
     for (; s + K * N <= n; s += K * N) SumRowsBlock<R, K>(d, g, s, sink);
     for (; s < n; s += N) SumRowsBlock<R, 1>(d, g, s, sink);  // R chains: not latency-bound
 }
@@ -266,12 +278,12 @@ template <int R>
 constexpr int kVectors = kAccumulators / R > 8 ? 8 : kAccumulators / R;
 
 template <class F, class Sink>
-void SumRowsAny(const GroupArgs<F>& g, std::size_t n, Sink& sink) {
+void SumRowsAny(const GroupArgs<F>& g, std::size_t n, Sink& sink, std::size_t s0 = 0) {
     switch (g.rows) {
-    case 1: return SumRowsT<1, kVectors<1>>(g, n, sink);
-    case 2: return SumRowsT<2, kVectors<2>>(g, n, sink);
-    case 3: return SumRowsT<3, kVectors<3>>(g, n, sink);
-    case 4: return SumRowsT<4, kVectors<4>>(g, n, sink);
+    case 1: return SumRowsT<1, kVectors<1>>(g, s0, n, sink);
+    case 2: return SumRowsT<2, kVectors<2>>(g, s0, n, sink);
+    case 3: return SumRowsT<3, kVectors<3>>(g, s0, n, sink);
+    case 4: return SumRowsT<4, kVectors<4>>(g, s0, n, sink);
     default: break;
     }
 }
@@ -305,17 +317,24 @@ struct FinishSink {
     }
 };
 
+// The first `head` samples (to row 0's first 64-byte boundary) with ordinary stores, then vectors from
+// there: aligned, streamed where asked and every row of the group shares the alignment.
 template <class Out>
 void SumRowsFinishT(const GroupArgs<float>& g, void* const* outs, std::size_t n, float mul, float add, bool stream) {
     const hn::ScalableTag<float> d;
     Out* const* rows = reinterpret_cast<Out* const*>(outs);
-    for (int q = 0; q < g.rows; ++q) stream = stream && StreamAligned(d, rows[q]);
+    const std::size_t head = HeadSamples(rows[0], n);
+    for (int q = 0; q < g.rows; ++q) stream = stream && StreamAligned(d, rows[q] + head);
+    if (head > 0) {
+        FinishSink<Out, false> sink{rows, head, hn::Set(d, mul), hn::Set(d, add)};
+        SumRowsAny(g, head, sink);
+    }
     if (stream) {
         FinishSink<Out, true> sink{rows, n, hn::Set(d, mul), hn::Set(d, add)};
-        SumRowsAny(g, n, sink);
+        SumRowsAny(g, n, sink, head);
     } else {
         FinishSink<Out, false> sink{rows, n, hn::Set(d, mul), hn::Set(d, add)};
-        SumRowsAny(g, n, sink);
+        SumRowsAny(g, n, sink, head);
     }
 }
 void SumRowsFinish(const GroupArgs<float>& g, PixelType out, void* const* outs, std::size_t n, float mul, float add,
@@ -361,15 +380,24 @@ void FinishRounded(const S* HWY_RESTRICT sum, Out* HWY_RESTRICT dst, std::size_t
     const auto offset = hn::Set(d, C(f.offset)), delta = hn::Set(d, C(f.delta_int));
     const auto dv = hn::Set(d, C(den)), inv = hn::Set(d, C(1) / C(den));
     const auto zero = hn::Zero(d), hi = hn::Set(d, C(PixelTraits<Out>::max));
-    std::size_t s = 0;
-    for (; s + N <= n; s += N) {
+    auto one = [&]<bool kS>(std::size_t s, Out* HWY_RESTRICT p) HWY_ATTR {
         auto v = hn::Add(LoadSum(d, sum + s), offset);
         if (kind == DivKind::power_of_two) v = hn::Round(hn::Mul(v, inv));
         else if (kind == DivKind::divide) v = hn::Round(hn::Div(v, dv));
         v = hn::Min(hn::Max(hn::Add(v, delta), zero), hi);
-        if constexpr (std::is_same_v<C, float>) StorePixels<Out, kStream>(d, v, dst + s);
-        else StorePixels64<Out, kStream>(d, v, dst + s);
+        if constexpr (std::is_same_v<C, float>) StorePixels<Out, kS>(d, v, p);
+        else StorePixels64<Out, kS>(d, v, p);
+    };
+    // Up to the row's first cache-line boundary through a buffer (the sums have room past n), then
+    // aligned vectors.
+    const std::size_t head = HeadSamples(dst, n);
+    for (std::size_t s = 0; s < head; s += N) {
+        alignas(64) Out buf[HWY_MAX_BYTES / sizeof(C)];
+        one.template operator()<false>(s, buf);
+        std::memcpy(dst + s, buf, std::min(N, head - s) * sizeof(Out));
     }
+    std::size_t s = head;
+    for (; s + N <= n; s += N) one.template operator()<kStream>(s, dst + s);
     for (; s < n; ++s) dst[s] = finish_exact<Out>(std::int64_t(sum[s]), f);
 }
 
@@ -381,11 +409,18 @@ void FinishScaled(const S* HWY_RESTRICT sum, Out* HWY_RESTRICT dst, std::size_t 
     const std::size_t N = hn::Lanes(d);
     const auto offset = hn::Set(d, double(f.offset)), den = hn::Set(d, double(f.denominator));
     const auto scale = hn::Set(d, f.scale), delta = hn::Set(d, f.delta);
-    std::size_t s = 0;
-    for (; s + N <= n; s += N) {
+    auto one = [&]<bool kS>(std::size_t s, Out* HWY_RESTRICT p) HWY_ATTR {
         auto v = hn::Div(hn::Add(LoadSum(d, sum + s), offset), den);
-        StorePixels64<Out, kStream>(d, hn::Add(hn::Mul(v, scale), delta), dst + s);
+        StorePixels64<Out, kS>(d, hn::Add(hn::Mul(v, scale), delta), p);
+    };
+    const std::size_t head = HeadSamples(dst, n);  // as in FinishRounded
+    for (std::size_t s = 0; s < head; s += N) {
+        alignas(64) Out buf[HWY_MAX_BYTES / sizeof(double)];
+        one.template operator()<false>(s, buf);
+        std::memcpy(dst + s, buf, std::min(N, head - s) * sizeof(Out));
     }
+    std::size_t s = head;
+    for (; s + N <= n; s += N) one.template operator()<kStream>(s, dst + s);
     for (; s < n; ++s) dst[s] = finish_exact<Out>(std::int64_t(sum[s]), f);
 }
 
@@ -412,7 +447,7 @@ void FinishExactAny(PixelType out, const S* sum, void* dst, std::size_t n, const
     const hn::ScalableTag<float> df;
     auto run = [&](auto* p) {
         using Out = std::remove_pointer_t<decltype(p)>;
-        if (stream && StreamAligned(df, p)) FinishExactT<Out, true>(sum, p, n, f, bound);
+        if (stream && StreamAligned(df, p + HeadSamples(p, n))) FinishExactT<Out, true>(sum, p, n, f, bound);
         else FinishExactT<Out, false>(sum, p, n, f, bound);
     };
     switch (out) {

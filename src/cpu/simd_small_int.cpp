@@ -258,6 +258,20 @@ struct Put16 {
     }
 };
 
+// Samples of an output row before its first 64-byte boundary (at most n). The kernels below write those
+// with ordinary stores (through a buffer) and start their vectors at the boundary: no store splits a
+// cache line and the rest may stream. A sample's sum and finish do not depend on where its vector
+// starts, so the bits are the same.
+template <class Out>
+std::size_t HeadSamples(const Out* p, std::size_t n) {
+    const std::size_t bytes = (64 - reinterpret_cast<std::uintptr_t>(p) % 64) % 64;
+    return bytes % sizeof(Out) ? 0 : std::min(n, bytes / sizeof(Out));
+}
+template <class Out>
+bool StreamFrom(const Out* p, std::size_t n, std::size_t lanes) {
+    return reinterpret_cast<std::uintptr_t>(p + HeadSamples(p, n)) % (lanes * sizeof(Out)) == 0;
+}
+
 template <class In, int kKind, bool kTie, class Out>
 void SumFinishT(const Taps16& t, const IntFinish16& f, Out* HWY_RESTRICT dst, std::size_t n, bool stream,
                 std::int16_t* HWY_RESTRICT sums) {
@@ -265,7 +279,15 @@ void SumFinishT(const Taps16& t, const IntFinish16& f, Out* HWY_RESTRICT dst, st
     const std::size_t N = hn::Lanes(d);
     const Finish16<kKind, kTie> fin(f);
     const Put16<Out> put{dst, stream};
-    std::size_t s = 0;
+    const Put16<Out> plain{dst, false};
+    const std::size_t head = HeadSamples(dst, n);
+    for (std::size_t s = 0; s < head; s += N) {
+        V16 a[1];
+        SumBlock<1, In>(d, t, s, a);
+        if (sums) hn::StoreU(a[0], d, sums + s);
+        plain.Tail(fin, a[0], s, std::min(head, s + N));
+    }
+    std::size_t s = head;
     for (; s + 4 * N <= n; s += 4 * N) {
         V16 a[4];
         SumBlock<4, In>(d, t, s, a);
@@ -290,7 +312,17 @@ void RunningT(std::int16_t* HWY_RESTRICT sums, const std::int16_t* HWY_RESTRICT 
     const std::size_t N = hn::Lanes(d);
     const Finish16<kKind, kTie> fin(f);
     const Put16<Out> put{dst, stream};
-    for (std::size_t s = 0; s < n; s += N) {
+    const Put16<Out> plain{dst, false};
+    const std::size_t head = HeadSamples(dst, n);
+    for (std::size_t s = 0; s < head; s += N) {
+        const V16 c = hn::Add(hn::LoadU(d, sums + s), hn::Sub(hn::LoadU(d, add + s), hn::LoadU(d, sub + s)));
+        // Only the head's sums move on: the vectors from `head` add their rows to the rest.
+        alignas(64) std::int16_t tmp[HWY_MAX_BYTES / 2];
+        hn::StoreU(c, d, tmp);
+        std::memcpy(sums + s, tmp, (std::min(head, s + N) - s) * sizeof(std::int16_t));
+        plain.Tail(fin, c, s, std::min(head, s + N));
+    }
+    for (std::size_t s = head; s < n; s += N) {
         const V16 c = hn::Add(hn::LoadU(d, sums + s), hn::Sub(hn::LoadU(d, add + s), hn::LoadU(d, sub + s)));
         hn::StoreU(c, d, sums + s);
         if (s + N <= n) put(fin, c, s);
@@ -319,7 +351,15 @@ void SumTaps16(bool u8_in, const Taps16& t, std::int16_t* HWY_RESTRICT out, std:
     const D16 d;
     const std::size_t N = hn::Lanes(d);
     auto run = [&]<class In>() HWY_ATTR {
-        std::size_t s = 0;
+        // Vectors from out's first cache-line boundary (no store split), the samples before it by whole
+        // vectors from 0 (written again, with the same values, by the first aligned ones).
+        const std::size_t head = HeadSamples(out, n);
+        for (std::size_t s = 0; s < head; s += N) {
+            V16 a[1];
+            SumBlock<1, In>(d, t, s, a);
+            hn::StoreU(a[0], d, out + s);
+        }
+        std::size_t s = head;
         for (; s + 4 * N <= n; s += 4 * N) {
             V16 a[4];
             SumBlock<4, In>(d, t, s, a);
@@ -337,9 +377,8 @@ void SumTaps16(bool u8_in, const Taps16& t, std::int16_t* HWY_RESTRICT out, std:
 
 void SumTaps16Finish(bool u8_in, const Taps16& t, const IntFinish16& f, PixelType out, void* dst, std::size_t n,
                      bool stream, std::int16_t* sums) {
-    const std::size_t align = hn::Lanes(D16()) * (out == PixelType::u8 ? 1 : 2);
-    stream = stream && reinterpret_cast<std::uintptr_t>(dst) % align == 0;
     WithFinish(f, out, [&]<int kKind, bool kTie, class Out>() HWY_ATTR {
+        stream = stream && StreamFrom(static_cast<Out*>(dst), n, hn::Lanes(D16()));
         if (u8_in) SumFinishT<std::uint8_t, kKind, kTie, Out>(t, f, static_cast<Out*>(dst), n, stream, sums);
         else SumFinishT<std::int16_t, kKind, kTie, Out>(t, f, static_cast<Out*>(dst), n, stream, sums);
     });
@@ -347,9 +386,8 @@ void SumTaps16Finish(bool u8_in, const Taps16& t, const IntFinish16& f, PixelTyp
 
 void RunningSum16Finish(std::int16_t* sums, const std::int16_t* add, const std::int16_t* sub, const IntFinish16& f,
                         PixelType out, void* dst, std::size_t n, bool stream) {
-    const std::size_t align = hn::Lanes(D16()) * (out == PixelType::u8 ? 1 : 2);
-    stream = stream && reinterpret_cast<std::uintptr_t>(dst) % align == 0;
     WithFinish(f, out, [&]<int kKind, bool kTie, class Out>() HWY_ATTR {
+        stream = stream && StreamFrom(static_cast<Out*>(dst), n, hn::Lanes(D16()));
         RunningT<kKind, kTie, Out>(sums, add, sub, f, static_cast<Out*>(dst), n, stream);
     });
 }
@@ -424,7 +462,17 @@ void SumRowsQ15T(const std::int16_t* const* HWY_RESTRICT rows, const std::int16_
         if constexpr (kStream) hn::Stream(q, d8, dst + s);
         else hn::StoreU(q, d8, dst + s);
     };
-    std::size_t s = 0;
+    // Up to the first cache-line boundary of dst through a buffer, then aligned vectors.
+    const std::size_t head = HeadSamples(dst, n);
+    for (std::size_t s = 0; s < head; s += N) {
+        auto a = hn::Zero(d);
+        for (std::size_t k = 0; k < count; ++k)
+            a = hn::Add(a, hn::MulFixedPoint15(hn::LoadU(d, rows[k] + s), hn::Set(d, w[k])));
+        alignas(64) std::uint8_t buf[HWY_MAX_BYTES / 2];
+        hn::StoreU(hn::DemoteTo(d8, hn::ShiftRight<7>(hn::SaturatedAdd(a, half))), d8, buf);
+        std::memcpy(dst + s, buf, std::min(N, head - s));
+    }
+    std::size_t s = head;
     for (; s + 2 * N <= n; s += 2 * N) {
         auto a0 = hn::Zero(d), a1 = a0;
         for (std::size_t k = 0; k < count; ++k) {
@@ -444,8 +492,7 @@ void SumRowsQ15T(const std::int16_t* const* HWY_RESTRICT rows, const std::int16_
 }
 void SumRowsQ15(const std::int16_t* const* rows, const std::int16_t* w, std::size_t count, std::uint8_t* dst,
                 std::size_t n, bool stream) {
-    const std::size_t bytes = hn::Lanes(hn::ScalableTag<std::int16_t>());
-    if (stream && reinterpret_cast<std::uintptr_t>(dst) % bytes == 0) SumRowsQ15T<true>(rows, w, count, dst, n);
+    if (stream && StreamFrom(dst, n, hn::Lanes(hn::ScalableTag<std::int16_t>()))) SumRowsQ15T<true>(rows, w, count, dst, n);
     else SumRowsQ15T<false>(rows, w, count, dst, n);
 }
 
