@@ -132,6 +132,21 @@ public:
         run_combine(pool_, plan, a, b, out);
     }
 
+    // Only the saturated differences of same-type u8 / u16 images (coefficients 1 and -1, no constant: the
+    // derived morphology ops), which the one-pass small-rectangle kernel applies before its stores.
+    bool morph_combine(const MorphPlan& m, const CombinePlan& c, ConstImageView in, ConstImageView other, bool result_is_a,
+                       ImageView out) override {
+        if (m.type == PixelType::f32 || c.a_type != m.type || c.b_type != m.type || c.out != m.type || c.step.c != 0)
+            return false;
+        const double k_result = result_is_a ? c.step.a : c.step.b, k_other = result_is_a ? c.step.b : c.step.a;
+        if (!((k_result == 1 && k_other == -1) || (k_result == -1 && k_other == 1))) return false;
+        require_host("morphology input", in);
+        require_host("combine input", other);
+        require_host("combine output", apron::as_const(out));
+        advise_huge_pages(out);
+        return run_morph_combine(pool_, m, in, other, k_result == 1, out);
+    }
+
     // Intermediates from the process's cache of freed blocks: already backed by memory after the first call.
     Buffer allocate(const ImageShape& shape) override {
         validate_shape(shape, "image");

@@ -18,6 +18,11 @@ double fixed_point_direct_bound(const LinearPlan& plan);     // the same for sma
 // the plan names it (cpu/capabilities.cpp).
 const char* arithmetic_8bit(const LinearPlan& plan);
 void run_morph(ThreadPool& pool, const MorphPlan& plan, ConstImageView in, ImageView out);
+// The morphology step with a combine fused into its stores: out = clamp(other - morph(in), 0, max), or
+// morph(in) - other with `minus_other` (u8 / u16, rectangles the one-pass kernel takes). Returns false (and
+// does nothing) where the step takes another kernel.
+bool run_morph_combine(ThreadPool& pool, const MorphPlan& plan, ConstImageView in, ConstImageView other, bool minus_other,
+                       ImageView out);
 void run_combine(ThreadPool& pool, const CombinePlan& plan, ConstImageView a, ConstImageView b, ImageView out);
 
 } // namespace apron::cpu

@@ -26,6 +26,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -362,6 +364,133 @@ private:
     std::vector<Participant<Arith>> parts_;
 };
 
+// Boxes on u8 into u8 (every weight 1, the fused integer finish): the row pass and the running column
+// sum in one sweep per output row (simd::box16_running), two samples a 16-bit lane so that no tap needs
+// a widening shuffle (simd_small_int.cpp). Interior input rows are read in place; only the blocks whose
+// taps reach past the image's edge (or a row wholly outside) read small padded copies.
+struct Box16Scratch {
+    Scratch<std::int16_t> ring, sums;
+    Scratch<std::uint8_t> head, tail;
+    std::vector<const std::int16_t*> rows;
+};
+
+bool box16_applies(const LinearPlan& plan, simd::IntFinish16& fin) {
+    if (plan.out != PixelType::u8 || !plan.integer_separable) return false;
+    for (auto v : plan.integer_separable->row) if (v != 1) return false;
+    for (auto v : plan.integer_separable->column) if (v != 1) return false;
+    const SumRange range(plan.integer_mask);
+    return simd::int_finish16(plan.finish, plan.out, range.lo, range.hi, fin);
+}
+
+class Box16Job {
+public:
+    Box16Job(const LinearPlan& plan, const simd::IntFinish16& fin, ConstImageView in, ImageView out, int participants)
+        : plan_(plan), fin_(fin), in_(in), out_(out), W_(in.width()), H_(in.height()), C_(in.channels()),
+          mw_(plan.step.mask.width), mh_(plan.step.mask.height), ax_(plan.step.mask.anchor_x), ay_(plan.step.mask.anchor_y),
+          cols_(W_, -ax_, W_ + mw_ - 1, plan.step.border), fill_(store_pixel<std::uint8_t>(plan.step.border_value)),
+          B_(simd::box16_block()), parts_(std::size_t(participants)) {
+        stream_ = std::size_t(W_) * std::size_t(H_) * std::size_t(C_) >= stream_bytes;
+        // Rows in flight per output column: mh + 1 ring rows and the sums, 16-bit.
+        tiling_ = Tiling(W_, H_, participants, std::size_t(2 * (mh_ + 2)) * std::size_t(C_), mw_ - 1, std::max(8, 2 * mh_));
+    }
+    int tasks() const { return tiling_.tasks(); }
+
+    void run(int task, int who) {
+        int x0, x1, y0, y1;
+        tiling_.cell(task, W_, H_, x0, x1, y0, y1);
+        Box16Scratch& p = parts_[std::size_t(who)];
+        const std::size_t C = std::size_t(C_), B = B_;
+        const std::ptrdiff_t n = std::ptrdiff_t(std::size_t(x1 - x0) * C);
+        const int pixels = x1 - x0 + mw_ - 1;  // padded pixels of the strip
+        const std::ptrdiff_t padded_n = std::ptrdiff_t(std::size_t(pixels) * C);
+        std::uint8_t* const dst0 = reinterpret_cast<std::uint8_t*>(out_.row_bytes(y0)) + std::size_t(x0) * C;
+        // Blocks start where the first output row's vectors are aligned.
+        const std::size_t lead = (B - reinterpret_cast<std::uintptr_t>(dst0) % B) % B;
+        simd::Box16Row r;
+        r.taps = std::size_t(mw_);
+        r.step = C;
+        r.n = std::size_t(n);
+        r.s0 = lead ? std::ptrdiff_t(lead) - std::ptrdiff_t(B) : 0;
+        const std::size_t blocks = (std::size_t(n - r.s0) + B - 1) / B;
+        const std::size_t stride = row_stride<std::int16_t>(blocks * B);
+        const int R = mh_ + 1;
+        std::int16_t* ring = p.ring.get(stride * std::size_t(R));
+        std::int16_t* sums = p.sums.get(stride);
+        // Segments: blocks whose u8 reads [s, s + reach) lie inside the image read the row in place; those
+        // before them the head copy (padded pixels from 0, B bytes of room before), those after the tail
+        // copy (padded pixels from tp).
+        const std::ptrdiff_t reach = std::ptrdiff_t(B + std::size_t(mw_ - 1) * C);
+        const std::ptrdiff_t a = std::ptrdiff_t(std::clamp(cols_.inside_begin - x0, 0, pixels)) * std::ptrdiff_t(C);
+        const std::ptrdiff_t b = std::ptrdiff_t(std::clamp(cols_.inside_end - x0, 0, pixels)) * std::ptrdiff_t(C);
+        auto block_at = [&](std::size_t k) { return r.s0 + std::ptrdiff_t(k * B); };
+        std::size_t k1 = 0;
+        while (k1 < blocks && block_at(k1) < a) ++k1;
+        std::size_t k2 = k1;
+        while (k2 < blocks && block_at(k2) + reach <= b) ++k2;
+        const bool in_place = k2 > k1;
+        // Head: pixels [0, hp); tail: pixels [tp, pixels).
+        const int hp = in_place ? std::min<int>(pixels, int((block_at(k1) - std::ptrdiff_t(B) + reach + std::ptrdiff_t(C) - 1) / std::ptrdiff_t(C)))
+                                : pixels;
+        const int tp = in_place ? int(block_at(k2) / std::ptrdiff_t(C)) : pixels;
+        std::uint8_t* head = p.head.get(std::size_t(padded_n) + 3 * B + 64) + B;
+        std::uint8_t* tail = p.tail.get(std::size_t(padded_n - std::ptrdiff_t(tp) * std::ptrdiff_t(C)) + 3 * B + 64);
+        simd::Box16Source seg[3];
+        const auto bulk = [](const std::uint8_t* s, std::uint8_t* d, std::size_t k) { std::memcpy(d, s, k); };
+        const auto one = [](std::uint8_t s) { return s; };
+        auto load = [&](long long v, std::int16_t* target, std::int16_t* sub, std::uint8_t* dst) {
+            const int row = map_index(v, H_, plan_.step.border);
+            const std::uint8_t* src = row < 0 ? nullptr : in_.row<std::uint8_t>(row);
+            std::size_t count = 0;
+            if (src && in_place) {
+                build_padded_row(src, cols_, x0, x0 + hp, C_, fill_, head, bulk, one);
+                build_padded_row(src, cols_, x0 + tp, x0 + pixels, C_, fill_, tail, bulk, one);
+                // Padded sample s of the strip is image sample (x0 - ax) C + s.
+                const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(src) + std::uintptr_t(std::ptrdiff_t(x0 - ax_) * std::ptrdiff_t(C));
+                seg[count++] = {head, block_at(k1)};
+                seg[count++] = {reinterpret_cast<const std::uint8_t*>(at), block_at(k2)};
+                seg[count++] = {reinterpret_cast<const std::uint8_t*>(reinterpret_cast<std::uintptr_t>(tail) -
+                                                                    std::uintptr_t(tp) * C), std::numeric_limits<std::ptrdiff_t>::max()};
+            } else {
+                build_padded_row(src, cols_, x0, x0 + pixels, C_, fill_, head, bulk, one);
+                seg[count++] = {head, std::numeric_limits<std::ptrdiff_t>::max()};
+            }
+            r.src = seg;
+            if (dst) simd::box16_running(r, target, sub, sums, fin_, dst, stream_);
+            else simd::box16_rows(r, target);
+        };
+        const long long vbase = (long long)y0 - ay_;
+        auto slot = [&](long long v) { return ring + std::size_t((v - vbase + R) % R) * stride; };
+        for (int y = y0; y < y1; ++y) {
+            const long long top = (long long)y - ay_;
+            std::uint8_t* dst = reinterpret_cast<std::uint8_t*>(out_.row_bytes(y)) + std::size_t(x0) * C;
+            if (y == y0) {
+                p.rows.clear();
+                for (int j = 0; j < mh_; ++j) {
+                    load(top + j, slot(top + j), nullptr, nullptr);
+                    p.rows.push_back(slot(top + j));
+                }
+                simd::box16_first(r, p.rows.data(), p.rows.size(), sums, fin_, dst, stream_);
+            } else {
+                load(top + mh_ - 1, slot(top + mh_ - 1), slot(top - 1), dst);
+            }
+        }
+        if (stream_) simd::flush_streams();
+    }
+
+private:
+    const LinearPlan& plan_;
+    simd::IntFinish16 fin_;
+    ConstImageView in_;
+    ImageView out_;
+    int W_, H_, C_, mw_, mh_, ax_, ay_;
+    ColumnMap cols_;
+    std::uint8_t fill_;
+    std::size_t B_;
+    bool stream_ = false;
+    Tiling tiling_{1, 1, 1, 1, 0, 1};
+    std::vector<Box16Scratch> parts_;
+};
+
 template <class Arith>
 void run_job(ThreadPool& pool, const LinearPlan& plan, const Arith& arith, ConstImageView in, ImageView out) {
     Separable8BitJob<Arith> job(plan, arith, in, out, pool.size());
@@ -396,7 +525,16 @@ const char* arithmetic_8bit(const LinearPlan& plan) {
 
 bool run_separable_8bit(ThreadPool& pool, const LinearPlan& plan, ConstImageView in, ImageView out) {
     switch (exact16_form(plan)) {
-    case Exact16Form::separable: run_job(pool, plan, Exact16<false>(plan), in, out); return true;
+    case Exact16Form::separable: {
+        simd::IntFinish16 fin;
+        if (box16_applies(plan, fin)) {
+            Box16Job job(plan, fin, in, out, pool.size());
+            pool.run(job.tasks(), [&](int task, int who) { job.run(task, who); });
+        } else {
+            run_job(pool, plan, Exact16<false>(plan), in, out);
+        }
+        return true;
+    }
     case Exact16Form::direct: run_job(pool, plan, Exact16<true>(plan), in, out); return true;
     default: break;
     }

@@ -90,6 +90,14 @@ public:
     }
 
     int tasks() const { return tiling_.tasks(); }
+    // Whether the one-pass small-rectangle kernel runs this step (the only one with a fused combine).
+    bool small() const { return small_; }
+    // The combine fused into the stores (u8 / u16, small rectangles): out = clamp(other - result, 0, max),
+    // or result - other with `minus_other`.
+    void fuse(ConstImageView other, bool minus_other) {
+        other_ = other;
+        minus_other_ = minus_other;
+    }
 
     void run(int task, int who) {
         int x0, x1, y0, y1;
@@ -242,6 +250,11 @@ private:
         t.rows = p.ptrs.data();
         t.out = out_.row<T>(y0) + samples(x0);
         t.out_stride = y1 - y0 > 1 ? reinterpret_cast<const char*>(out_.row<T>(y0 + 1)) - reinterpret_cast<const char*>(out_.row<T>(y0)) : 0;
+        if (other_.data) {
+            t.other = other_.row<T>(y0) + samples(x0);
+            t.other_stride = std::ptrdiff_t(other_.pitch);
+            t.minus_other = minus_other_;
+        }
         t.pixels = x1 - x0;
         // Map indices (cols_) x .. x + mw - 1 are output x's window; those in [inside_begin, inside_end)
         // read their own column, so outputs [mid0, mid1) read the input row in place.
@@ -295,6 +308,8 @@ private:
 
     ConstImageView in_;
     ImageView out_;
+    ConstImageView other_;  // the fused combine's other image (data == nullptr: none)
+    bool minus_other_ = false;
     int W_, H_, C_, mw_, mh_, ax_, ay_;
     bool max_;
     std::optional<BorderMode> mode_;
@@ -308,6 +323,22 @@ private:
 };
 
 } // namespace
+
+bool run_morph_combine(ThreadPool& pool, const MorphPlan& plan, ConstImageView in, ConstImageView other, bool minus_other,
+                       ImageView out) {
+    if (in.empty() || !other.data || plan.type == PixelType::f32 || !(other.shape == out.shape)) return false;
+    bool done = false;
+    with_type(plan.type, [&]<class T>() {
+        if constexpr (!std::is_same_v<T, float>) {
+            MorphJob<T> job(plan, in, out, pool.size());
+            if (!job.small()) return;
+            job.fuse(other, minus_other);
+            pool.run(job.tasks(), [&](int task, int who) { job.run(task, who); });
+            done = true;
+        }
+    });
+    return done;
+}
 
 void run_morph(ThreadPool& pool, const MorphPlan& plan, ConstImageView in, ImageView out) {
     if (in.empty()) return;

@@ -114,6 +114,32 @@ void running_sum16_finish(std::int16_t* sums, const std::int16_t* add, const std
 // out[s] = float(S) where S = base + ((sums[s] - base) mod 2^16): the sums of a range [base, base + 65535].
 void sums16_to_float(const std::int16_t* sums, std::int32_t base, float* out, std::size_t n);
 
+// Boxes on u8 into u8 (fast_linear_8bit.cpp, Box16Job): the exact sums of the 16-bit forms with every
+// weight 1, in blocks of box16_block() samples (one u8 vector; 1 on the scalar target) whose 16-bit rows
+// keep each block's even samples, then its odd ones (simd_small_int.cpp). Blocks start at s0 + k B,
+// s0 in (-B, 0] (the samples before 0 are computed and dropped); a 16-bit row holds block k at word k B
+// (rows: 64-byte aligned, at least the blocks reaching n). u8 sources by segments of blocks: block s
+// reads base[s + i step + t], i < taps, t < B, from the first segment with s < end.
+std::size_t box16_block();
+struct Box16Source {
+    const std::uint8_t* base = nullptr;
+    std::ptrdiff_t end = 0;
+};
+struct Box16Row {
+    const Box16Source* src = nullptr;
+    std::size_t taps = 1, step = 1;  // the box's width, the channels
+    std::ptrdiff_t s0 = 0;
+    std::size_t n = 0;               // samples of the output row
+};
+// out = the row sums (the row pass).
+void box16_rows(const Box16Row& r, std::int16_t* out);
+// sums = the sum of `count` 16-bit rows; dst[s] = its finish (u8) for s < n (r.src unused).
+void box16_first(const Box16Row& r, const std::int16_t* const* rows, std::size_t count, std::int16_t* sums,
+                 const IntFinish16& f, std::uint8_t* dst, bool stream);
+// out = the row sums; sums += out - sub; dst[s] = the finish of sums, s < n.
+void box16_running(const Box16Row& r, std::int16_t* out, const std::int16_t* sub, std::int16_t* sums,
+                   const IntFinish16& f, std::uint8_t* dst, bool stream);
+
 // The 8-bit float separable path in Q15 fixed point (fast_linear_8bit.cpp has the error bound).
 // dst[s] = src[s] << 7 (Q7 pixels).
 void widen_q7(const std::uint8_t* src, std::int16_t* dst, std::size_t n);
@@ -163,6 +189,14 @@ struct MorphRectTask {
     std::size_t ring_stride = 0;     // >= row_stride(pixels * channels)
     void* pad = nullptr;             // 2 rows of pad_stride elements of the ring's type
     std::size_t pad_stride = 0;      // >= max((pixels + mw - 1) * channels, 512)
+    // A combine step fused into the stores (u8 / u16 only; gradient, top-hat, black-hat): with `other`, each
+    // output sample is the saturated difference other - v (or v - other with `minus_other`), v the extremum
+    // and other the sample of the image `other` at the same place: clamp(other - v, 0, max), exactly what
+    // the combine 1*A - 1*B gives. Row o of `other` (its first sample of the task) at other + o * other_stride
+    // bytes; `other` never overlaps the output.
+    const void* other = nullptr;
+    std::ptrdiff_t other_stride = 0;
+    bool minus_other = false;
 };
 void morph_rect(const MorphRectTask& t);
 

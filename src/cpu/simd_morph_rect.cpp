@@ -82,6 +82,23 @@ HWY_INLINE T OutS(B v) {
     else return v;
 }
 
+// The fused combine (MorphRectTask::other, u8 / u16): SaturatedSub(other ^ flip, v ^ flip) is other - v
+// clamped at 0 with flip = 0, and v - other with flip all ones (~x is max - x). Without kEpi, v itself.
+template <bool kEpi, class D, class V, class T>
+HWY_INLINE V Epi(D d, V v, const T* other, V flip) {
+    if constexpr (kEpi) return hn::SaturatedSub(hn::Xor(hn::LoadU(d, other), flip), hn::Xor(v, flip));
+    else return (void)d, (void)other, (void)flip, v;
+}
+template <bool kEpi, class T, class B>
+HWY_INLINE T EpiS(B v, const T* other, B flip) {
+    if constexpr (kEpi) {
+        const B x = B(*other ^ flip), y = B(v ^ flip);
+        return x > y ? T(x - y) : T(0);
+    } else {
+        return (void)other, (void)flip, OutS<T>(v);
+    }
+}
+
 // Vector positions covering [a, b) (b - a >= N): a, then the positions where the output is aligned
 // (s + m a multiple of N) inside, then b - N; f(s, aligned). Without `align`, all unaligned.
 template <class F>
@@ -124,12 +141,14 @@ struct Pair {
     const B* old[max_small_rect + 1];  // ring rows o, o+1, ..
     B* fresh[2];                       // fused: ring rows for the two new input rows o+mh-1, o+mh
     T* out[2];
+    const T* other[2];  // the fused combine's rows for out[0], out[1] (without it, any readable rows)
+    B flip;             // the fused combine's direction (Epi)
     std::size_t n, m;  // samples; output 0's (and the ring's) offset from a vector boundary
     bool align;        // both outputs and the ring share that offset
 };
 
 // Two output rows: out0 = extremum of old[0 .. MH), out1 = of old[1 .. MH].
-template <bool kMax, int MH, bool kStream, class T, class B>
+template <bool kMax, int MH, bool kStream, bool kEpi, class T, class B>
 HWY_NOINLINE void VPair(const Pair<T, B>& p) {
     const hn::ScalableTag<B> d;
     const std::size_t N = hn::Lanes(d), n = p.n;
@@ -137,15 +156,18 @@ HWY_NOINLINE void VPair(const Pair<T, B>& p) {
     for (int j = 0; j <= MH; ++j) r[std::size_t(j)] = p.old[j];
     T* HWY_RESTRICT out0 = p.out[0];
     T* HWY_RESTRICT out1 = p.out[1];
+    const T* const x0 = p.other[0];
+    const T* const x1 = p.other[1];
     if (n < N) {
         for (std::size_t s = 0; s < n; ++s) {
             B c = r[1][s];
             for (int j = 2; j < MH; ++j) c = ExtS<kMax>(c, r[std::size_t(j)][s]);
-            out0[s] = OutS<T>(MH >= 2 ? ExtS<kMax>(c, r[0][s]) : r[0][s]);
-            out1[s] = OutS<T>(MH >= 2 ? ExtS<kMax>(c, r[MH][s]) : c);
+            out0[s] = EpiS<kEpi, T>(MH >= 2 ? ExtS<kMax>(c, r[0][s]) : r[0][s], x0 + s, p.flip);
+            out1[s] = EpiS<kEpi, T>(MH >= 2 ? ExtS<kMax>(c, r[MH][s]) : c, x1 + s, p.flip);
         }
         return;
     }
+    const auto flip = hn::Set(d, p.flip);
     Sweep(0, n, N, p.m, p.align, [&](std::size_t s, bool aligned) HWY_ATTR {
         auto o0 = hn::LoadU(d, r[0] + s), o1 = hn::LoadU(d, r[MH] + s);
         if constexpr (MH >= 2) {
@@ -154,6 +176,8 @@ HWY_NOINLINE void VPair(const Pair<T, B>& p) {
             o0 = Ext<kMax>(c, o0);
             o1 = Ext<kMax>(c, o1);
         }
+        o0 = Epi<kEpi>(d, o0, x0 + s, flip);
+        o1 = Epi<kEpi>(d, o1, x1 + s, flip);
         if (aligned) {
             PutOut<kStream ? kStreamed : kAligned>(d, o0, out0 + s);
             PutOut<kStream ? kStreamed : kAligned>(d, o1, out1 + s);
@@ -165,22 +189,23 @@ HWY_NOINLINE void VPair(const Pair<T, B>& p) {
 }
 
 // One output row, any height (the odd last row of a task).
-template <bool kMax, class T, class B>
-void VOne(const B* const* rows, int mh, T* HWY_RESTRICT out, std::size_t n) {
+template <bool kMax, bool kEpi, class T, class B>
+void VOne(const B* const* rows, int mh, T* HWY_RESTRICT out, std::size_t n, const T* other, B flip_value) {
     const hn::ScalableTag<B> d;
     const std::size_t N = hn::Lanes(d);
     if (n < N) {
         for (std::size_t s = 0; s < n; ++s) {
             B c = rows[0][s];
             for (int j = 1; j < mh; ++j) c = ExtS<kMax>(c, rows[j][s]);
-            out[s] = OutS<T>(c);
+            out[s] = EpiS<kEpi, T>(c, other + s, flip_value);
         }
         return;
     }
+    const auto flip = hn::Set(d, flip_value);
     Sweep(0, n, N, 0, false, [&](std::size_t s, bool) HWY_ATTR {
         auto c = hn::LoadU(d, rows[0] + s);
         for (int j = 1; j < mh; ++j) c = Ext<kMax>(c, hn::LoadU(d, rows[j] + s));
-        PutOut<kUnaligned>(d, c, out + s);
+        PutOut<kUnaligned>(d, Epi<kEpi>(d, c, other + s, flip), out + s);
     });
 }
 
@@ -230,9 +255,9 @@ HWY_INLINE hn::Vec<D> HTaps(D d, const B* src) {
 // One vector position of the fused sweep: horizontal extrema of the new rows (at s0, s1), stored in the
 // ring (f0, f1), and the two outputs. Everything by value so that the pointers stay in registers (u8
 // stores may alias anything in memory).
-template <bool kMax, int K, std::size_t C, Store kHow, bool kShuffle = false, class D, class T, class B>
+template <bool kMax, int K, std::size_t C, Store kHow, bool kEpi, bool kShuffle = false, class D, class T, class B>
 HWY_INLINE void FusedStep(D d, const B* s0, const B* s1, const std::array<const B*, K>& old, B* f0, B* f1, T* out0,
-                          T* out1) {
+                          T* out1, const T* x0, const T* x1, hn::Vec<D> flip) {
     const auto h0 = HTaps<kMax, K, C, kShuffle>(d, s0), h1 = HTaps<kMax, K, C, kShuffle>(d, s1);
     Put<kHow == kStreamed ? kAligned : kHow>(d, h0, f0);
     Put<kHow == kStreamed ? kAligned : kHow>(d, h1, f1);
@@ -243,19 +268,21 @@ HWY_INLINE void FusedStep(D d, const B* s0, const B* s1, const std::array<const 
         o0 = Ext<kMax>(c, hn::LoadU(d, old[0]));
         o1 = Ext<kMax>(c, h1);
     }
-    PutOut<kHow>(d, o0, out0);
-    PutOut<kHow>(d, o1, out1);
+    PutOut<kHow>(d, Epi<kEpi>(d, o0, x0, flip), out0);
+    PutOut<kHow>(d, Epi<kEpi>(d, o1, x1, flip), out1);
 }
 
 // The aligned run of the middle: positions s = a, a + N, .. while s + N <= b.
-template <bool kMax, int K, std::size_t C, Store kHow, bool kPrefetchOut, class T, class B>
+template <bool kMax, int K, std::size_t C, Store kHow, bool kPrefetchOut, bool kEpi, class T, class B>
 HWY_INLINE std::size_t FusedRun(std::size_t a, std::size_t b, const B* mid0, const B* mid1, const B* pf0, const B* pf1,
-                                T* pfo0, T* pfo1, std::array<const B*, K> old, B* f0, B* f1, T* out0, T* out1) {
+                                T* pfo0, T* pfo1, std::array<const B*, K> old, B* f0, B* f1, T* out0, T* out1,
+                                const T* x0, const T* x1, B flip_value) {
     const hn::ScalableTag<B> d;
     const std::size_t N = hn::Lanes(d);
     constexpr bool kShuffle = kShuffles<decltype(d), B, K, C>;
     // The shuffles' second load reaches this far past the taps: stop before it leaves [a, b + (K-1) C).
     constexpr std::size_t over = kShuffle ? 16 / sizeof(B) - std::size_t(K - 1) * C : 0;
+    const auto flip = hn::Set(d, flip_value);
     std::size_t s = a;
     for (; s + N + over <= b; s += N) {
         hwy::Prefetch(pf0 + s);
@@ -266,14 +293,15 @@ HWY_INLINE std::size_t FusedRun(std::size_t a, std::size_t b, const B* mid0, con
         }
         std::array<const B*, K> at;
         for (int j = 0; j + 1 < K; ++j) at[std::size_t(j)] = old[std::size_t(j)] + s;
-        FusedStep<kMax, K, C, kHow, kShuffle>(d, mid0 + s, mid1 + s, at, f0 + s, f1 + s, out0 + s, out1 + s);
+        FusedStep<kMax, K, C, kHow, kEpi, kShuffle>(d, mid0 + s, mid1 + s, at, f0 + s, f1 + s, out0 + s, out1 + s, x0 + s,
+                                                   x1 + s, flip);
     }
     return s;
 }
 
 // Output rows o and o+1 of a square K x K element over C channels, with the horizontal extrema of input
 // rows o+K-1 and o+K computed on the way (and stored in the ring for the next pairs).
-template <bool kMax, int K, std::size_t C, class T, class B>
+template <bool kMax, int K, std::size_t C, bool kEpi, class T, class B>
 HWY_NOINLINE void Fused(const Pair<T, B>& p, const FusedSources<B>& f, bool stream) {
     const hn::ScalableTag<B> d;
     const std::size_t N = hn::Lanes(d), n = p.n;
@@ -283,10 +311,13 @@ HWY_NOINLINE void Fused(const Pair<T, B>& p, const FusedSources<B>& f, bool stre
     B* const f1 = p.fresh[1];
     T* const out0 = p.out[0];
     T* const out1 = p.out[1];
+    const T* const x0 = p.other[0];
+    const T* const x1 = p.other[1];
+    const auto flip = hn::Set(d, p.flip);
     auto one = [&](const B* s0, const B* s1, std::size_t s) HWY_ATTR {
         std::array<const B*, K> at;
         for (int j = 0; j + 1 < K; ++j) at[std::size_t(j)] = old[std::size_t(j)] + s;
-        FusedStep<kMax, K, C, kUnaligned>(d, s0, s1, at, f0 + s, f1 + s, out0 + s, out1 + s);
+        FusedStep<kMax, K, C, kUnaligned, kEpi>(d, s0, s1, at, f0 + s, f1 + s, out0 + s, out1 + s, x0 + s, x1 + s, flip);
     };
     if (f.el) {
         for (std::size_t s = 0; s + N <= f.el; s += N) one(f.left[0] + s, f.left[1] + s, s);
@@ -305,9 +336,9 @@ HWY_NOINLINE void Fused(const Pair<T, B>& p, const FusedSources<B>& f, bool stre
         const B* pf1 = f.ahead[1] + f.off;
         T* pfo0 = static_cast<T*>(f.ahead_out[0]);
         T* pfo1 = static_cast<T*>(f.ahead_out[1]);
-        if (stream) s = FusedRun<kMax, K, C, kStreamed, false>(s, b, mid0, mid1, pf0, pf1, pfo0, pfo1, old, f0, f1, out0, out1);
-        else if (pfo0) s = FusedRun<kMax, K, C, kAligned, true>(s, b, mid0, mid1, pf0, pf1, pfo0, pfo1, old, f0, f1, out0, out1);
-        else s = FusedRun<kMax, K, C, kAligned, false>(s, b, mid0, mid1, pf0, pf1, pfo0, pfo1, old, f0, f1, out0, out1);
+        if (stream) s = FusedRun<kMax, K, C, kStreamed, false, kEpi>(s, b, mid0, mid1, pf0, pf1, pfo0, pfo1, old, f0, f1, out0, out1, x0, x1, p.flip);
+        else if (pfo0) s = FusedRun<kMax, K, C, kAligned, true, kEpi>(s, b, mid0, mid1, pf0, pf1, pfo0, pfo1, old, f0, f1, out0, out1, x0, x1, p.flip);
+        else s = FusedRun<kMax, K, C, kAligned, false, kEpi>(s, b, mid0, mid1, pf0, pf1, pfo0, pfo1, old, f0, f1, out0, out1, x0, x1, p.flip);
     }
     for (; s + N <= b; s += N) one(mid0 + s, mid1 + s, s);  // where the shuffles stopped early
     if (s < b) one(mid0 + b - N, mid1 + b - N, b - N);
@@ -339,30 +370,31 @@ template <bool kMax, class B, int... I>
 constexpr auto HTable(std::integer_sequence<int, I...>) {
     return std::array{&HRow<kMax, I + 1, B>...};
 }
-template <bool kMax, bool kStream, class T, class B, int... I>
+template <bool kMax, bool kStream, bool kEpi, class T, class B, int... I>
 constexpr auto VTable(std::integer_sequence<int, I...>) {
-    return std::array{&VPair<kMax, I + 1, kStream, T, B>...};
+    return std::array{&VPair<kMax, I + 1, kStream, kEpi, T, B>...};
 }
 // Fused kernels for K = 2 .. max_small_rect (index K - 2) and C = 1 .. 4 (index C - 1).
-template <bool kMax, std::size_t C, class T, class B, int... I>
+template <bool kMax, std::size_t C, bool kEpi, class T, class B, int... I>
 constexpr auto FRow(std::integer_sequence<int, I...>) {
-    return std::array{&Fused<kMax, I + 2, C, T, B>...};
+    return std::array{&Fused<kMax, I + 2, C, kEpi, T, B>...};
 }
-template <bool kMax, class T, class B>
+template <bool kMax, bool kEpi, class T, class B>
 constexpr auto FTable() {
     constexpr auto seq = std::make_integer_sequence<int, max_small_rect - 1>();
-    return std::array{FRow<kMax, 1, T, B>(seq), FRow<kMax, 2, T, B>(seq), FRow<kMax, 3, T, B>(seq),
-                      FRow<kMax, 4, T, B>(seq)};
+    return std::array{FRow<kMax, 1, kEpi, T, B>(seq), FRow<kMax, 2, kEpi, T, B>(seq), FRow<kMax, 3, kEpi, T, B>(seq),
+                      FRow<kMax, 4, kEpi, T, B>(seq)};
 }
 
-template <bool kMax, class T, class B>
+// kEpi: with the fused combine (t.other; u8 / u16 only).
+template <bool kMax, bool kEpi, class T, class B>
 void Task(const MorphRectTask& t) {
     constexpr bool kKeys = std::is_same_v<T, float>;
     constexpr auto seq = std::make_integer_sequence<int, max_small_rect>();
     static constexpr auto hrow = HTable<kMax, B>(seq);
-    static constexpr auto vpair = VTable<kMax, false, T, B>(seq);
-    static constexpr auto vpair_stream = VTable<kMax, true, T, B>(seq);
-    static constexpr auto fused = FTable<kMax, T, B>();
+    static constexpr auto vpair = VTable<kMax, false, kEpi, T, B>(seq);
+    static constexpr auto vpair_stream = VTable<kMax, true, kEpi, T, B>(seq);
+    static constexpr auto fused = FTable<kMax, kEpi, T, B>();
     const hn::ScalableTag<B> d;
     const std::size_t N = hn::Lanes(d);
     const auto h = hrow[std::size_t(t.mw - 1)];
@@ -382,6 +414,11 @@ void Task(const MorphRectTask& t) {
     auto slot = [&](int i) { return ring + std::size_t(i % (mh + 1)) * t.ring_stride; };
     auto out_row = [&](int o) {
         return reinterpret_cast<T*>(static_cast<char*>(t.out) + std::ptrdiff_t(o) * t.out_stride);
+    };
+    // The fused combine's row for output o; without it, the output row (read by nothing, but a valid address).
+    auto other_row = [&](int o) -> const T* {
+        if constexpr (kEpi) return reinterpret_cast<const T*>(static_cast<const char*>(t.other) + std::ptrdiff_t(o) * t.other_stride);
+        else return out_row(o);
     };
     auto row = [&](int i) { return static_cast<const T*>(t.rows[i]); };
     auto pad = [&](int k) { return static_cast<B*>(t.pad) + std::size_t(k) * t.pad_stride; };
@@ -490,6 +527,7 @@ void Task(const MorphRectTask& t) {
     p.n = n;
     p.m = m;
     p.align = align;
+    p.flip = kEpi && t.minus_other ? B(~B(0)) : B(0);
     for (int i = 0; i < mh - 1; ++i) produce(i);
     for (int o = 0; o < t.rows_out; o += 2) {
         const int i0 = o + mh - 1;
@@ -497,12 +535,14 @@ void Task(const MorphRectTask& t) {
             produce(i0);
             const B* rows[max_small_rect];
             for (int j = 0; j < mh; ++j) rows[j] = slot(o + j);
-            VOne<kMax, T, B>(rows, mh, out_row(o), n);
+            VOne<kMax, kEpi, T, B>(rows, mh, out_row(o), n, other_row(o), p.flip);
             break;
         }
         for (int j = 0; j <= mh; ++j) p.old[j] = slot(o + j);
         p.out[0] = out_row(o);
         p.out[1] = out_row(o + 1);
+        p.other[0] = other_row(o);
+        p.other[1] = other_row(o + 1);
         if (fusable && row(i0) && row(i0 + 1)) {
             FusedSources<B> f;
             sources(i0, f);
@@ -524,11 +564,15 @@ void Task(const MorphRectTask& t) {
 void MorphRect(const MorphRectTask& t) {
     switch (t.type) {
     case PixelType::u8:
-        return t.max ? Task<true, std::uint8_t, std::uint8_t>(t) : Task<false, std::uint8_t, std::uint8_t>(t);
+        if (t.other)
+            return t.max ? Task<true, true, std::uint8_t, std::uint8_t>(t) : Task<false, true, std::uint8_t, std::uint8_t>(t);
+        return t.max ? Task<true, false, std::uint8_t, std::uint8_t>(t) : Task<false, false, std::uint8_t, std::uint8_t>(t);
     case PixelType::u16:
-        return t.max ? Task<true, std::uint16_t, std::uint16_t>(t) : Task<false, std::uint16_t, std::uint16_t>(t);
-    case PixelType::f32:
-        return t.max ? Task<true, float, std::int32_t>(t) : Task<false, float, std::int32_t>(t);
+        if (t.other)
+            return t.max ? Task<true, true, std::uint16_t, std::uint16_t>(t) : Task<false, true, std::uint16_t, std::uint16_t>(t);
+        return t.max ? Task<true, false, std::uint16_t, std::uint16_t>(t) : Task<false, false, std::uint16_t, std::uint16_t>(t);
+    case PixelType::f32:  // no fused combine (the executor keeps f32 on the separate combine step)
+        return t.max ? Task<true, false, float, std::int32_t>(t) : Task<false, false, float, std::int32_t>(t);
     }
 }
 

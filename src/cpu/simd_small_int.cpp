@@ -408,6 +408,172 @@ void Sums16ToFloat(const std::int16_t* HWY_RESTRICT sums, std::int32_t base, flo
     for (; s < n; ++s) out[s] = float(std::uint16_t(std::uint16_t(sums[s]) - std::uint16_t(base))) + float(base);
 }
 
+// ---- Boxes on u8, two samples a 16-bit lane (simd_kernels.hpp: Box16Row) ------------------------
+// A block of B = 2N samples (one u8 vector) read as N 16-bit words: word j holds samples 2j (low byte)
+// and 2j + 1 (high byte). The row sum of a tap's load splits into E (the low bytes' sum) and O (the high
+// bytes'): O = sum of (word >> 8); the words' plain sum is E + 256 O (mod 2^16), so E = that - (O << 8),
+// exactly, E being below 2^16. No shuffle: shifts and adds only, where widening each tap's load cost a
+// cross-lane shuffle per tap and vector. 16-bit rows keep a block as E (N words) then O (N words), and
+// every column operation is lane by lane; the finished bytes go back as qE | qO << 8, again no shuffle.
+#if HWY_TARGET != HWY_SCALAR
+using D8 = hn::ScalableTag<std::uint8_t>;
+using DW = hn::Repartition<std::uint16_t, D8>;
+using VW = hn::Vec<DW>;
+
+HWY_INLINE void BoxRowBlock(const std::uint8_t* HWY_RESTRICT p, std::size_t taps, std::size_t step, VW& e, VW& o) {
+    const D8 d8;
+    const DW dw;
+    VW w = hn::BitCast(dw, hn::LoadU(d8, p));
+    VW all = w, hi = hn::ShiftRight<8>(w);
+    for (std::size_t i = 1; i < taps; ++i) {
+        w = hn::BitCast(dw, hn::LoadU(d8, p + i * step));
+        all = hn::Add(all, w);
+        hi = hn::Add(hi, hn::ShiftRight<8>(w));
+    }
+    e = hn::Sub(all, hn::ShiftLeft<8>(hi));
+    o = hi;
+}
+
+// The finished bytes of a block: kClamp also limits each quotient to 255 (needed where a delta or the
+// range can take it past; always done for partial blocks).
+template <bool kClamp, class F>
+HWY_INLINE hn::Vec<D8> BoxPack(const F& fin, VW se, VW so) {
+    const DW dw;
+    VW qe = fin(hn::BitCast(D16(), se)), qo = fin(hn::BitCast(D16(), so));
+    if constexpr (kClamp) {
+        qe = hn::Min(qe, hn::Set(dw, std::uint16_t(255)));
+        qo = hn::Min(qo, hn::Set(dw, std::uint16_t(255)));
+    }
+    return hn::BitCast(D8(), hn::Or(qe, hn::ShiftLeft<8>(qo)));
+}
+
+// kMode 0: row pass only (out); 1: the first output row of a task (sums = the `count` rows, finished
+// into dst); 2: row pass into out, fused with the running column sum (sums += out - sub) and finish.
+template <int kMode, int kKind, bool kTie, bool kPlain>
+void Box16T(const Box16Row& r, std::int16_t* HWY_RESTRICT out, const std::int16_t* const* rows, std::size_t count,
+            const std::int16_t* HWY_RESTRICT sub, std::int16_t* HWY_RESTRICT sums, const IntFinish16& f,
+            std::uint8_t* HWY_RESTRICT dst, bool stream) {
+    const D8 d8;
+    const DW dw;
+    const std::size_t N = hn::Lanes(dw), B = 2 * N;
+    const Finish16<kKind, kTie> fin(f);
+    const std::ptrdiff_t n = std::ptrdiff_t(r.n);
+    // Full blocks store straight to dst where it is aligned to the blocks (streamed when asked).
+    const bool aligned = (reinterpret_cast<std::uintptr_t>(dst) + std::uintptr_t(r.s0)) % B == 0;
+    std::size_t g = 0;
+    std::uint16_t* o16 = reinterpret_cast<std::uint16_t*>(out);
+    std::uint16_t* s16 = reinterpret_cast<std::uint16_t*>(sums);
+    const std::uint16_t* sub16 = reinterpret_cast<const std::uint16_t*>(sub);
+    for (std::ptrdiff_t s = r.s0; s < n; s += std::ptrdiff_t(B)) {
+        const std::size_t at = std::size_t(s - r.s0);  // the block's words in the 16-bit rows
+        VW se, so;
+        if constexpr (kMode == 1) {
+            se = hn::Zero(dw);
+            so = se;
+            for (std::size_t k = 0; k < count; ++k) {
+                const std::uint16_t* row = reinterpret_cast<const std::uint16_t*>(rows[k]) + at;
+                se = hn::Add(se, hn::Load(dw, row));
+                so = hn::Add(so, hn::Load(dw, row + N));
+            }
+        } else {
+            while (s >= r.src[g].end) ++g;
+            VW e, o;
+            BoxRowBlock(r.src[g].base + s, r.taps, r.step, e, o);
+            hn::Store(e, dw, o16 + at);
+            hn::Store(o, dw, o16 + at + N);
+            if constexpr (kMode == 0) continue;
+            se = hn::Add(hn::Load(dw, s16 + at), hn::Sub(e, hn::Load(dw, sub16 + at)));
+            so = hn::Add(hn::Load(dw, s16 + at + N), hn::Sub(o, hn::Load(dw, sub16 + at + N)));
+        }
+        if constexpr (kMode != 0) {
+            hn::Store(se, dw, s16 + at);
+            hn::Store(so, dw, s16 + at + N);
+            if (s >= 0 && s + std::ptrdiff_t(B) <= n) {
+                const auto q = BoxPack<!kPlain>(fin, se, so);
+                if (!aligned) hn::StoreU(q, d8, dst + s);
+                else if (stream) hn::Stream(q, d8, dst + s);
+                else hn::Store(q, d8, dst + s);
+            } else {  // samples [max(s, 0), min(s + B, n)) only
+                alignas(64) std::uint8_t tmp[HWY_MAX_BYTES];
+                hn::Store(BoxPack<true>(fin, se, so), d8, tmp);
+                const std::ptrdiff_t a = std::max<std::ptrdiff_t>(s, 0), b = std::min<std::ptrdiff_t>(s + std::ptrdiff_t(B), n);
+                std::memcpy(dst + a, tmp + (a - s), std::size_t(b - a));
+            }
+        }
+    }
+}
+#else
+// One lane: a block of two samples, E then O, which is the samples' own order.
+template <int kMode, int kKind, bool kTie, bool kPlain>
+void Box16T(const Box16Row& r, std::int16_t* HWY_RESTRICT out, const std::int16_t* const* rows, std::size_t count,
+            const std::int16_t* HWY_RESTRICT sub, std::int16_t* HWY_RESTRICT sums, const IntFinish16& f,
+            std::uint8_t* HWY_RESTRICT dst, bool) {
+    const D16 d;
+    const Finish16<kKind, kTie> fin(f);
+    const std::ptrdiff_t n = std::ptrdiff_t(r.n);
+    std::size_t g = 0;
+    for (std::ptrdiff_t s = r.s0; s < n; ++s) {
+        const std::size_t at = std::size_t(s - r.s0);
+        std::uint16_t sum = 0;
+        if constexpr (kMode == 1) {
+            for (std::size_t k = 0; k < count; ++k) sum = std::uint16_t(sum + std::uint16_t(rows[k][at]));
+        } else {
+            while (s >= r.src[g].end) ++g;
+            std::uint16_t t = 0;
+            for (std::size_t i = 0; i < r.taps; ++i) t = std::uint16_t(t + r.src[g].base[s + std::ptrdiff_t(i * r.step)]);
+            out[at] = std::int16_t(t);
+            if constexpr (kMode == 0) continue;
+            sum = std::uint16_t(std::uint16_t(sums[at]) + t - std::uint16_t(sub[at]));
+        }
+        if constexpr (kMode != 0) {
+            sums[at] = std::int16_t(sum);
+            const std::uint16_t q = hn::GetLane(fin(hn::Set(d, std::int16_t(sum))));
+            if (s >= 0) dst[s] = std::uint8_t(std::min<std::uint16_t>(q, 255));
+        }
+    }
+}
+#endif
+
+template <int kMode>
+void Box16Go(const Box16Row& r, std::int16_t* out, const std::int16_t* const* rows, std::size_t count,
+             const std::int16_t* sub, std::int16_t* sums, const IntFinish16& f, std::uint8_t* dst, bool stream) {
+    if constexpr (kMode == 0) {
+        Box16T<0, 0, false, true>(r, out, rows, count, sub, sums, f, dst, stream);
+    } else {
+        // No delta, and no quotient past 255 over the range: the clamp goes.
+        const bool plain = f.delta_add == 0 && f.delta_sub == 0 && f.mmax / f.d <= 255;
+        auto go = [&]<int kKind, bool kTie>() HWY_ATTR {
+            if (plain) Box16T<kMode, kKind, kTie, true>(r, out, rows, count, sub, sums, f, dst, stream);
+            else Box16T<kMode, kKind, kTie, false>(r, out, rows, count, sub, sums, f, dst, stream);
+        };
+        switch (f.kind * 2 + (f.tie ? 1 : 0)) {
+        case 0: return go.template operator()<0, false>();
+        case 3: return go.template operator()<1, true>();
+        case 4: return go.template operator()<2, false>();
+        case 5: return go.template operator()<2, true>();
+        case 6: return go.template operator()<3, false>();
+        default: return go.template operator()<3, true>();
+        }
+    }
+}
+
+std::size_t Box16Block() {
+#if HWY_TARGET == HWY_SCALAR
+    return 1;
+#else
+    return hn::Lanes(D8());
+#endif
+}
+void Box16Rows(const Box16Row& r, std::int16_t* out) { Box16Go<0>(r, out, nullptr, 0, nullptr, nullptr, IntFinish16{}, nullptr, false); }
+void Box16First(const Box16Row& r, const std::int16_t* const* rows, std::size_t count, std::int16_t* sums,
+                const IntFinish16& f, std::uint8_t* dst, bool stream) {
+    Box16Go<1>(r, nullptr, rows, count, nullptr, sums, f, dst, stream);
+}
+void Box16Running(const Box16Row& r, std::int16_t* out, const std::int16_t* sub, std::int16_t* sums, const IntFinish16& f,
+                  std::uint8_t* dst, bool stream) {
+    Box16Go<2>(r, out, nullptr, 0, sub, sums, f, dst, stream);
+}
+
 // ---- Q15 fixed point (the 8-bit float separable path) ----------------------------------------------
 
 // dst[s] = src[s] * 2^7: pixels as Q7 in i16 lanes.
@@ -594,6 +760,20 @@ bool int_finish16(const LinearFinish& f, PixelType out, std::int64_t smin, std::
             }
         }
     return false;
+}
+HWY_EXPORT(Box16Block);
+HWY_EXPORT(Box16Rows);
+HWY_EXPORT(Box16First);
+HWY_EXPORT(Box16Running);
+std::size_t box16_block() { return HWY_DYNAMIC_DISPATCH(Box16Block)(); }
+void box16_rows(const Box16Row& r, std::int16_t* out) { HWY_DYNAMIC_DISPATCH(Box16Rows)(r, out); }
+void box16_first(const Box16Row& r, const std::int16_t* const* rows, std::size_t count, std::int16_t* sums,
+                 const IntFinish16& f, std::uint8_t* dst, bool stream) {
+    HWY_DYNAMIC_DISPATCH(Box16First)(r, rows, count, sums, f, dst, stream);
+}
+void box16_running(const Box16Row& r, std::int16_t* out, const std::int16_t* sub, std::int16_t* sums,
+                   const IntFinish16& f, std::uint8_t* dst, bool stream) {
+    HWY_DYNAMIC_DISPATCH(Box16Running)(r, out, sub, sums, f, dst, stream);
 }
 void sum_taps16(bool u8_in, const Taps16& t, std::int16_t* out, std::size_t n) {
     HWY_DYNAMIC_DISPATCH(SumTaps16)(u8_in, t, out, n);

@@ -170,6 +170,17 @@ public:
         (void)plan, (void)host_in, (void)host_out;
         return false;
     }
+
+    // A morphology step and the combine step that is its result's only reader, in one pass: out = the
+    // combine of morph(in) and `other` (morph(in) is the combine's A when `result_is_a`, else its B), with the
+    // very bits of the two steps run apart, and no image of morph(in) written. False (nothing done) when
+    // this executor cannot for these plans; the runner then runs the two steps in turn. (gradient, top-hat
+    // and black-hat end this way.)
+    virtual bool morph_combine(const MorphPlan& morph, const CombinePlan& combine, ConstImageView in, ConstImageView other,
+                               bool result_is_a, ImageView out) {
+        (void)morph, (void)combine, (void)in, (void)other, (void)result_is_a, (void)out;
+        return false;
+    }
 };
 
 // The backends' entry points: declared here with the interface they implement, defined by each backend

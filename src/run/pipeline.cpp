@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "apron/errors.hpp"
@@ -288,6 +289,22 @@ bool repeats(const StepPlan& step, const StepPlan& next, int step_index) {
     return next.input == step_index && next.second == no_operand && apron::repeats(step, next);
 }
 
+// The operand of combine step `next` (at k + 1) that is not step k's result, and whether that result is its
+// A; nullopt unless `next` combines step k's morphology result, read by nothing else, with another image.
+struct FusedOperand {
+    int other;
+    bool result_is_a;
+};
+std::optional<FusedOperand> fused_operand(const OperationPlan& op, std::size_t k, const std::vector<int>& last_reader) {
+    if (k + 1 >= op.steps.size() || last_reader[k] != int(k) + 1) return std::nullopt;
+    const StepPlan &step = op.steps[k], &next = op.steps[k + 1];
+    if (!std::holds_alternative<MorphPlan>(step.what) || !std::holds_alternative<CombinePlan>(next.what)) return std::nullopt;
+    const int self = int(k);
+    if (next.input == self && next.second != self && next.second != no_operand) return FusedOperand{next.second, true};
+    if (next.second == self && next.input != self) return FusedOperand{next.input, false};
+    return std::nullopt;
+}
+
 // Whether two host images hold the same bytes (NaN included: equal bytes, equal results).
 bool same_pixels(ConstImageView a, ConstImageView b) {
     const std::size_t row = a.shape.row_bytes();
@@ -328,11 +345,49 @@ void run_plan(const ExecutionPlan& plan, Executor& ex, ConstImageView input, Ima
             return index == op_input ? source.cview() : results[std::size_t(index)].cview();
         };
         int fixed_point = -2;  // the step whose result equals its input (-2: none)
+        auto is_last = [&](std::size_t k) { return o + 1 == plan.operations.size() && k + 1 == op.steps.size(); };
+        // Frees what step k was the last to read.
+        auto release_after = [&](std::size_t k) {
+            for (std::size_t j = 0; j < k; ++j)
+                if (last_reader[j] == int(k)) results[j] = Buffer{};
+            if (last_reader[op.steps.size()] == int(k) && !is_last(k)) source = Buffer{};
+        };
+        // A morphology step and the combine that alone reads its result, in one pass where the executor can
+        // (gradient, top-hat, black-hat): the result itself is never written. Plain runs only (a band runner
+        // may cut steps apart). True when done: results hold both steps' (step k's empty).
+        auto run_fused = [&](std::size_t k) {
+            const std::optional<FusedOperand> f = plain && *plain == &run_step ? fused_operand(op, k, last_reader) : std::nullopt;
+            if (!f) return false;
+            const StepPlan &step = op.steps[k], &next = op.steps[k + 1];
+            ImageShape shape = next.out_shape;
+            shape.height = input.height();
+            Buffer out = is_last(k + 1) && write_in_place ? Buffer{output, nullptr} : ex.allocate(shape);
+            bool done = false;
+            timed(options, ex, op.spec + " [" + step.label + " + " + next.label + "]", [&] {
+                done = ex.morph_combine(std::get<MorphPlan>(step.what), std::get<CombinePlan>(next.what), view_of(step.input),
+                                        view_of(f->other), f->result_is_a, out.view);
+            });
+            if (!done) {
+                if (options.timings) options.timings->pop_back();
+                return false;
+            }
+            results.emplace_back();
+            results.push_back(std::move(out));
+            return true;
+        };
         for (std::size_t k = 0; k < op.steps.size(); ++k) {
             const StepPlan& step = op.steps[k];
-            const bool last = o + 1 == plan.operations.size() && k + 1 == op.steps.size();
+            const bool last = is_last(k);
             if (options.between_steps) options.between_steps(steps_done, steps);
             ++steps_done;
+            if (!(skip_fixed_points && !last && k > 0 && fixed_point == int(k) - 1) && run_fused(k)) {
+                release_after(k);
+                ++k;  // the combine, done
+                if (options.between_steps) options.between_steps(steps_done, steps);
+                ++steps_done;
+                release_after(k);
+                continue;
+            }
             // A repeat of the step at its fixed point: its result, handed on (the last step still writes the
             // output). Only its next step reads it, so nothing else sees the move.
             if (skip_fixed_points && !last && k > 0 && fixed_point == int(k) - 1 && last_reader[k - 1] == int(k) &&
@@ -353,9 +408,7 @@ void run_plan(const ExecutionPlan& plan, Executor& ex, ConstImageView input, Ima
                 }
                 results.push_back(std::move(out));
             }
-            for (std::size_t j = 0; j < k; ++j)
-                if (last_reader[j] == int(k)) results[j] = Buffer{};
-            if (last_reader[op.steps.size()] == int(k) && !last) source = Buffer{};
+            release_after(k);
         }
         source = std::move(results.back());
     }
