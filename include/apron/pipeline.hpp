@@ -55,7 +55,9 @@ struct RunOptions {
     Backend backend = Backend::automatic;
     int threads = 0;                      // CPU threads; 0 = all cores, at most max_threads
     std::optional<PixelType> out_type;    // default: the input's type
-    std::vector<StageTiming>* timings = nullptr;  // when set, one entry per step is appended
+    // When set, one entry per step is appended (one for two steps the executor runs in one pass, named
+    // "[first + second]": a morphology step and the combine that alone reads it).
+    std::vector<StageTiming>* timings = nullptr;
     // CUDA backend: the caller's cudaStream_t. Every copy and kernel is ordered on it; a run whose output
     // is in device memory returns without waiting. nullptr: apron's own stream, which waits for the legacy
     // default stream (so a plain cudaMemcpy before run() is seen), and run() waits.

@@ -17,6 +17,10 @@
 //
 // Square elements take the fused sweep; other small rectangles the same ring with a horizontal pass per
 // row and a vertical pass per pair.
+//
+// The last pass of gradient, top-hat and black-hat (u8 / u16) also takes the combine that follows it
+// (MorphRectTask::other): each output vector is the saturated difference with the other image's vector,
+// formed in registers before the store (Epi), so the extremum image is never written nor read back.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -218,6 +222,7 @@ struct FusedSources {
     const B* mid[2];
     const B* ahead[2];  // rows read by later pairs, prefetched along mid (same offsets)
     void* ahead_out[2]; // output rows of the next pair, prefetched for writing (nullptr: none)
+    const void* ahead_other[2];  // the fused combine's rows of the next pair, prefetched (kEpi only)
     const B* right[2];
     std::ptrdiff_t off;
     std::size_t C, el, ma, mb, er;
@@ -276,7 +281,7 @@ HWY_INLINE void FusedStep(D d, const B* s0, const B* s1, const std::array<const 
 template <bool kMax, int K, std::size_t C, Store kHow, bool kPrefetchOut, bool kEpi, class T, class B>
 HWY_INLINE std::size_t FusedRun(std::size_t a, std::size_t b, const B* mid0, const B* mid1, const B* pf0, const B* pf1,
                                 T* pfo0, T* pfo1, std::array<const B*, K> old, B* f0, B* f1, T* out0, T* out1,
-                                const T* x0, const T* x1, B flip_value) {
+                                const T* x0, const T* x1, B flip_value, const T* pfx0, const T* pfx1) {
     const hn::ScalableTag<B> d;
     const std::size_t N = hn::Lanes(d);
     constexpr bool kShuffle = kShuffles<decltype(d), B, K, C>;
@@ -290,6 +295,10 @@ HWY_INLINE std::size_t FusedRun(std::size_t a, std::size_t b, const B* mid0, con
         if constexpr (kPrefetchOut) {
             __builtin_prefetch(pfo0 + s, 1);
             __builtin_prefetch(pfo1 + s, 1);
+        }
+        if constexpr (kEpi) {
+            hwy::Prefetch(pfx0 + s);
+            hwy::Prefetch(pfx1 + s);
         }
         std::array<const B*, K> at;
         for (int j = 0; j + 1 < K; ++j) at[std::size_t(j)] = old[std::size_t(j)] + s;
@@ -336,9 +345,11 @@ HWY_NOINLINE void Fused(const Pair<T, B>& p, const FusedSources<B>& f, bool stre
         const B* pf1 = f.ahead[1] + f.off;
         T* pfo0 = static_cast<T*>(f.ahead_out[0]);
         T* pfo1 = static_cast<T*>(f.ahead_out[1]);
-        if (stream) s = FusedRun<kMax, K, C, kStreamed, false, kEpi>(s, b, mid0, mid1, pf0, pf1, pfo0, pfo1, old, f0, f1, out0, out1, x0, x1, p.flip);
-        else if (pfo0) s = FusedRun<kMax, K, C, kAligned, true, kEpi>(s, b, mid0, mid1, pf0, pf1, pfo0, pfo1, old, f0, f1, out0, out1, x0, x1, p.flip);
-        else s = FusedRun<kMax, K, C, kAligned, false, kEpi>(s, b, mid0, mid1, pf0, pf1, pfo0, pfo1, old, f0, f1, out0, out1, x0, x1, p.flip);
+        const T* pfx0 = static_cast<const T*>(f.ahead_other[0]);
+        const T* pfx1 = static_cast<const T*>(f.ahead_other[1]);
+        if (stream) s = FusedRun<kMax, K, C, kStreamed, false, kEpi>(s, b, mid0, mid1, pf0, pf1, pfo0, pfo1, old, f0, f1, out0, out1, x0, x1, p.flip, pfx0, pfx1);
+        else if (pfo0) s = FusedRun<kMax, K, C, kAligned, true, kEpi>(s, b, mid0, mid1, pf0, pf1, pfo0, pfo1, old, f0, f1, out0, out1, x0, x1, p.flip, pfx0, pfx1);
+        else s = FusedRun<kMax, K, C, kAligned, false, kEpi>(s, b, mid0, mid1, pf0, pf1, pfo0, pfo1, old, f0, f1, out0, out1, x0, x1, p.flip, pfx0, pfx1);
     }
     for (; s + N <= b; s += N) one(mid0 + s, mid1 + s, s);  // where the shuffles stopped early
     if (s < b) one(mid0 + b - N, mid1 + b - N, b - N);
@@ -549,6 +560,9 @@ void Task(const MorphRectTask& t) {
             const bool pfw = !stream && o + 3 < t.rows_out;
             f.ahead_out[0] = pfw ? out_row(o + 2) : nullptr;
             f.ahead_out[1] = pfw ? out_row(o + 3) : nullptr;
+            const bool next = o + 3 < t.rows_out;
+            f.ahead_other[0] = other_row(next ? o + 2 : o);
+            f.ahead_other[1] = other_row(next ? o + 3 : o + 1);
             p.fresh[0] = slot(i0);
             p.fresh[1] = slot(i0 + 1);
             fused[C - 1][std::size_t(mh - 2)](p, f, stream);
