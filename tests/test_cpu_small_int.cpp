@@ -653,3 +653,82 @@ TEST(CpuSmallInt, OutputsOffACacheLineOnEveryTarget) {
     }
     hwy::SetSupportedTargetsForTest(0);
 }
+
+// Boxes on u8 into u8 run in one sweep a row (fast_linear_8bit.cpp, Box16Job): two samples a 16-bit lane,
+// the interior of each input row read in place and only the blocks whose taps reach past the edge (or
+// a row wholly outside) read padded copies. Bit for bit the reference's on every SIMD target: widths
+// with no interior, a short one and several blocks; every border; 1 to 4 channels; masks of 1 to 9 a side
+// and larger than the image; finishes with and without a clamp (a delta, no normalisation); inputs and
+// outputs packed as NumPy packs them (pitch = the row's bytes, rows at every offset) from a vector
+// boundary and 1..15 bytes past one.
+TEST(CpuSmallInt, BoxSweepMatchesReferenceOnEveryTarget) {
+    struct Case {
+        int mw, mh;
+        Normalise norm;
+        double delta;
+    };
+    const Case cases[] = {{5, 5, Normalise::sum, 0}, {3, 3, Normalise::sum, 0}, {1, 4, Normalise::sum, 0},
+                          {9, 2, Normalise::sum, 0}, {4, 6, Normalise::sum, 3}, {6, 1, Normalise::none, 0},
+                          {2, 7, Normalise::sum, -5}, {8, 8, Normalise::sum, 0}};
+    const int widths[] = {1, 2, 7, 40, 77, 131, 300};
+    for (std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        hwy::SetSupportedTargetsForTest(target);
+        auto ex = make_cpu_executor(2);
+        int k = 0;
+        for (const Case& c : cases)
+            for (int width : widths) {
+                const int channels = 1 + k % 4, height = k % 7 == 0 ? 1 : 3 + k % 19;
+                const BorderMode b = test::all_borders[std::size_t(k) % std::size(test::all_borders)];
+                const Image in = test::random_image(width, height, channels, PixelType::u8, 900 + unsigned(k));
+                LinearPlan p = test::plan_for(Mask(c.mw, c.mh, std::vector<double>(std::size_t(c.mw * c.mh), 1.0)), in.shape(),
+                                              PixelType::u8, b, 77, c.norm, 1, c.delta);
+                if (!p.integer_separable) p.integer_separable = integer_separable_form(p.integer_mask, c.mw, c.mh);
+                p.algorithm = LinearAlgorithm::separable;
+                const std::string what = std::string(hwy::TargetName(target)) + " box " + std::to_string(c.mw) + "x" +
+                                         std::to_string(c.mh) + " on " + std::to_string(width) + "x" + std::to_string(height) +
+                                         "x" + std::to_string(channels) + " border " + to_string(b);
+                ASSERT_TRUE(cpu::small_int_separable_applies(p)) << what;
+                Image want(in.shape());
+                reference().linear(p, in.view(), want.view());
+                Image got(in.shape());
+                ex->linear(p, in.view(), got.view());
+                EXPECT_TRUE(test::identical(want.view(), got.view())) << what;
+                const std::size_t pitch = in.shape().row_bytes();
+                for (std::size_t start : {std::size_t(0), std::size_t(1) + std::size_t(k) % 15}) {
+                    std::vector<std::byte> in_store(pitch * std::size_t(height) + 256), out_store(pitch * std::size_t(height) + 256);
+                    auto at = [](std::vector<std::byte>& v, std::size_t extra) {
+                        return v.data() + (64 - reinterpret_cast<std::uintptr_t>(v.data()) % 64) % 64 + extra;
+                    };
+                    const ImageView packed_in{at(in_store, (start * 7) % 16), in.shape(), pitch, Memory::host};
+                    for (int y = 0; y < height; ++y) std::memcpy(packed_in.row_bytes(y), in.view().row_bytes(y), pitch);
+                    const ImageView packed_out{at(out_store, start), in.shape(), pitch, Memory::host};
+                    ex->linear(p, ConstImageView(packed_in), packed_out);
+                    EXPECT_TRUE(test::identical(want.view(), ConstImageView(packed_out))) << what << ", packed from " << start;
+                }
+                ++k;
+            }
+    }
+    hwy::SetSupportedTargetsForTest(0);
+}
+
+// The box sweep on an image wide enough to be cut into strips (each strip pads its own edges and reads
+// its interior in place), on 1 and 3 threads, and into an output big enough to be streamed.
+TEST(CpuSmallInt, BoxSweepStripsMatchReference) {
+    const Image in = test::random_image(40001, 12, 4, PixelType::u8, 17);
+    for (const char* spec : {"box:width=5", "box:width=9,height=3"}) {
+        const LinearPlan p = op_plan(spec, in, PixelType::u8, BorderMode::reflect);
+        Image want(in.shape());
+        reference().linear(p, in.view(), want.view());
+        for (int threads : {1, 3}) {
+            Image got(in.shape());
+            make_cpu_executor(threads)->linear(p, in.view(), got.view());
+            EXPECT_TRUE(test::identical(want.view(), got.view())) << spec << ", " << threads << " threads";
+        }
+    }
+    const Image big = test::random_image(4099, 4101, 1, PixelType::u8, 18);  // 16 MiB: streamed
+    const LinearPlan p = op_plan("box:width=5", big, PixelType::u8, BorderMode::mirror);
+    Image want(big.shape()), got(big.shape());
+    reference().linear(p, big.view(), want.view());
+    fast().linear(p, big.view(), got.view());
+    EXPECT_TRUE(test::identical(want.view(), got.view()));
+}

@@ -130,6 +130,7 @@ struct Box16Row {
     std::size_t taps = 1, step = 1;  // the box's width, the channels
     std::ptrdiff_t s0 = 0;
     std::size_t n = 0;               // samples of the output row
+    std::size_t prefetch = 0;        // each block prefetches the u8 source this many bytes ahead
 };
 // out = the row sums (the row pass).
 void box16_rows(const Box16Row& r, std::int16_t* out);

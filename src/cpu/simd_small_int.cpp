@@ -16,6 +16,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/simd_small_int.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
@@ -214,6 +215,10 @@ struct Finish16 {
         : add(hn::Set(du, f.add)), magic(hn::Set(du, f.magic)), d(hn::Set(du, f.d)), even(hn::Set(du, std::uint16_t(0xFFFE))),
           delta_add(hn::Set(du, f.delta_add)), delta_sub(hn::Set(du, f.delta_sub)), shift(f.shift) {}
     HWY_INLINE VU16 operator()(V16 sum) const {
+        return hn::SaturatedSub(hn::SaturatedAdd(Quotient(sum), delta_add), delta_sub);
+    }
+    // The quotient before the delta.
+    HWY_INLINE VU16 Quotient(V16 sum) const {
         const VU16 m = hn::Add(hn::BitCast(du, sum), add);
         VU16 q = m;
         if constexpr (kKind == 1) q = hn::ShiftRightSame(m, shift);
@@ -226,7 +231,7 @@ struct Finish16 {
             const VU16 r = hn::Sub(m, hn::Mul(q, d));
             q = hn::IfThenElse(hn::Eq(r, hn::Zero(du)), hn::And(q, even), q);
         }
-        return hn::SaturatedSub(hn::SaturatedAdd(q, delta_add), delta_sub);
+        return q;
     }
 };
 
@@ -420,12 +425,14 @@ using D8 = hn::ScalableTag<std::uint8_t>;
 using DW = hn::Repartition<std::uint16_t, D8>;
 using VW = hn::Vec<DW>;
 
+// kTaps: the box's width where it is known at compile time (else 0 and `taps`).
+template <std::size_t kTaps>
 HWY_INLINE void BoxRowBlock(const std::uint8_t* HWY_RESTRICT p, std::size_t taps, std::size_t step, VW& e, VW& o) {
     const D8 d8;
     const DW dw;
     VW w = hn::BitCast(dw, hn::LoadU(d8, p));
     VW all = w, hi = hn::ShiftRight<8>(w);
-    for (std::size_t i = 1; i < taps; ++i) {
+    for (std::size_t i = 1; i < (kTaps ? kTaps : taps); ++i) {
         w = hn::BitCast(dw, hn::LoadU(d8, p + i * step));
         all = hn::Add(all, w);
         hi = hn::Add(hi, hn::ShiftRight<8>(w));
@@ -439,7 +446,14 @@ HWY_INLINE void BoxRowBlock(const std::uint8_t* HWY_RESTRICT p, std::size_t taps
 template <bool kClamp, class F>
 HWY_INLINE hn::Vec<D8> BoxPack(const F& fin, VW se, VW so) {
     const DW dw;
-    VW qe = fin(hn::BitCast(D16(), se)), qo = fin(hn::BitCast(D16(), so));
+    VW qe, qo;
+    if constexpr (kClamp) {
+        qe = fin(hn::BitCast(D16(), se));
+        qo = fin(hn::BitCast(D16(), so));
+    } else {  // no delta either
+        qe = fin.Quotient(hn::BitCast(D16(), se));
+        qo = fin.Quotient(hn::BitCast(D16(), so));
+    }
     if constexpr (kClamp) {
         qe = hn::Min(qe, hn::Set(dw, std::uint16_t(255)));
         qo = hn::Min(qo, hn::Set(dw, std::uint16_t(255)));
@@ -449,7 +463,8 @@ HWY_INLINE hn::Vec<D8> BoxPack(const F& fin, VW se, VW so) {
 
 // kMode 0: row pass only (out); 1: the first output row of a task (sums = the `count` rows, finished
 // into dst); 2: row pass into out, fused with the running column sum (sums += out - sub) and finish.
-template <int kMode, int kKind, bool kTie, bool kPlain>
+// The u8 reads run r.prefetch bytes ahead (in-place input rows come from memory).
+template <int kMode, int kKind, bool kTie, bool kPlain, std::size_t kTaps>
 void Box16T(const Box16Row& r, std::int16_t* HWY_RESTRICT out, const std::int16_t* const* rows, std::size_t count,
             const std::int16_t* HWY_RESTRICT sub, std::int16_t* HWY_RESTRICT sums, const IntFinish16& f,
             std::uint8_t* HWY_RESTRICT dst, bool stream) {
@@ -459,12 +474,12 @@ void Box16T(const Box16Row& r, std::int16_t* HWY_RESTRICT out, const std::int16_
     const Finish16<kKind, kTie> fin(f);
     const std::ptrdiff_t n = std::ptrdiff_t(r.n);
     // Full blocks store straight to dst where it is aligned to the blocks (streamed when asked).
-    const bool aligned = (reinterpret_cast<std::uintptr_t>(dst) + std::uintptr_t(r.s0)) % B == 0;
     std::size_t g = 0;
     std::uint16_t* o16 = reinterpret_cast<std::uint16_t*>(out);
     std::uint16_t* s16 = reinterpret_cast<std::uint16_t*>(sums);
     const std::uint16_t* sub16 = reinterpret_cast<const std::uint16_t*>(sub);
-    for (std::ptrdiff_t s = r.s0; s < n; s += std::ptrdiff_t(B)) {
+    // kStore: 0 the samples [max(s, 0), min(s + B, n)) through a buffer, 1 unaligned, 2 aligned, 3 streamed.
+    auto block = [&]<int kStore>(std::ptrdiff_t s) HWY_ATTR {
         const std::size_t at = std::size_t(s - r.s0);  // the block's words in the 16-bit rows
         VW se, so;
         if constexpr (kMode == 1) {
@@ -477,34 +492,47 @@ void Box16T(const Box16Row& r, std::int16_t* HWY_RESTRICT out, const std::int16_
             }
         } else {
             while (s >= r.src[g].end) ++g;
+            hwy::Prefetch(r.src[g].base + s + r.prefetch);
             VW e, o;
-            BoxRowBlock(r.src[g].base + s, r.taps, r.step, e, o);
+            BoxRowBlock<kTaps>(r.src[g].base + s, r.taps, r.step, e, o);
             hn::Store(e, dw, o16 + at);
             hn::Store(o, dw, o16 + at + N);
-            if constexpr (kMode == 0) continue;
+            if constexpr (kMode == 0) return;
             se = hn::Add(hn::Load(dw, s16 + at), hn::Sub(e, hn::Load(dw, sub16 + at)));
             so = hn::Add(hn::Load(dw, s16 + at + N), hn::Sub(o, hn::Load(dw, sub16 + at + N)));
         }
         if constexpr (kMode != 0) {
             hn::Store(se, dw, s16 + at);
             hn::Store(so, dw, s16 + at + N);
-            if (s >= 0 && s + std::ptrdiff_t(B) <= n) {
-                const auto q = BoxPack<!kPlain>(fin, se, so);
-                if (!aligned) hn::StoreU(q, d8, dst + s);
-                else if (stream) hn::Stream(q, d8, dst + s);
-                else hn::Store(q, d8, dst + s);
-            } else {  // samples [max(s, 0), min(s + B, n)) only
+            if constexpr (kStore == 0) {
                 alignas(64) std::uint8_t tmp[HWY_MAX_BYTES];
                 hn::Store(BoxPack<true>(fin, se, so), d8, tmp);
                 const std::ptrdiff_t a = std::max<std::ptrdiff_t>(s, 0), b = std::min<std::ptrdiff_t>(s + std::ptrdiff_t(B), n);
                 std::memcpy(dst + a, tmp + (a - s), std::size_t(b - a));
+            } else {
+                const auto q = BoxPack<!kPlain>(fin, se, so);
+                if constexpr (kStore == 1) hn::StoreU(q, d8, dst + s);
+                if constexpr (kStore == 2) hn::Store(q, d8, dst + s);
+                if constexpr (kStore == 3) hn::Stream(q, d8, dst + s);
             }
         }
-    }
+    };
+    // A partial block before 0, whole blocks [full, full_end), a partial block at full_end.
+    const std::ptrdiff_t Bs = std::ptrdiff_t(B);
+    const std::ptrdiff_t full = r.s0 < 0 ? r.s0 + Bs : r.s0;
+    const std::ptrdiff_t full_end = n > full ? full + (n - full) / Bs * Bs : full;
+    if (r.s0 < 0) block.template operator()<0>(r.s0);
+    auto whole = [&]<int kStore>() HWY_ATTR {
+        for (std::ptrdiff_t s = full; s < full_end; s += Bs) block.template operator()<kStore>(s);
+    };
+    if ((reinterpret_cast<std::uintptr_t>(dst) + std::uintptr_t(full)) % B != 0) whole.template operator()<1>();
+    else if (stream) whole.template operator()<3>();
+    else whole.template operator()<2>();
+    if (full_end < n) block.template operator()<0>(full_end);
 }
 #else
-// One lane: a block of two samples, E then O, which is the samples' own order.
-template <int kMode, int kKind, bool kTie, bool kPlain>
+// One lane: a block of one sample.
+template <int kMode, int kKind, bool kTie, bool kPlain, std::size_t kTaps>
 void Box16T(const Box16Row& r, std::int16_t* HWY_RESTRICT out, const std::int16_t* const* rows, std::size_t count,
             const std::int16_t* HWY_RESTRICT sub, std::int16_t* HWY_RESTRICT sums, const IntFinish16& f,
             std::uint8_t* HWY_RESTRICT dst, bool) {
@@ -538,13 +566,21 @@ template <int kMode>
 void Box16Go(const Box16Row& r, std::int16_t* out, const std::int16_t* const* rows, std::size_t count,
              const std::int16_t* sub, std::int16_t* sums, const IntFinish16& f, std::uint8_t* dst, bool stream) {
     if constexpr (kMode == 0) {
-        Box16T<0, 0, false, true>(r, out, rows, count, sub, sums, f, dst, stream);
+        Box16T<0, 0, false, true, 0>(r, out, rows, count, sub, sums, f, dst, stream);
     } else {
         // No delta, and no quotient past 255 over the range: the clamp goes.
         const bool plain = f.delta_add == 0 && f.delta_sub == 0 && f.mmax / f.d <= 255;
         auto go = [&]<int kKind, bool kTie>() HWY_ATTR {
-            if (plain) Box16T<kMode, kKind, kTie, true>(r, out, rows, count, sub, sums, f, dst, stream);
-            else Box16T<kMode, kKind, kTie, false>(r, out, rows, count, sub, sums, f, dst, stream);
+            auto taps = [&]<bool kPlain>() HWY_ATTR {
+                // The running pass with the common widths unrolled.
+                if constexpr (kMode == 2) {
+                    if (r.taps == 3) return Box16T<kMode, kKind, kTie, kPlain, 3>(r, out, rows, count, sub, sums, f, dst, stream);
+                    if (r.taps == 5) return Box16T<kMode, kKind, kTie, kPlain, 5>(r, out, rows, count, sub, sums, f, dst, stream);
+                }
+                Box16T<kMode, kKind, kTie, kPlain, 0>(r, out, rows, count, sub, sums, f, dst, stream);
+            };
+            if (plain) taps.template operator()<true>();
+            else taps.template operator()<false>();
         };
         switch (f.kind * 2 + (f.tie ? 1 : 0)) {
         case 0: return go.template operator()<0, false>();
