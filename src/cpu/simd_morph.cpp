@@ -17,30 +17,12 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
+#include "cpu/simd_morph-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace apron::cpu::simd {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-template <bool kMax, class V>
-HWY_INLINE V Pick(V a, V b) {
-    if constexpr (kMax) return hn::Max(a, b);
-    else return hn::Min(a, b);
-}
-
-template <bool kMax, class T>
-HWY_INLINE T PickScalar(T a, T b) {
-    if constexpr (kMax) return std::max(a, b);
-    else return std::min(a, b);
-}
-
-// Order keys back to f32 values: the key map is its own inverse (morph_key_value).
-template <class D, class V>
-HWY_INLINE hn::Vec<hn::RebindToFloat<D>> KeyValues(D d, V k) {
-    const auto magnitude = hn::Set(d, std::int32_t(0x7FFFFFFF));
-    return hn::BitCast(hn::RebindToFloat<D>(), hn::Xor(k, hn::And(hn::ShiftRight<31>(k), magnitude)));
-}
 
 // Four vectors per step keep the loads of all rows in flight; every row is read before dst is written.
 // kValues: the rows hold f32 order keys and dst (a float row) gets their values.

@@ -39,30 +39,12 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
+#include "cpu/simd_morph-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace apron::cpu::simd {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-template <bool kMax, class V>
-HWY_INLINE V Ext(V a, V b) {
-    if constexpr (kMax) return hn::Max(a, b);
-    else return hn::Min(a, b);
-}
-
-template <bool kMax, class B>
-HWY_INLINE B ExtS(B a, B b) {
-    if constexpr (kMax) return b > a ? b : a;
-    else return b < a ? b : a;
-}
-
-// Order keys back to f32 values (the key map is its own inverse).
-template <class D, class V>
-HWY_INLINE hn::Vec<hn::RebindToFloat<D>> KeyValues(D d, V k) {
-    const auto magnitude = hn::Set(d, std::int32_t(0x7FFFFFFF));
-    return hn::BitCast(hn::RebindToFloat<D>(), hn::Xor(k, hn::And(hn::ShiftRight<31>(k), magnitude)));
-}
 
 enum Store { kUnaligned, kAligned, kStreamed };
 
@@ -117,7 +99,7 @@ HWY_INLINE void Sweep(std::size_t a, std::size_t b, std::size_t N, std::size_t m
 template <bool kMax, int MW, class D, class B>
 HWY_INLINE hn::Vec<D> HVec(D d, const B* src, std::size_t C) {
     auto v = hn::LoadU(d, src);
-    for (int i = 1; i < MW; ++i) v = Ext<kMax>(v, hn::LoadU(d, src + std::size_t(i) * C));
+    for (int i = 1; i < MW; ++i) v = Pick<kMax>(v, hn::LoadU(d, src + std::size_t(i) * C));
     return v;
 }
 
@@ -129,7 +111,7 @@ HWY_NOINLINE void HRow(const B* HWY_RESTRICT src, std::size_t C, B* HWY_RESTRICT
     if (n < N) {
         for (std::size_t s = 0; s < n; ++s) {
             B v = src[s];
-            for (int i = 1; i < MW; ++i) v = ExtS<kMax>(v, src[s + std::size_t(i) * C]);
+            for (int i = 1; i < MW; ++i) v = PickScalar<kMax>(v, src[s + std::size_t(i) * C]);
             dst[s] = v;
         }
         return;
@@ -165,9 +147,9 @@ HWY_NOINLINE void VPair(const Pair<T, B>& p) {
     if (n < N) {
         for (std::size_t s = 0; s < n; ++s) {
             B c = r[1][s];
-            for (int j = 2; j < MH; ++j) c = ExtS<kMax>(c, r[std::size_t(j)][s]);
-            out0[s] = EpiS<kEpi, T>(MH >= 2 ? ExtS<kMax>(c, r[0][s]) : r[0][s], x0 + s, p.flip);
-            out1[s] = EpiS<kEpi, T>(MH >= 2 ? ExtS<kMax>(c, r[MH][s]) : c, x1 + s, p.flip);
+            for (int j = 2; j < MH; ++j) c = PickScalar<kMax>(c, r[std::size_t(j)][s]);
+            out0[s] = EpiS<kEpi, T>(MH >= 2 ? PickScalar<kMax>(c, r[0][s]) : r[0][s], x0 + s, p.flip);
+            out1[s] = EpiS<kEpi, T>(MH >= 2 ? PickScalar<kMax>(c, r[MH][s]) : c, x1 + s, p.flip);
         }
         return;
     }
@@ -176,9 +158,9 @@ HWY_NOINLINE void VPair(const Pair<T, B>& p) {
         auto o0 = hn::LoadU(d, r[0] + s), o1 = hn::LoadU(d, r[MH] + s);
         if constexpr (MH >= 2) {
             auto c = hn::LoadU(d, r[1] + s);
-            for (int j = 2; j < MH; ++j) c = Ext<kMax>(c, hn::LoadU(d, r[std::size_t(j)] + s));
-            o0 = Ext<kMax>(c, o0);
-            o1 = Ext<kMax>(c, o1);
+            for (int j = 2; j < MH; ++j) c = Pick<kMax>(c, hn::LoadU(d, r[std::size_t(j)] + s));
+            o0 = Pick<kMax>(c, o0);
+            o1 = Pick<kMax>(c, o1);
         }
         o0 = Epi<kEpi>(d, o0, x0 + s, flip);
         o1 = Epi<kEpi>(d, o1, x1 + s, flip);
@@ -200,7 +182,7 @@ void VOne(const B* const* rows, int mh, T* HWY_RESTRICT out, std::size_t n, cons
     if (n < N) {
         for (std::size_t s = 0; s < n; ++s) {
             B c = rows[0][s];
-            for (int j = 1; j < mh; ++j) c = ExtS<kMax>(c, rows[j][s]);
+            for (int j = 1; j < mh; ++j) c = PickScalar<kMax>(c, rows[j][s]);
             out[s] = EpiS<kEpi, T>(c, other + s, flip_value);
         }
         return;
@@ -208,7 +190,7 @@ void VOne(const B* const* rows, int mh, T* HWY_RESTRICT out, std::size_t n, cons
     const auto flip = hn::Set(d, flip_value);
     Sweep(0, n, N, 0, false, [&](std::size_t s, bool) HWY_ATTR {
         auto c = hn::LoadU(d, rows[0] + s);
-        for (int j = 1; j < mh; ++j) c = Ext<kMax>(c, hn::LoadU(d, rows[j] + s));
+        for (int j = 1; j < mh; ++j) c = Pick<kMax>(c, hn::LoadU(d, rows[j] + s));
         PutOut<kUnaligned>(d, Epi<kEpi>(d, c, other + s, flip), out + s);
     });
 }
@@ -248,7 +230,7 @@ template <bool kMax, std::size_t C, class D, class B, int... I>
 HWY_INLINE hn::Vec<D> HShuffle(D d, const B* src, std::integer_sequence<int, I...>) {
     const auto x = hn::LoadU(d, src), y = hn::LoadU(d, src + 16 / sizeof(B));
     auto v = x;
-    ((v = Ext<kMax>(v, Tap<int((I + 1) * C * sizeof(B))>(d, x, y))), ...);
+    ((v = Pick<kMax>(v, Tap<int((I + 1) * C * sizeof(B))>(d, x, y))), ...);
     return v;
 }
 template <bool kMax, int K, std::size_t C, bool kShuffle, class D, class B>
@@ -269,9 +251,9 @@ HWY_INLINE void FusedStep(D d, const B* s0, const B* s1, const std::array<const 
     auto o0 = h0, o1 = h1;
     if constexpr (K >= 2) {
         auto c = h0;  // rows o+1 .. o+K-1
-        for (int j = 1; j + 1 < K; ++j) c = Ext<kMax>(c, hn::LoadU(d, old[std::size_t(j)]));
-        o0 = Ext<kMax>(c, hn::LoadU(d, old[0]));
-        o1 = Ext<kMax>(c, h1);
+        for (int j = 1; j + 1 < K; ++j) c = Pick<kMax>(c, hn::LoadU(d, old[std::size_t(j)]));
+        o0 = Pick<kMax>(c, hn::LoadU(d, old[0]));
+        o1 = Pick<kMax>(c, h1);
     }
     PutOut<kHow>(d, Epi<kEpi>(d, o0, x0, flip), out0);
     PutOut<kHow>(d, Epi<kEpi>(d, o1, x1, flip), out1);
