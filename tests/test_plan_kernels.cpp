@@ -95,6 +95,7 @@ public:
         return {p.algorithm == MorphAlgorithm::separable_rect ? "fake.rect" : "fake.direct", ""};
     }
     KernelChoice combine_kernel(const CombinePlan&, const ImageShape&) const override { return {"fake.combine", ""}; }
+    KernelChoice rank_kernel(const RankPlan&, const ImageShape&) const override { return {"fake.rank", ""}; }
 };
 
 TEST(PlanKernels, ThePlannerAsksOnlyTheCapabilitiesItIsGiven) {

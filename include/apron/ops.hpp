@@ -39,18 +39,28 @@ struct MorphStep {
     double border_value = 0;
 };
 
+// Rank filter over the set cells of a flat element (SPEC.md "Rank"): the rank-th smallest (0-based) of the
+// element's n samples, read through the border mode. f32 NaN samples are missing: of the v samples that are
+// not NaN the one of rank floor(rank * v / n) is taken, and NaN where v = 0. Median: rank = n / 2.
+struct RankStep {
+    Mask element;  // weights 0 or 1
+    int rank = 0;  // 0 .. n-1, n = the element's set cells
+    BorderMode border = BorderMode::reflect;
+    double border_value = 0;
+};
+
 // Pixel-wise a*A + b*B + c, for operations built from others (gradient, top-hat, unsharp).
 struct CombineStep {
     double a = 1, b = 0, c = 0;
 };
 
 // One step reads the operation's input (op_input) or an earlier step's result (its index).
-// Types: a step that is not the last of its operation writes f32, except morphology, which keeps its
-// input's type (it is exact); the last step writes the operation's output type.
+// Types: a step that is not the last of its operation writes f32, except morphology and rank filters, which
+// keep their input's type (they are exact); the last step writes the operation's output type.
 constexpr int op_input = -1;  // a step operand: the operation's input image
 constexpr int no_operand = -2;  // a step operand that is not used (CombineStep with b = 0)
 struct Step {
-    std::variant<LinearStep, MorphStep, CombineStep> action;
+    std::variant<LinearStep, MorphStep, CombineStep, RankStep> action;
     int input = op_input;
     int second = no_operand;  // CombineStep's B
 };

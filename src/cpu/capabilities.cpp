@@ -49,6 +49,7 @@ public:
         return {p.algorithm == MorphAlgorithm::separable_rect ? "cpu.morph_rect" : "cpu.morph_runs", ""};
     }
     KernelChoice combine_kernel(const CombinePlan&, const ImageShape&) const override { return {"cpu.combine", ""}; }
+    KernelChoice rank_kernel(const RankPlan& p, const ImageShape& shape) const override { return cpu::rank_kernel_for(p, shape); }
 };
 
 } // namespace

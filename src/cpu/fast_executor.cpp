@@ -132,6 +132,13 @@ public:
         run_combine(pool_, plan, a, b, out);
     }
 
+    void rank(const RankPlan& plan, ConstImageView in, ImageView out) override {
+        require_host("rank input", in);
+        require_host("rank output", apron::as_const(out));
+        advise_huge_pages(out);
+        run_rank(pool_, plan, in, out);
+    }
+
     // Only the saturated differences of same-type u8 / u16 images (coefficients 1 and -1, no constant: the
     // derived morphology ops), which the one-pass small-rectangle kernel applies before its stores.
     bool morph_combine(const MorphPlan& m, const CombinePlan& c, ConstImageView in, ConstImageView other, bool result_is_a,

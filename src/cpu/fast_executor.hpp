@@ -24,5 +24,8 @@ void run_morph(ThreadPool& pool, const MorphPlan& plan, ConstImageView in, Image
 bool run_morph_combine(ThreadPool& pool, const MorphPlan& plan, ConstImageView in, ConstImageView other, bool minus_other,
                        ImageView out);
 void run_combine(ThreadPool& pool, const CombinePlan& plan, ConstImageView a, ConstImageView b, ImageView out);
+// Rank filters (fast_rank.cpp), and the kernel they run for a plan (cpu/capabilities.cpp names it).
+void run_rank(ThreadPool& pool, const RankPlan& plan, ConstImageView in, ImageView out);
+KernelChoice rank_kernel_for(const RankPlan& plan, const ImageShape& shape);
 
 } // namespace apron::cpu

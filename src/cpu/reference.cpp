@@ -2,13 +2,16 @@
 // no cleverness. Every other backend is tested against it; it is not meant to be fast.
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "core/border_index.hpp"
 #include "core/dispatch.hpp"
 #include "core/linear_finish.hpp"
 #include "core/morph_value.hpp"
 #include "core/pixel.hpp"
+#include "core/rank_value.hpp"
 #include "plan/plan.hpp"
 
 namespace apron {
@@ -45,6 +48,10 @@ public:
                 });
             });
         });
+    }
+
+    void rank(const RankPlan& p, ConstImageView in, ImageView out) override {
+        with_type(p.type, [&]<class T>() { rank_typed<T>(p, in, out); });
     }
 
 private:
@@ -96,6 +103,39 @@ private:
                             best = morph_pick(dilate, best, v);
                         }
                     out.row<T>(y)[std::size_t(x) * channels + c] = T(best);
+                }
+    }
+
+    // SPEC: the window's samples through the border, ordered by their keys (core/rank_value.hpp); NaN is
+    // missing, and of the v valid samples the one of rank rank_among(rank, v, n) is taken.
+    template <class T>
+    static void rank_typed(const RankPlan& p, ConstImageView in, ImageView out) {
+        const Mask& e = p.step.element;
+        const T outside = store_pixel<T>(p.step.border_value);
+        const int channels = in.channels();
+        std::vector<std::uint32_t> keys;
+        keys.reserve(std::size_t(p.count));
+        for (int y = 0; y < out.height(); ++y)
+            for (int x = 0; x < out.width(); ++x)
+                for (int c = 0; c < channels; ++c) {
+                    keys.clear();
+                    for (int j = 0; j < e.height; ++j)
+                        for (int i = 0; i < e.width; ++i) {
+                            if (e.at(i, j) == 0) continue;
+                            const int xi = map_index(x + i - e.anchor_x, in.width(), p.step.border);
+                            const int yi = map_index(y + j - e.anchor_y, in.height(), p.step.border);
+                            const T v = xi < 0 || yi < 0 ? outside : in.row<T>(yi)[std::size_t(xi) * channels + c];
+                            const std::uint32_t k = rank_key(v);
+                            if (k != rank_missing_key) keys.push_back(k);
+                        }
+                    T& o = out.row<T>(y)[std::size_t(x) * channels + c];
+                    if (keys.empty()) {
+                        o = rank_value<T>(rank_missing_key);  // NaN (only f32 has missing samples)
+                        continue;
+                    }
+                    const int r = rank_among(p.step.rank, int(keys.size()), p.count);
+                    std::nth_element(keys.begin(), keys.begin() + r, keys.end());
+                    o = rank_value<T>(keys[std::size_t(r)]);
                 }
     }
 };

@@ -4,6 +4,7 @@
 #include "cuda/dispatch_table.hpp"
 #include "cuda/fft_support.hpp"
 #include "cuda/morph_rect.hpp"
+#include "cuda/rank_filter.hpp"
 #include "plan/backend_caps.hpp"
 
 namespace apron {
@@ -40,6 +41,7 @@ public:
     KernelChoice combine_kernel(const CombinePlan& p, const ImageShape& shape) const override {
         return cuda::choose_combine(p, shape);
     }
+    KernelChoice rank_kernel(const RankPlan& p, const ImageShape& shape) const override { return cuda::choose_rank(p, shape); }
 };
 
 } // namespace

@@ -28,6 +28,7 @@
 #include "cuda/fft_linear.hpp"
 #include "cuda/morph_chords.hpp"
 #include "cuda/morph_rect.hpp"
+#include "cuda/rank_filter.hpp"
 #include "cuda/runtime_direct.hpp"
 #include "cuda/separable_fused.hpp"
 #include "plan/plan.hpp"
@@ -261,6 +262,8 @@ public:
         });
         APRON_CUDA_CHECK_LAUNCH("combine");
     }
+
+    void rank(const RankPlan& p, ConstImageView in, ImageView out) override { launch_rank(p, in, out, stream_); }
 
     // Row bands: band b goes up on up_, is filtered on stream_ once the input rows it reads are there, and
     // comes down on down_, so the upload of later bands, the kernels and the download of earlier bands run

@@ -18,6 +18,7 @@ const std::vector<OpInfo>& operations() {
         add_linear_operations(ops);
         add_edge_operations(ops);
         add_morphology_operations(ops);
+        add_rank_operations(ops);
         add_preset_operations(ops);
         return ops;
     }();

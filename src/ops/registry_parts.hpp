@@ -11,6 +11,7 @@ void add_linear_operations(std::vector<OpInfo>& ops);      // ops_linear.cpp
 void add_edge_operations(std::vector<OpInfo>& ops);        // ops_edges.cpp
 void add_morphology_operations(std::vector<OpInfo>& ops);  // ops_morphology.cpp
 void add_preset_operations(std::vector<OpInfo>& ops);      // ops_presets.cpp
+void add_rank_operations(std::vector<OpInfo>& ops);        // ops_rank.cpp
 
 // Parameters shared by every linear operation: border, value, scale, delta (and normalize when asked).
 std::vector<ParamSpec> linear_params(bool with_normalise, const char* default_border = "reflect");

@@ -22,6 +22,7 @@ public:
     KernelChoice combine_kernel(const CombinePlan&, const ImageShape&) const override {
         return {"reference.combine", ""};
     }
+    KernelChoice rank_kernel(const RankPlan&, const ImageShape&) const override { return {"reference.rank", ""}; }
 };
 
 } // namespace

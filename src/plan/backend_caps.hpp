@@ -34,6 +34,7 @@ public:
     virtual KernelChoice linear_kernel(const LinearPlan& plan, const ImageShape& shape) const = 0;
     virtual KernelChoice morph_kernel(const MorphPlan& plan, const ImageShape& shape) const = 0;
     virtual KernelChoice combine_kernel(const CombinePlan& plan, const ImageShape& shape) const = 0;
+    virtual KernelChoice rank_kernel(const RankPlan& plan, const ImageShape& shape) const = 0;
 };
 
 // Each backend's capabilities (one object each, for the program's life). Defined by the backends;

@@ -84,6 +84,22 @@ struct MorphPlan {
     KernelChoice kernel;
 };
 
+// How a rank step is computed, chosen by the planner from the window and the type (plan/kinds/rank_kind.cpp):
+// `network`: the window's samples in registers, selected by compare-exchange (small windows); `histogram`:
+// sliding histograms of the element's runs (u8, u16: constant time per pixel in the window's size);
+// `select`: the samples gathered and selected (f32 beyond the network's size). Every one gives the same
+// value (SPEC: the rank-th sample), so a backend may run another where it has no kernel for the planned one.
+enum class RankAlgorithm : unsigned char { network, histogram, select };
+
+struct RankPlan {
+    RankStep step;
+    PixelType type = PixelType::u8;  // input and output
+    RankAlgorithm algorithm = RankAlgorithm::select;
+    int count = 0;                   // n: the element's set cells
+    std::vector<MorphChord> chords;  // the element's runs, row by row (as morphology's), for histogram kernels
+    KernelChoice kernel;
+};
+
 struct CombinePlan {
     CombineStep step;
     PixelType a_type = PixelType::u8, b_type = PixelType::u8, out = PixelType::u8;
@@ -100,7 +116,7 @@ struct PathEstimate {
 };
 
 struct StepPlan {
-    std::variant<LinearPlan, MorphPlan, CombinePlan> what;
+    std::variant<LinearPlan, MorphPlan, CombinePlan, RankPlan> what;
     int input = op_input, second = no_operand;
     ImageShape out_shape;
     std::string label;  // for --timing and `apron plan`
@@ -156,6 +172,7 @@ public:
     virtual void linear(const LinearPlan& plan, ConstImageView in, ImageView out) = 0;
     virtual void morph(const MorphPlan& plan, ConstImageView in, ImageView out) = 0;
     virtual void combine(const CombinePlan& plan, ConstImageView a, ConstImageView b, ImageView out) = 0;
+    virtual void rank(const RankPlan& plan, ConstImageView in, ImageView out) = 0;
 
     virtual Memory memory() const { return Memory::host; }
     virtual Buffer allocate(const ImageShape& shape);

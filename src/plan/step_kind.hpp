@@ -1,5 +1,5 @@
 #pragma once
-// Step kinds as modules. Every kind of step (linear, morphology, combine; a rank filter next) is one struct
+// Step kinds as modules. Every kind of step (linear, morphology, combine, rank) is one struct
 // in src/plan/kinds/ holding everything the rest of apron asks of a step of that kind: how it is planned,
 // how far it reads (the stream halo), whether it wraps, its tables (interning, memory, fingerprint), its
 // label, its kernel choice and how an executor runs it. The rest of apron calls the functions below, which
@@ -20,6 +20,7 @@
 #include "plan/kinds/combine_kind.hpp"
 #include "plan/kinds/linear_kind.hpp"
 #include "plan/kinds/morph_kind.hpp"
+#include "plan/kinds/rank_kind.hpp"
 #include "plan/plan.hpp"
 #include "plan/plan_context.hpp"
 
@@ -57,7 +58,7 @@ concept StepKindModule = requires(const typename K::Action& action, typename K::
 // The kinds, in the order of Step::action and StepPlan::what.
 template <class... K>
 struct KindList {};
-using StepKinds = KindList<LinearStepKind, MorphStepKind, CombineStepKind>;
+using StepKinds = KindList<LinearStepKind, MorphStepKind, CombineStepKind, RankStepKind>;
 
 namespace kind_detail {
 template <class T, class List>

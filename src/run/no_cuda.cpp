@@ -44,6 +44,7 @@ public:
     KernelChoice linear_kernel(const LinearPlan&, const ImageShape&) const override { return {"cuda", "(not built)"}; }
     KernelChoice morph_kernel(const MorphPlan&, const ImageShape&) const override { return {"cuda", "(not built)"}; }
     KernelChoice combine_kernel(const CombinePlan&, const ImageShape&) const override { return {"cuda", "(not built)"}; }
+    KernelChoice rank_kernel(const RankPlan&, const ImageShape&) const override { return {"cuda", "(not built)"}; }
 };
 
 } // namespace
