@@ -167,8 +167,8 @@ void morph_keys(bool max, const float* src, std::int32_t* dst, std::size_t n);
 void extremum_keys(bool max, const void* const* rows, std::size_t count, void* dst, std::size_t n, bool to_float,
                    bool stream = false);
 
-// Small rectangles in one pass over memory (simd_morph_rect.cpp): one task of flat erode / dilate with a
-// full mw x mh element, mw and mh <= max_small_rect. Output row o of the task is the extremum over the
+// Small rectangles in one pass over memory (simd_morph_rect-inl.h, instantiated per type in
+// simd_morph_rect_*.cpp): one task of flat erode / dilate with a full mw x mh element, mw and mh <= max_small_rect. Output row o of the task is the extremum over the
 // mh virtual rows o .. o + mh - 1 of `rows` and, in each, over the mw padded pixels of its window.
 constexpr int max_small_rect = 8;
 struct MorphRectTask {

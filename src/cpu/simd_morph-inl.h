@@ -1,4 +1,4 @@
-// Highway helpers the morphology kernels share (simd_morph.cpp, simd_morph_rect.cpp): the extremum of two
+// Highway helpers the morphology kernels share (simd_morph.cpp, simd_morph_rect-inl.h): the extremum of two
 // vectors or samples, and f32 order keys back to values. Included once per SIMD target, after
 // hwy/highway.h, as Highway's -inl.h headers are (the toggle guard below).
 #if defined(APRON_CPU_SIMD_MORPH_INL_H_) == defined(HWY_TARGET_TOGGLE)
