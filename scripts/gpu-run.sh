@@ -84,7 +84,9 @@ case " $steps " in *" build "*)
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DAPRON_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DPython_EXECUTABLE="$(command -v python3)" "${tiff_args[@]}" ${APRON_CMAKE_ARGS:-} > "$OUT/build.log" 2>&1 ||
     { tail -30 "$OUT/build.log"; exit 1; }
-  cmake --build build-gpu -j"$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
+  # APRON_BUILD_TARGETS: only these targets (an iteration on one kernel family: "apron_gpu_tests bench_gpu").
+  cmake --build build-gpu -j"$(nproc)" ${APRON_BUILD_TARGETS:+--target $APRON_BUILD_TARGETS} > "$OUT/build.log" 2>&1 ||
+    { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
   # Register and shared-memory use of every kernel (ptxas), for docs/perf-notes.md.
   find build-gpu -name "*.cu.o" -exec cuobjdump -res-usage {} \; >> "$OUT/build.log" 2>/dev/null
   # The slowest compile steps (ms), to keep the GPU machine's build short.
