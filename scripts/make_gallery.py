@@ -65,6 +65,10 @@ GALLERY = {
     "gradient": [Shot("gradient", "gradient")],
     "tophat": [Shot("tophat", "tophat:se=rect:15x15")],
     "blackhat": [Shot("blackhat", "blackhat:se=rect:15x15")],
+    # Rank filters: a median removes specks and keeps edges; a high percentile is a gentler dilation.
+    "median": [Shot("median", "median:se=disk:5")],
+    "percentile": [Shot("percentile", "percentile:p=90,se=rect:9x9,border=nearest")],
+    "rank": [Shot("rank", "rank:r=1,se=cross:9x9")],
     "xf-sharpen": [Shot("xf-sharpen", "xf-sharpen")],
     "xf-highpass": [Shot("xf-highpass", "xf-highpass")],
     "xf-lowpass": [Shot("xf-lowpass", "xf-lowpass")],
