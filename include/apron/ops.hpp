@@ -49,9 +49,26 @@ struct RankStep {
     double border_value = 0;
 };
 
-// Pixel-wise a*A + b*B + c, for operations built from others (gradient, top-hat, unsharp).
+// What a combine step computes from its samples A and B (SPEC.md "NaN and nodata in linear filters"). A
+// sample is missing when it is NaN, or (has_nodata) when it equals nodata in the operand that is the
+// operation's input (fill's and valid's A, mark's B). A missing output is NaN in f32 and, in an integer
+// output, nodata (with has_nodata) or 0 (NaN stored as an integer, SPEC.md "Types").
+//   affine: a*A + b*B + c                                (every program before NaN handling)
+//   fill:   c where A is missing, else A                 (nan=ignore: c = 0; nan=fill:V: c = V)
+//   valid:  0 where A is missing, else 1                 (the validity image whose weighted sum normalises)
+//   ratio:  a*A / B + c where B > b, else missing        (A, B: the weighted sums of fill's and valid's images)
+//   mark:   missing where A is NaN or (b != 0) B is missing, else A  (preserve_nan; nodata into NaN and back)
+// A second operand B is read exactly when b != 0, whatever the form.
+enum class CombineForm : unsigned char { affine, fill, valid, ratio, mark };
+const char* to_string(CombineForm f);
+
+// Pixel-wise a*A + b*B + c, for operations built from others (gradient, top-hat, unsharp), and the pointwise
+// forms of NaN- and nodata-aware linear filters.
 struct CombineStep {
     double a = 1, b = 0, c = 0;
+    CombineForm form = CombineForm::affine;
+    bool has_nodata = false;
+    double nodata = 0;
 };
 
 // One step reads the operation's input (op_input) or an earlier step's result (its index).

@@ -42,12 +42,26 @@ void combine_integer_row(const A* pa, const B* pb, Out* po, std::size_t n, int a
     }
 }
 
+// The forms of NaN- and nodata-aware linear filters (fill, valid, ratio, mark): the shared per-sample rule
+// (core/missing_sample.hpp) in double SIMD lanes, bands of rows over the pool (memory-bound).
+void run_missing_form(ThreadPool& pool, const CombinePlan& plan, ConstImageView a, ConstImageView b, ImageView out) {
+    const int height = out.height(), bands = std::min(height, 4 * pool.size());
+    const std::size_t n = std::size_t(out.width()) * std::size_t(out.channels());
+    const CombineStep s = plan.step;
+    pool.run(bands, [&](int band, int) {
+        for (int y = int((long long)height * band / bands); y < int((long long)height * (band + 1) / bands); ++y)
+            simd::combine_missing(plan.a_type, plan.b_type, plan.out, a.row_bytes(y), s.b != 0 ? b.row_bytes(y) : nullptr,
+                                  out.row_bytes(y), n, s);
+    });
+}
+
 } // namespace
 
 // Pixel-wise a*A + b*B + c in double, in the reference's order of operations (in int32 where that is exact:
 // integer samples and coefficients), in SIMD lanes; memory-bound, so bands of rows.
 void run_combine(ThreadPool& pool, const CombinePlan& plan, ConstImageView a, ConstImageView b, ImageView out) {
     if (out.empty()) return;
+    if (plan.step.form != CombineForm::affine) return run_missing_form(pool, plan, a, b, out);
     const int height = out.height(), bands = std::min(height, 4 * pool.size());
     const std::size_t n = std::size_t(out.width()) * std::size_t(out.channels());
     const CombineStep s = plan.step;
@@ -143,7 +157,8 @@ public:
     // derived morphology ops), which the one-pass small-rectangle kernel applies before its stores.
     bool morph_combine(const MorphPlan& m, const CombinePlan& c, ConstImageView in, ConstImageView other, bool result_is_a,
                        ImageView out) override {
-        if (m.type == PixelType::f32 || c.a_type != m.type || c.b_type != m.type || c.out != m.type || c.step.c != 0)
+        if (c.step.form != CombineForm::affine || m.type == PixelType::f32 || c.a_type != m.type || c.b_type != m.type ||
+            c.out != m.type || c.step.c != 0)
             return false;
         const double k_result = result_is_a ? c.step.a : c.step.b, k_other = result_is_a ? c.step.b : c.step.a;
         if (!((k_result == 1 && k_other == -1) || (k_result == -1 && k_other == 1))) return false;

@@ -9,6 +9,7 @@
 #include "core/border_index.hpp"
 #include "core/dispatch.hpp"
 #include "core/linear_finish.hpp"
+#include "core/missing_sample.hpp"
 #include "core/morph_value.hpp"
 #include "core/pixel.hpp"
 #include "core/rank_value.hpp"
@@ -41,6 +42,11 @@ public:
                 with_type(p.out, [&]<class Out>() {
                     for (int y = 0; y < out.height(); ++y)
                         for (int k = 0; k < out.width() * out.channels(); ++k) {
+                            if (p.step.form != CombineForm::affine) {  // SPEC: NaN and nodata in linear filters
+                                const B second = p.step.b != 0 ? b.row<B>(y)[k] : B(0);
+                                out.row<Out>(y)[k] = missing_form_sample<A, B, Out>(p.step, a.row<A>(y)[k], second);
+                                continue;
+                            }
                             double v = p.step.a * double(a.row<A>(y)[k]);
                             if (p.step.b != 0) v += p.step.b * double(b.row<B>(y)[k]);
                             out.row<Out>(y)[k] = store_pixel<Out>(v + p.step.c);

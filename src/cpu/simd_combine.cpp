@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/missing_sample.hpp"
+
 #ifndef HWY_DISABLED_TARGETS
 #define HWY_DISABLED_TARGETS HWY_SSSE3
 #endif
@@ -121,6 +123,54 @@ void CombineDoubleRow(const A* pa, const B* pb, Out* po, std::size_t n, double k
     }
 }
 
+// The missing-sample forms (core/missing_sample.hpp) lane by lane in double: each lane's samples as doubles
+// (exact), the same tests (NaN, == nodata) and, for the ratio, the same operations in the same order, each
+// rounded once; the store is StoreDouble's, store_pixel's rule. The tail runs the shared scalar rule.
+template <class DF>
+HWY_INLINE auto MissingMask(DF df, hn::Vec<DF> v, const CombineStep& s) {
+    const auto nan = hn::IsNaN(v);
+    return s.has_nodata ? hn::Or(nan, hn::Eq(v, hn::Set(df, s.nodata))) : nan;
+}
+
+template <class A, class B, class Out>
+void MissingFormRow(const A* pa, const B* pb, Out* po, std::size_t n, const CombineStep& s) {
+    const hn::ScalableTag<double> df;
+    const std::size_t N = hn::Lanes(df);
+    const double missing_value = std::is_same_v<Out, float> ? double(NAN) : s.has_nodata ? s.nodata : 0.0;
+    const auto missing = hn::Set(df, missing_value), zero = hn::Zero(df), one = hn::Set(df, 1.0);
+    const auto ka = hn::Set(df, s.a), kb = hn::Set(df, s.b), kc = hn::Set(df, s.c);
+    std::size_t k = 0;
+    switch (s.form) {
+    case CombineForm::fill:
+        for (; k + N <= n; k += N) {
+            const auto v = LoadDouble(df, pa + k);
+            StoreDouble(df, hn::IfThenElse(MissingMask(df, v, s), kc, v), po + k);
+        }
+        break;
+    case CombineForm::valid:
+        for (; k + N <= n; k += N)
+            StoreDouble(df, hn::IfThenElse(MissingMask(df, LoadDouble(df, pa + k), s), zero, one), po + k);
+        break;
+    case CombineForm::ratio:
+        for (; k + N <= n; k += N) {
+            const auto w = LoadDouble(df, pb + k);
+            const auto r = hn::Add(hn::Div(hn::Mul(ka, LoadDouble(df, pa + k)), w), kc);
+            StoreDouble(df, hn::IfThenElse(hn::Gt(w, kb), r, missing), po + k);
+        }
+        break;
+    case CombineForm::mark:
+        for (; k + N <= n; k += N) {
+            const auto v = LoadDouble(df, pa + k);
+            auto m = hn::IsNaN(v);
+            if (pb) m = hn::Or(m, MissingMask(df, LoadDouble(df, pb + k), s));
+            StoreDouble(df, hn::IfThenElse(m, missing, v), po + k);
+        }
+        break;
+    default: break;
+    }
+    for (; k < n; ++k) po[k] = missing_form_sample<A, B, Out>(s, pa[k], pb ? pb[k] : B(0));
+}
+
 template <class F>
 void WithType(PixelType t, F&& f) {
     if (t == PixelType::u8) f(std::uint8_t{});
@@ -142,6 +192,20 @@ void CombineDouble(PixelType ta, PixelType tb, PixelType tout, const void* a, co
     });
 }
 
+void CombineMissing(PixelType ta, PixelType tb, PixelType tout, const void* a, const void* b, void* out, std::size_t n,
+                    const CombineStep& s) {
+    WithType(ta, [&](auto av) {
+        WithType(b ? tb : ta, [&](auto bv) {
+            WithType(tout, [&](auto ov) {
+                using A = decltype(av);
+                using B = decltype(bv);
+                using Out = decltype(ov);
+                MissingFormRow(static_cast<const A*>(a), static_cast<const B*>(b), static_cast<Out*>(out), n, s);
+            });
+        });
+    });
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace apron::cpu::simd
 HWY_AFTER_NAMESPACE();
@@ -151,6 +215,7 @@ namespace apron::cpu::simd {
 
 HWY_EXPORT(CombineInteger);
 HWY_EXPORT(CombineDouble);
+HWY_EXPORT(CombineMissing);
 
 void combine_integer(PixelType t, const void* a, const void* b, void* out, std::size_t n, int ka, int kb, int kc) {
     HWY_DYNAMIC_DISPATCH(CombineInteger)(t, a, b, out, n, ka, kb, kc);
@@ -159,6 +224,11 @@ void combine_integer(PixelType t, const void* a, const void* b, void* out, std::
 void combine_double(PixelType ta, PixelType tb, PixelType tout, const void* a, const void* b, void* out, std::size_t n,
                     double ka, double kb, double kc) {
     HWY_DYNAMIC_DISPATCH(CombineDouble)(ta, tb, tout, a, b, out, n, ka, kb, kc);
+}
+
+void combine_missing(PixelType ta, PixelType tb, PixelType tout, const void* a, const void* b, void* out, std::size_t n,
+                     const CombineStep& s) {
+    HWY_DYNAMIC_DISPATCH(CombineMissing)(ta, tb, tout, a, b, out, n, s);
 }
 
 } // namespace apron::cpu::simd

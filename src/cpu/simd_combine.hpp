@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "apron/image.hpp"
+#include "apron/ops.hpp"
 
 namespace apron::cpu::simd {
 
@@ -17,5 +18,11 @@ void combine_integer(PixelType t, const void* a, const void* b, void* out, std::
 // half to even, f32 rounds to nearest. Bit-identical to the scalar form. b == nullptr: a*A + c.
 void combine_double(PixelType ta, PixelType tb, PixelType tout, const void* a, const void* b, void* out, std::size_t n,
                     double ka, double kb, double kc);
+
+// The forms of NaN- and nodata-aware linear filters (fill, valid, ratio, mark: apron/ops.hpp's CombineForm),
+// any types, in double lanes: the bits of core/missing_sample.hpp's per-sample rule, which the scalar tail
+// calls. b == nullptr where the form reads no B (s.b == 0).
+void combine_missing(PixelType ta, PixelType tb, PixelType tout, const void* a, const void* b, void* out, std::size_t n,
+                     const CombineStep& s);
 
 } // namespace apron::cpu::simd

@@ -17,6 +17,7 @@
 #include "core/dispatch.hpp"
 #include "core/host_memory.hpp"
 #include "core/linear_finish.hpp"
+#include "core/missing_sample.hpp"
 #include "core/morph_value.hpp"
 #include "core/pixel.hpp"
 #include "cuda/cuda_check.hpp"
@@ -112,6 +113,17 @@ __global__ void combine_kernel(DeviceView a, DeviceView b, std::byte* out, std::
     double v = mul_rn(s.a, double(reinterpret_cast<const A*>(a.data + std::size_t(y) * a.pitch)[k]));
     if (s.b != 0) v = add_rn(v, mul_rn(s.b, double(reinterpret_cast<const B*>(b.data + std::size_t(y) * b.pitch)[k])));
     out_row<Out>(out, out_pitch, y)[k] = store_pixel<Out>(add_rn(v, s.c));
+}
+
+// The forms of NaN- and nodata-aware linear filters (fill, valid, ratio, mark), one thread per sample, through
+// the rule every backend shares (core/missing_sample.hpp). B is read only where the form has one (s.b != 0).
+template <class A, class B, class Out>
+__global__ void missing_form_kernel(DeviceView a, DeviceView b, std::byte* out, std::size_t out_pitch, CombineStep s) {
+    const int k = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (k >= a.width * a.channels || y >= a.height) return;
+    const A va = reinterpret_cast<const A*>(a.data + std::size_t(y) * a.pitch)[k];
+    const B vb = s.b != 0 ? reinterpret_cast<const B*>(b.data + std::size_t(y) * b.pitch)[k] : B(0);
+    out_row<Out>(out, out_pitch, y)[k] = missing_form_sample<A, B, Out>(s, va, vb);
 }
 
 dim3 grid_for(const ImageShape& s, dim3 block) {
@@ -256,7 +268,10 @@ public:
         with_type(p.a_type, [&]<class A>() {
             with_type(p.b_type, [&]<class B>() {
                 with_type(p.out, [&]<class Out>() {
-                    combine_kernel<A, B, Out><<<grid, block, 0, stream_>>>(device_view(a), db, out.data, out.pitch, p.step);
+                    if (p.step.form != CombineForm::affine)
+                        missing_form_kernel<A, B, Out><<<grid, block, 0, stream_>>>(device_view(a), db, out.data, out.pitch, p.step);
+                    else
+                        combine_kernel<A, B, Out><<<grid, block, 0, stream_>>>(device_view(a), db, out.data, out.pitch, p.step);
                 });
             });
         });

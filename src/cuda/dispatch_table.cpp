@@ -193,7 +193,12 @@ ChordSchedule chords_schedule_for(const MorphPlan& p, int channels) {
     return lengths.size() >= 6 ? ChordSchedule::thread_loads : ChordSchedule::staged_rows;
 }
 
-KernelChoice choose_combine(const CombinePlan&, const ImageShape&) { return {"cuda.combine", ""}; }
+// The affine form runs combine_kernel; the forms of NaN-aware linear filters run missing_form_kernel, named
+// by their form ("cuda.combine form=ratio").
+KernelChoice choose_combine(const CombinePlan& plan, const ImageShape&) {
+    if (plan.step.form == CombineForm::affine) return {"cuda.combine", ""};
+    return {"cuda.combine", std::string("form=") + to_string(plan.step.form)};
+}
 
 const char* name_of(LinearFamily f) {
     switch (f) {

@@ -53,7 +53,7 @@ void add_edge_operations(std::vector<OpInfo>& ops) {
                        if (dx >= k || dy >= k) a.fail("ksize", "must exceed dx and dy");
                        return linear_program(outer_mask(derivative_kernel(k, dy), derivative_kernel(k, dx)), a);
                    },
-                   {"sobel:dx=1", "sobel:dx=0,dy=1,border=nearest", "sobel:dx=1,dy=1,ksize=5,scale=0.25,delta=128", "sobel:dx=2,ksize=7,border=wrap"}});
+                   {"sobel:dx=1", "sobel:dx=0,dy=1,border=nearest", "sobel:dx=1,dy=1,ksize=5,scale=0.25,delta=128", "sobel:dx=2,ksize=7,border=wrap", "sobel:dx=1,nan=fill:0,nodata=0,preserve_nan=1"}});
     ops.push_back({"scharr", "edge", "Scharr derivative (dx=1 or dy=1)",
                    "dx=1: [-1 0 1] along x times [3 10 3] along y.", derivative_params(false, 1),
                    [](const OpArgs& a) { return derivative(a, {3, 10, 3}, {-1, 0, 1}); },

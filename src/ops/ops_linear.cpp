@@ -118,7 +118,7 @@ void add_linear_operations(std::vector<OpInfo>& ops) {
                    "Weights exp(-x^2/(2 sigma^2)) on -radius..radius normalised to sum 1 in each direction "
                    "(scipy.ndimage.gaussian_filter with radius=).",
                    gaussian_params(), [](const OpArgs& a) { return linear_program(gaussian_mask(a), a); },
-                   {"gaussian:sigma=1", "gaussian:sigma=2.5,border=mirror", "gaussian:sigma=1,sigma_y=3,border=constant,value=100", "gaussian:sigma=0.7,radius=4,border=wrap"}});
+                   {"gaussian:sigma=1", "gaussian:sigma=2.5,border=mirror", "gaussian:sigma=1,sigma_y=3,border=constant,value=100", "gaussian:sigma=0.7,radius=4,border=wrap", "gaussian:sigma=1.5,nan=ignore,preserve_nan=1"}});
     ops.push_back({"box", "linear", "mean over a W x H box",
                    "All weights 1/(W*H); exact for integer images (integer weights over one divisor).",
                    with({{"width", ParamKind::integer, "3", "box width", 1, max_mask_side},
@@ -128,7 +128,7 @@ void add_linear_operations(std::vector<OpInfo>& ops) {
                        const int w = a.integer("width"), h = a.has("height") ? a.integer("height") : w;
                        return linear_program(Mask(w, h, std::vector<double>(std::size_t(w) * h, 1.0 / (double(w) * h))), a);
                    },
-                   {"box:width=3", "box:width=4,height=2,border=nearest", "box:width=15,border=wrap"}});
+                   {"box:width=3", "box:width=4,height=2,border=nearest", "box:width=15,border=wrap", "box:width=5,nan=ignore,nodata=0"}});
     ops.push_back({"sharpen", "linear", "sharpen: identity plus strength times the 4-neighbour Laplacian",
                    "3x3 weights [0 -s 0; -s 1+4s -s; 0 -s 0] with s = strength (s=1: the classic [0 -1 0; -1 5 -1; 0 -1 0]).",
                    with({{"strength", ParamKind::number, "1", "s >= 0", 0, 1000}}, false),

@@ -20,6 +20,9 @@ const std::vector<OpInfo>& operations() {
         add_morphology_operations(ops);
         add_rank_operations(ops);
         add_preset_operations(ops);
+        // Linear filters, whatever their family, read missing samples (NaN, nodata) as one option says.
+        for (OpInfo& op : ops)
+            if (op.category == "linear" || op.category == "edge" || op.category == "preset") add_missing_sample_parameters(op);
         return ops;
     }();
     return all;

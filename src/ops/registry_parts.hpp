@@ -12,6 +12,9 @@ void add_edge_operations(std::vector<OpInfo>& ops);        // ops_edges.cpp
 void add_morphology_operations(std::vector<OpInfo>& ops);  // ops_morphology.cpp
 void add_preset_operations(std::vector<OpInfo>& ops);      // ops_presets.cpp
 void add_rank_operations(std::vector<OpInfo>& ops);        // ops_rank.cpp
+// The parameters nan, preserve_nan and nodata, and the rewriting of the op's program they ask for
+// (ops_nan.cpp): the registry applies it to every operation of the linear, edge and preset categories.
+void add_missing_sample_parameters(OpInfo& op);
 
 // Parameters shared by every linear operation: border, value, scale, delta (and normalize when asked).
 std::vector<ParamSpec> linear_params(bool with_normalise, const char* default_border = "reflect");

@@ -290,7 +290,8 @@ bool repeats(const StepPlan& step, const StepPlan& next, int step_index) {
 }
 
 // The operand of combine step `next` (at k + 1) that is not step k's result, and whether that result is its
-// A; nullopt unless `next` combines step k's morphology result, read by nothing else, with another image.
+// A; nullopt unless `next` combines step k's morphology result, read by nothing else, with another image, in
+// the affine form a*A + b*B + c (the only one Executor::morph_combine fuses).
 struct FusedOperand {
     int other;
     bool result_is_a;
@@ -299,6 +300,7 @@ std::optional<FusedOperand> fused_operand(const OperationPlan& op, std::size_t k
     if (k + 1 >= op.steps.size() || last_reader[k] != int(k) + 1) return std::nullopt;
     const StepPlan &step = op.steps[k], &next = op.steps[k + 1];
     if (!std::holds_alternative<MorphPlan>(step.what) || !std::holds_alternative<CombinePlan>(next.what)) return std::nullopt;
+    if (std::get<CombinePlan>(next.what).step.form != CombineForm::affine) return std::nullopt;
     const int self = int(k);
     if (next.input == self && next.second != self && next.second != no_operand) return FusedOperand{next.second, true};
     if (next.second == self && next.input != self) return FusedOperand{next.input, false};

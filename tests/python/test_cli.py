@@ -6,10 +6,11 @@ import pytest
 
 from conftest import leftovers, random_image, read_pnm, write_mask, write_pnm
 
-LINEAR = {"border", "value", "scale", "delta"}
+LINEAR = {"border", "value", "scale", "delta", "nan", "preserve_nan", "nodata"}
 MORPH = {"se", "iterations", "border", "value"}
 GAUSS = {"sigma", "sigma_y", "radius", "radius_y"} | LINEAR
 # Every operation of the registry (src/ops/ops_*.cpp) with its parameters.
+RANK = {"se", "border", "value"}
 EXPECTED_OPS = {
     "correlate": {"mask", "normalize"} | LINEAR,
     "convolve": {"mask", "normalize"} | LINEAR,
@@ -30,6 +31,9 @@ EXPECTED_OPS = {
     "gradient": MORPH,
     "tophat": MORPH,
     "blackhat": MORPH,
+    "median": RANK,
+    "percentile": {"p"} | RANK,
+    "rank": {"r"} | RANK,
     "xf-sharpen": {"alpha"} | LINEAR,
     "xf-highpass": LINEAR,
     "xf-lowpass": {"alpha"} | LINEAR,
