@@ -22,15 +22,17 @@
 // count and clock (128 lanes per SM on sm_80+).
 //
 //   bench_gpu [--sizes 8192,...] [--sweep] [--book] [--large] [--reps N] [--csv FILE] [--op NAME]
-//             [--type u8|u16|f32] [--k N] [--channels C] [--shape S] [--cases classic,user] [--full]
+//             [--type u8|u16|f32] [--k N] [--channels C] [--shape S] [--cases classic,user,rank] [--full]
 // --sweep adds sizes 512 to 16384 for a subset of cases; --book the book chapter's cases (u8 images 512 to
 // 4096, masks 3x3 to 7x7, kernel only and host to host; bench/book_chapter_c2070.md); --op/--type/--k
 // restrict the cases (profiling; --op takes the name without '@'; --channels and --shape the user cases', e.g.
 // --shape disk:7).
-// --cases: which case sets run (default both): classic, the single-channel cases of the sizes above;
+// --cases: which case sets run (default all three): classic, the single-channel cases of the sizes above;
 // user, the shapes users run (bench/user_cases.hpp: 1, 3 and 4 channels, u8/u16/f32, correlate, gaussian,
-// box, sharpen, and dilate/erode with rect, ellipse, cross, disk and random elements). --full: the user
-// cases' full sweep (every type for every family, erode on every element, elements up to 63x63).
+// box, sharpen, and dilate/erode with rect, ellipse, cross, disk and random elements); rank, the rank filters
+// (bench/rank_cases.hpp: median over rect 3x3 to 31x31 and disk:15 on u8 gray and RGB, 3x3 on u16 and f32;
+// memory-bound roofline; peers NPP nppiFilterMedian on the interior ROI and CuPy median_filter). --full: the
+// user cases' full sweep (every type for every family, erode on every element, elements up to 63x63).
 // --large: masks of any size instead of the default cases (issue "masks of any size"): random non-separable
 // k x k masks, correlate f32 and correlate_int u8 (integer weights, exact) at k = 3..127, and correlate_rank2
 // f32 (a sum of two random outer products) at k = 15, 31, 63, 127. Each case is timed with the planner's
@@ -60,6 +62,7 @@
 #include "apron/pipeline.hpp"
 #include "band_check.hpp"
 #include "plan/plan.hpp"
+#include "rank_cases.hpp"
 #include "user_cases.hpp"
 
 using namespace apron;
@@ -169,6 +172,15 @@ std::vector<Case> user_bench_cases(bool full) {
     std::vector<Case> out;
     for (const bench::UserCase& u : bench::user_cases(full))
         out.push_back({u.op, u.type, u.param, u.program, u.taps, Algorithm::automatic, u.channels, u.shape, u.out});
+    return out;
+}
+
+// The rank-filter cases (bench/rank_cases.hpp) as bench cases: bound by memory (taps 0), their roofline the
+// device copy's.
+std::vector<Case> rank_bench_cases() {
+    std::vector<Case> out;
+    for (const bench::RankCase& r : bench::rank_cases())
+        out.push_back({r.op, r.type, double(r.param), r.program, 0, Algorithm::automatic, r.channels, r.shape});
     return out;
 }
 
@@ -443,7 +455,7 @@ int main(int argc, char** argv) {
     std::vector<int> sizes = {8192};
     int reps = 15;
     bool sweep = false, book = false, large = false, full = false;
-    bool classic_cases = true, user_set = true;
+    bool classic_cases = true, user_set = true, rank_set = true;
     std::string csv, only_op, only_type, only_shape;
     double only_k = 0;
     int only_channels = 0;
@@ -469,6 +481,7 @@ int main(int argc, char** argv) {
             const std::string v = "," + next() + ",";
             classic_cases = v.find(",classic,") != std::string::npos;
             user_set = v.find(",user,") != std::string::npos;
+            rank_set = v.find(",rank,") != std::string::npos;
         }
         else if (a == "--sweep") sweep = true;
         else if (a == "--book") book = true;
@@ -545,6 +558,12 @@ int main(int argc, char** argv) {
             const std::vector<Case> user = user_bench_cases(full);
             for (int size : sizes)
                 for (const Case& c : user)
+                    if (wanted(c)) run(c, size);
+        }
+        if (rank_set) {
+            const std::vector<Case> ranks = rank_bench_cases();
+            for (int size : sizes)
+                for (const Case& c : ranks)
                     if (wanted(c)) run(c, size);
         }
         if (classic_cases) {

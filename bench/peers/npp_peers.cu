@@ -11,6 +11,8 @@
 //   correlate_int  u8   k   nppiFilterBorder_8u_C1R_Ctx, random integer kernel (-3..3) with divisor 8
 //   gaussian_mask  f32/u8 w nppiFilterGaussBorder_*_C1R_Ctx, fixed w x w mask (w = 3..15, NPP's only sizes)
 //   dilate, erode  u8   k   nppiDilateBorder_8u_C1R_Ctx / nppiErodeBorder_8u_C1R_Ctx, k x k rectangle
+// Rank cases (--cases rank; bench/peers/npp_rank_cases.cuh): median, nppiFilterMedian 8u C1R/C3R at 3x3, 5x5, 7x7
+// and 31x31, 16u and 32f C1R at 3x3, on the interior ROI (NPP's median has no border mode).
 // A call that returns an error status is reported on stderr and writes no row.
 // --large adds the masks of any size (bench_gpu --large): correlate f32 and correlate_int u8 also at
 // k = 41, 51, 63, 85, 127 (correlate u8 with a float kernel stays at k <= 31, as apron's default cases).
@@ -18,8 +20,8 @@
 // Build and run (on the GPU machine):
 //   nvcc -O3 -arch=sm_90 bench/peers/npp_peers.cu -o npp_peers -lnppif -lnppim -lnppc
 //   ./npp_peers --sizes 8192[,4096,...] --csv npp.csv [--reps 15] [--warmup 3] [--large] [--full]
-//               [--cases classic,user]
-// --cases: which case sets run (default both); --full: the user cases' full sweep (bench_gpu --full).
+//               [--cases classic,user,rank]
+// --cases: which case sets run (default all three); --full: the user cases' full sweep (bench_gpu --full).
 #include <cuda_runtime.h>
 #include <npp.h>
 
@@ -162,12 +164,13 @@ std::vector<int> parse_sizes(const std::string& s) {
 } // namespace
 
 #include "npp_user_cases.cuh"
+#include "npp_rank_cases.cuh"
 
 int main(int argc, char** argv) {
     std::vector<int> sizes = {8192};
     std::string csv;
     int reps = 15, warmup = 3;
-    bool large = false, full = false, classic_cases = true, user_set = true;
+    bool large = false, full = false, classic_cases = true, user_set = true, rank_set = true;
     for (int k = 1; k < argc; ++k) {
         const std::string a = argv[k];
         auto next = [&]() -> std::string {
@@ -187,11 +190,12 @@ int main(int argc, char** argv) {
             const std::string v = "," + next() + ",";
             classic_cases = v.find(",classic,") != std::string::npos;
             user_set = v.find(",user,") != std::string::npos;
+            rank_set = v.find(",rank,") != std::string::npos;
         }
         else {
             std::fprintf(stderr,
                          "usage: npp_peers --sizes 8192[,4096...] --csv FILE [--reps N] [--warmup N] [--large] "
-                         "[--full] [--cases classic,user]\n");
+                         "[--full] [--cases classic,user,rank]\n");
             return 2;
         }
     }
@@ -334,6 +338,9 @@ int main(int argc, char** argv) {
             user_cases::run_type<Npp16u>("u16", full, full, size, timer, ctx, record);
             user_cases::run_type<Npp32f>("f32", full, full, size, timer, ctx, record);
         }
+
+    if (rank_set)
+        for (const int size : sizes) rank_cases::run_all(size, timer, ctx, record);
 
     if (out) {
         std::fclose(out);

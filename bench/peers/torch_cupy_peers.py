@@ -33,6 +33,15 @@ User cases (--cases user; 1, 3 and 4 interleaved channels, H x W x C arrays; C =
 Default types as bench_gpu's: u8 for every family, u16 and f32 too for correlate and gaussian sigma 0.6 and 2;
 --full: every type for every family, sides 31 and 63, erode too.
 
+Rank cases (--cases rank; bench/rank_cases.hpp):
+    cupy       median         u8  rect:3x3, 5x5, 7x7, 31x31, disk:15, 1 and 3 channels; u16 and f32 rect:3x3, 1 channel:
+                                                     cupyx.scipy.ndimage.median_filter, size (k, k) (RGB: (k, k, 1)) or
+                                                     the disk's footprint, mode 'reflect' (apron's default border)
+CuPy's median over n > 160 cells (31x31: 961, disk:15: 709) sorts every window (shell sort in local memory): about
+a thousand times slower than its 7x7, so those rows are timed on a 1024 x 1024 image (their size column says so),
+one warm-up and three repetitions; Mpix/s is what compares (the kernel's time per pixel does not depend on the
+image's size at these sizes).
+
 Each section runs in its own try/except: a missing library or a failing case only drops its rows.
 
 --large adds the masks of any size (bench_gpu --large) to the correlate cases: k = 41, 51, 63, 85, 127 for cuDNN
@@ -40,7 +49,7 @@ f32 (cuDNN f16 stays at k <= 31), and CuPy's correlate up to k = 63. A call slow
 last warm-up) is timed over SLOW_REPS repetitions.
 
     python3 bench/peers/torch_cupy_peers.py --sizes 8192[,4096...] --csv FILE [--reps 15] [--warmup 3] [--large]
-                                            [--full] [--cases classic,user]
+                                            [--full] [--cases classic,user,rank]
 """
 import argparse
 import csv
@@ -418,6 +427,68 @@ def torch_user_sections(run, sizes):
     run.section("cuDNN depthwise conv2d (PyTorch, planar), 1/3/4 channels", body)
 
 
+RANK_CASES = [  # (type, channels, kind, side): bench/rank_cases.hpp
+    ("u8", 1, "rect", 3), ("u8", 1, "rect", 5), ("u8", 1, "rect", 7), ("u8", 1, "rect", 31), ("u8", 1, "disk", 31),
+    ("u8", 3, "rect", 3), ("u8", 3, "rect", 5), ("u8", 3, "rect", 7), ("u8", 3, "rect", 31), ("u8", 3, "disk", 31),
+    ("u16", 1, "rect", 3), ("f32", 1, "rect", 3),
+]
+RANK_SLOW_CELLS = 160   # CuPy sorts windows of more cells (rank > 80 from either end): timed on RANK_SLOW_SIZE
+RANK_SLOW_SIZE = 1024
+
+
+def cupy_rank_sections(run, sizes):
+    def body():
+        import cupy
+        import cupyx.scipy.ndimage as ndi
+
+        def ev():
+            return cupy.cuda.Event()
+
+        def el(a, b):
+            return cupy.cuda.get_elapsed_time(a, b)
+
+        def images(size, typ, c):
+            rs = cupy.random.RandomState(seed=size + 7919 * c)
+            shape = (size, size) if c == 1 else (size, size, c)
+            if typ == "f32":
+                return rs.randint(0, 256, size=shape, dtype=cupy.int32).astype(cupy.float32)
+            hi = 256 if typ == "u8" else 65536
+            return rs.randint(0, hi, size=shape, dtype=cupy.int32).astype(cupy.uint8 if typ == "u8" else cupy.uint16)
+
+        def few_ms(fn):
+            """One warm-up, the median of three: for the calls that take seconds."""
+            fn()
+            times = []
+            for _ in range(3):
+                a, b = ev(), ev()
+                a.record()
+                fn()
+                b.record()
+                b.synchronize()
+                times.append(el(a, b))
+            return sorted(times)[1]
+
+        for size in sizes:
+            for typ, c, kind, k in RANK_CASES:
+                fp = element(kind, k).astype(bool)
+                slow = int(fp.sum()) > RANK_SLOW_CELLS
+                n = min(size, RANK_SLOW_SIZE) if slow else size
+                x = images(n, typ, c)
+                out = cupy.empty_like(x)
+                if kind == "rect":
+                    kwargs = {"size": (k, k) if c == 1 else (k, k, 1)}
+                else:
+                    f = cupy.asarray(fp)
+                    kwargs = {"footprint": f if c == 1 else f[..., None]}
+                fn = lambda: ndi.median_filter(x, output=out, mode="reflect", **kwargs)  # noqa: E731
+                ms = few_ms(fn) if slow else run.median_ms(fn, ev, el)
+                run.add("cupy", "median", typ, k, n, ms, c, element_name(kind, k))
+                del x, out
+                cupy.get_default_memory_pool().free_all_blocks()
+
+    run.section("CuPy median_filter (rank cases)", body)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="8192", help="comma-separated image sides (square, one channel)")
@@ -427,7 +498,8 @@ def main(argv=None):
     ap.add_argument("--large", action="store_true",
                     help="masks of any size: cuDNN f32 up to 127x127, CuPy correlate up to 63x63")
     ap.add_argument("--full", action="store_true", help="the user cases' full sweep (bench_gpu --full)")
-    ap.add_argument("--cases", default="classic,user", help="case sets: classic (one channel), user (1/3/4 channels)")
+    ap.add_argument("--cases", default="classic,user,rank",
+                    help="case sets: classic (one channel), user (1/3/4 channels), rank (median filters)")
     args = ap.parse_args(argv)
     case_sets = set(args.cases.split(","))
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -440,6 +512,8 @@ def main(argv=None):
         if "user" in case_sets:
             torch_user_sections(run, sizes)
             cupy_user_sections(run, sizes, args.full)
+        if "rank" in case_sets:
+            cupy_rank_sections(run, sizes)
     print("torch_cupy_peers: %d rows to %s in %.0f s" % (run.rows, args.csv, time.perf_counter() - t0))
     return 0
 
