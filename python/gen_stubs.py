@@ -26,6 +26,7 @@ from typing import Any, Union
 
 import numpy
 
+from . import ndimage as ndimage
 from ._ops import Op as Op, op as op
 from ._pipeline import Pipeline as Pipeline, batch as batch, info as info, plan as plan
 
@@ -46,13 +47,14 @@ def stub_text() -> str:
     from apron import _ops
 
     py = {"number": "float | str", "integer": "int | str", "text": "str", "border": "str", "normalise": "str",
-          "mask": "str | numpy.ndarray", "element": "str | numpy.ndarray", "vector": "str | Sequence[float]",
+          "mask": "str | numpy.ndarray", "element": "str | int | numpy.ndarray", "vector": "str | Sequence[float]",
           "choice": "str | int"}
     out = [HEADER]
     for info in _ops.all_operations():
         positional, keywords = _ops.signature_parts(info)
         kinds = {p["name"]: p["kind"] for p in info["params"]}
-        args = ["img: Array"] + [f"{n}: {py[kinds[n]]}" for n, _ in positional] + ["*"]
+        args = ["img: Array"] + [f"{n}: {py[kinds[n]]}" if d is _ops._REQUIRED else f"{n}: {py[kinds[n]]} | None = {d!r}"
+                                 for n, d in positional] + ["*"]
         args += [f"{n}: {py[kinds[n]]} | None = {d!r}" for n, d in keywords] + [RUN]
         name = _ops._python_name(info["name"])
         out.append(f"def {name}({', '.join(args)}) -> Array:\n    \"\"\"{info['summary']}\"\"\"\n")

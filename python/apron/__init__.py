@@ -9,12 +9,19 @@
 
 Every operation of apron's registry is a function here (apron.operations() lists them); NumPy arrays run
 on the CPU, CuPy arrays and torch CUDA tensors on the GPU without copies, on the caller's current stream.
-Errors: ValueError (parameters, shapes, layouts), TypeError (dtypes, array kinds), OSError (files),
-MemoryError (the memory budget). See docs/python.md.
+apron.ndimage has scipy.ndimage's filters with SciPy's names, signatures, defaults and results
+(``import apron.ndimage as ndi``). Errors: ValueError (parameters, shapes, layouts), TypeError (dtypes,
+array kinds), OSError (files), MemoryError (the memory budget); their messages name the function and the
+keyword ("gaussian(): sigma: ..."). See docs/python.md.
+
+``from apron import *`` imports every function except those named as a Python builtin (apron.open): call
+that one as apron.open(...).
 """
 from __future__ import annotations
 
-from . import _apron, _arrays, _ops
+import builtins as _builtins
+
+from . import _apron, _arrays, _ops, ndimage
 from ._ops import Op, op
 from ._pipeline import Pipeline, batch, info, plan
 
@@ -33,4 +40,6 @@ def operations() -> list:
 _functions = _ops.make_all(_run)
 globals().update(_functions)
 
-__all__ = ["Op", "Pipeline", "batch", "info", "op", "operations", "plan", *sorted(_functions)]
+# Names that would shadow a builtin (open) stay out of __all__: `from apron import *` must not replace them.
+__all__ = ["Op", "Pipeline", "batch", "info", "ndimage", "op", "operations", "plan",
+           *sorted(n for n in _functions if not hasattr(_builtins, n))]

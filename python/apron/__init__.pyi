@@ -4,6 +4,7 @@ from typing import Any, Union
 
 import numpy
 
+from . import ndimage as ndimage
 from ._ops import Op as Op, op as op
 from ._pipeline import Pipeline as Pipeline, batch as batch, info as info, plan as plan
 
@@ -15,74 +16,83 @@ __all__: list[str]
 
 def operations() -> list[dict[str, Any]]: ...
 
-def correlate(img: Array, mask: str | numpy.ndarray, *, border: str | None = 'reflect', value: float | str | None = 0.0, normalize: str | None = 'none', scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def correlate(img: Array, mask: str | numpy.ndarray, *, border: str | None = 'reflect', value: float | str | None = 0.0, normalize: str | None = 'none', scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """correlation with a mask file: out(x,y) = sum m(i,j) in(x+i-cx, y+j-cy)"""
 
-def convolve(img: Array, mask: str | numpy.ndarray, *, border: str | None = 'reflect', value: float | str | None = 0.0, normalize: str | None = 'none', scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def convolve(img: Array, mask: str | numpy.ndarray, *, border: str | None = 'reflect', value: float | str | None = 0.0, normalize: str | None = 'none', scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """true convolution with a mask file (the mask flipped), as scipy.ndimage.convolve"""
 
-def separable(img: Array, row: str | Sequence[float], *, column: str | Sequence[float] | None = '1', border: str | None = 'reflect', value: float | str | None = 0.0, normalize: str | None = 'none', scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def separable(img: Array, row: str | Sequence[float], column: str | Sequence[float] | None = '1', *, border: str | None = 'reflect', value: float | str | None = 0.0, normalize: str | None = 'none', scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """correlation with column (x) row vectors: m(i,j) = column[j] * row[i]"""
 
-def gaussian(img: Array, sigma: float | str, *, sigma_y: float | str | None = None, radius: int | str | None = None, radius_y: int | str | None = None, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def gaussian(img: Array, sigma: float | str, *, sigma_y: float | str | None = None, radius: int | str | None = None, radius_y: int | str | None = None, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """Gaussian blur, two separable passes"""
 
-def box(img: Array, *, width: int | str | None = 3, height: int | str | None = None, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def box(img: Array, width: int | str | None = 3, height: int | str | None = None, *, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """mean over a W x H box"""
 
-def sharpen(img: Array, *, strength: float | str | None = 1.0, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def sharpen(img: Array, strength: float | str | None = 1.0, *, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """sharpen: identity plus strength times the 4-neighbour Laplacian"""
 
-def unsharp(img: Array, sigma: float | str, *, amount: float | str | None = 1.0, sigma_y: float | str | None = None, radius: int | str | None = None, radius_y: int | str | None = None, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def unsharp(img: Array, sigma: float | str, amount: float | str | None = 1.0, *, sigma_y: float | str | None = None, radius: int | str | None = None, radius_y: int | str | None = None, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """unsharp mask: in + amount * (in - gaussian(in))"""
 
-def emboss(img: Array, *, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def emboss(img: Array, *, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """emboss (relief) 3x3"""
 
-def laplacian(img: Array, *, neighbours: str | int | None = '4', border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def laplacian(img: Array, *, neighbours: str | int | None = '4', border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """Laplacian, 4- or 8-neighbour"""
 
-def sobel(img: Array, *, dx: int | str | None = 1, dy: int | str | None = 0, ksize: str | int | None = '3', border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def sobel(img: Array, dx: int | str | None = 1, dy: int | str | None = 0, ksize: str | int | None = '3', *, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """Sobel derivative (OpenCV cv::Sobel weights)"""
 
-def scharr(img: Array, *, dx: int | str | None = 1, dy: int | str | None = 0, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def scharr(img: Array, dx: int | str | None = 1, dy: int | str | None = 0, *, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """Scharr derivative (dx=1 or dy=1)"""
 
-def prewitt(img: Array, *, dx: int | str | None = 1, dy: int | str | None = 0, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def prewitt(img: Array, dx: int | str | None = 1, dy: int | str | None = 0, *, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """Prewitt derivative (dx=1 or dy=1)"""
 
-def dilate(img: Array, *, se: str | numpy.ndarray | None = 'rect:3x3', iterations: int | str | None = 1, border: str | None = 'ignore', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def dilate(img: Array, se: str | int | numpy.ndarray | None = 'rect:3x3', *, iterations: int | str | None = 1, border: str | None = 'ignore', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """maximum over the structuring element"""
 
-def erode(img: Array, *, se: str | numpy.ndarray | None = 'rect:3x3', iterations: int | str | None = 1, border: str | None = 'ignore', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def erode(img: Array, se: str | int | numpy.ndarray | None = 'rect:3x3', *, iterations: int | str | None = 1, border: str | None = 'ignore', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """minimum over the structuring element"""
 
-def open(img: Array, *, se: str | numpy.ndarray | None = 'rect:3x3', iterations: int | str | None = 1, border: str | None = 'ignore', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def open(img: Array, se: str | int | numpy.ndarray | None = 'rect:3x3', *, iterations: int | str | None = 1, border: str | None = 'ignore', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """erode then dilate"""
 
-def close(img: Array, *, se: str | numpy.ndarray | None = 'rect:3x3', iterations: int | str | None = 1, border: str | None = 'ignore', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def close(img: Array, se: str | int | numpy.ndarray | None = 'rect:3x3', *, iterations: int | str | None = 1, border: str | None = 'ignore', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """dilate then erode"""
 
-def gradient(img: Array, *, se: str | numpy.ndarray | None = 'rect:3x3', iterations: int | str | None = 1, border: str | None = 'ignore', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def gradient(img: Array, se: str | int | numpy.ndarray | None = 'rect:3x3', *, iterations: int | str | None = 1, border: str | None = 'ignore', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """dilate minus erode"""
 
-def tophat(img: Array, *, se: str | numpy.ndarray | None = 'rect:3x3', iterations: int | str | None = 1, border: str | None = 'ignore', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def tophat(img: Array, se: str | int | numpy.ndarray | None = 'rect:3x3', *, iterations: int | str | None = 1, border: str | None = 'ignore', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """input minus its opening"""
 
-def blackhat(img: Array, *, se: str | numpy.ndarray | None = 'rect:3x3', iterations: int | str | None = 1, border: str | None = 'ignore', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def blackhat(img: Array, se: str | int | numpy.ndarray | None = 'rect:3x3', *, iterations: int | str | None = 1, border: str | None = 'ignore', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """closing minus the input"""
 
-def xf_sharpen(img: Array, *, alpha: float | str | None = 0.8, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def median(img: Array, se: str | int | numpy.ndarray | None = 'rect:3x3', *, border: str | None = 'reflect', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+    """median over the window"""
+
+def percentile(img: Array, p: float | str, se: str | int | numpy.ndarray | None = 'rect:3x3', *, border: str | None = 'reflect', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+    """percentile over the window"""
+
+def rank(img: Array, r: int | str, se: str | int | numpy.ndarray | None = 'rect:3x3', *, border: str | None = 'reflect', value: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+    """rank-th sample of the window"""
+
+def xf_sharpen(img: Array, *, alpha: float | str | None = 0.8, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """xFilters 'Sharpen' with strength alpha"""
 
-def xf_highpass(img: Array, *, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def xf_highpass(img: Array, *, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """xFilters 'High-pass' (edge detection)"""
 
-def xf_lowpass(img: Array, *, alpha: float | str | None = 9.0, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def xf_lowpass(img: Array, *, alpha: float | str | None = 9.0, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """xFilters 'Low-pass' (mean) with divisor alpha"""
 
-def xf_gaussian(img: Array, *, alpha: float | str | None = 16.0, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def xf_gaussian(img: Array, *, alpha: float | str | None = 16.0, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """xFilters 'Gaussian' 3x3 with divisor alpha"""
 
-def xf_dgaussian(img: Array, *, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
+def xf_dgaussian(img: Array, *, border: str | None = 'reflect', value: float | str | None = 0.0, scale: float | str | None = 1.0, delta: float | str | None = 0.0, nan: str | None = 'propagate', preserve_nan: str | int | None = '0', nodata: float | str | None = None, out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0) -> Array:
     """xFilters 'Derivative of Gaussian' (edge detection)"""

@@ -271,15 +271,20 @@ def run(pipeline, img, out=None, out_type=None, backend="auto", algorithm="auto"
     budget = memory_size(memory_budget)
     threads = int_arg("threads", threads, -INT_MAX - 1, INT_MAX)  # its range is the library's to say
     backend, algorithm = text_arg("backend", backend), text_arg("algorithm", algorithm)
-    if src.device:
-        if dst.device_id != src.device_id:
-            raise ValueError(f"out: on CUDA device {dst.device_id} but img is on CUDA device {src.device_id}")
-        # The binding makes the array's device current for the run (and restores the caller's).
-        pipeline.run(src.ptr, True, src.height, src.width, src.channels, src.code, src.pitch, dst.ptr, True,
-                     dst.code, dst.pitch, backend, algorithm, threads, budget, current_stream(src), src.device_id)
-    else:
-        pipeline.run(src.ptr, False, src.height, src.width, src.channels, src.code, src.pitch, dst.ptr, False,
-                     dst.code, dst.pitch, backend, algorithm, threads, budget, 0, -1)
+    if src.device and dst.device_id != src.device_id:
+        raise ValueError(f"out: on CUDA device {dst.device_id} but img is on CUDA device {src.device_id}")
+    try:
+        if src.device:
+            # The binding makes the array's device current for the run (and restores the caller's).
+            pipeline.run(src.ptr, True, src.height, src.width, src.channels, src.code, src.pitch, dst.ptr, True,
+                         dst.code, dst.pitch, backend, algorithm, threads, budget, current_stream(src), src.device_id)
+        else:
+            pipeline.run(src.ptr, False, src.height, src.width, src.channels, src.code, src.pitch, dst.ptr, False,
+                         dst.code, dst.pitch, backend, algorithm, threads, budget, 0, -1)
+    except (ValueError, MemoryError, OSError) as e:
+        from ._ops import translated  # the core's option names (--memory, --threads) as the keywords
+
+        raise translated(e, pipeline.specs()) from None
     return out
 
 

@@ -7,7 +7,9 @@ documentation. This module turns each into a function with a real signature, for
              scale=1.0, delta=0.0, out=None, out_type=None, backend='auto', algorithm='auto', threads=0,
              memory_budget=0)
 
-Required parameters come after the image, the rest are keywords. Values become the registry's text form
+Required parameters come after the image, then the optional ones that OpenCV's or SciPy's function of the same
+kind takes positionally (``box(img, 5)`` as ``uniform_filter(img, 5)``, ``dilate(img, se)``, ``sobel(img, 1,
+0)``: POSITIONAL below), the rest are keywords. Values become the registry's text form
 (``sigma=1.5`` -> ``gaussian:sigma=1.5``) and the registry validates them, so its one-line errors are the
 errors (ValueError). Masks and structuring elements may be NumPy 2-D arrays (weights, rows x columns);
 they are handed to the registry as weights, not through a file.
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import keyword
 import numbers
+import re
+import textwrap
 
 import numpy as np
 
@@ -40,6 +44,75 @@ memory_budget : int or str
     Host memory the run may take, in bytes or as '4G' / '75%'; 0 = three quarters of physical memory."""
 
 _CACHE_LIMIT = 256  # compiled pipelines kept per process, keyed by spec text (a warm call skips parsing)
+
+# Optional parameters taken positionally after the required ones, in the order of OpenCV's or SciPy's
+# function of the same kind: box(img, 5) as uniform_filter(img, 5) (width, then height), sobel(img, 1, 0, 3)
+# as cv2.Sobel's dx, dy, ksize, dilate(img, se) as cv2.dilate(img, kernel), median(img, se) as
+# median_filter(img, size), percentile(img, p, se) as percentile_filter(img, percentile, size). The rest stay
+# keyword-only.
+POSITIONAL = {
+    "separable": ("column",),
+    "box": ("width", "height"),
+    "sharpen": ("strength",),
+    "unsharp": ("amount",),
+    "sobel": ("dx", "dy", "ksize"),
+    "scharr": ("dx", "dy"),
+    "prewitt": ("dx", "dy"),
+    "dilate": ("se",), "erode": ("se",), "open": ("se",), "close": ("se",), "gradient": ("se",),
+    "tophat": ("se",), "blackhat": ("se",),
+    "median": ("se",), "percentile": ("se",), "rank": ("se",),
+}
+
+# What the functions' docstrings add to the registry's text.
+NOTES = {
+    "gaussian": "Radius: apron's default is ceil(3 sigma) (SPEC.md); SciPy's gaussian_filter uses truncate=4.0, i.e. "
+                "int(4 sigma + 0.5). Give radius= for SciPy's kernel, or use apron.ndimage.gaussian_filter, which "
+                "follows SciPy (truncate=4.0).",
+    "unsharp": "Radius: apron's default is ceil(3 sigma) (SPEC.md), not SciPy's truncate=4.0.",
+}
+_ELEMENT_NOTE = ("se also takes an int k (the k x k square, rect:kxk) or a NumPy 2-D 0/1 array (rows x columns, "
+                 "centre at (rows // 2, columns // 2)).")
+
+# The C++ core's errors name the command line's options; from Python they name the keywords.
+_OPTION_WORDS = (
+    ("(raise it with --memory)", "(raise it with memory_budget=)"),
+    ("(raise --memory)", "(raise memory_budget=)"),
+    ("use --out-type f32", "use out_type='f32'"),
+    ("(see `apron ops`)", "(apron.operations() lists them)"),
+)
+_OPTION_NAMES = {"--memory": "memory_budget", "--threads": "threads", "--backend": "backend", "--algo": "algorithm",
+                 "--algorithm": "algorithm", "--out-type": "out_type", "--io-threads": "io_threads",
+                 "--resume": "resume", "--metadata": "metadata", "--auto-orient": "auto_orient"}
+_OPTION_RE = re.compile(r"(?<![\w-])(" + "|".join(re.escape(k) for k in sorted(_OPTION_NAMES, key=len, reverse=True))
+                        + r")(?![\w-])")
+
+
+def python_message(message: str, specs=(), function: str = None) -> str:
+    """One of the core's error lines in Python's words: "--op gaussian:sigma=0: sigma: ..." becomes
+    "gaussian(): sigma: ..." (`function`: the op's function) or "gaussian:sigma=0: sigma: ..." (a pipeline's
+    item), and the options "--memory", "--threads", ... become the keywords memory_budget=, threads=, ..."""
+    for spec in specs:
+        for prefix in (f"--op {spec}: ", f"{spec}: " if function else None):
+            if prefix and message.startswith(prefix):
+                message = (f"{function}(): " if function else f"{spec}: ") + message[len(prefix):]
+                break
+        else:
+            continue
+        break
+    else:
+        if message.startswith("--op "):
+            message = message[len("--op "):]
+    for cli, py in _OPTION_WORDS:
+        message = message.replace(cli, py)
+    return _OPTION_RE.sub(lambda m: _OPTION_NAMES[m.group(1)], message)
+
+
+def translated(error: BaseException, specs=(), function: str = None) -> BaseException:
+    """The same exception type with python_message's text (ValueError, MemoryError, OSError from the core)."""
+    text = python_message(str(error), specs, function)
+    if function and not text.startswith(f"{function}()"):
+        text = f"{function}(): {text}"
+    return type(error)(text)
 
 
 class Op:
@@ -103,9 +176,12 @@ class OpSpec:
 
     def __init__(self, info: dict):
         self.name = info["name"]
+        self.fname = _python_name(self.name)
         self.info = info
         self.params = info["params"]
         self.kinds = {p["name"]: p["kind"] for p in self.params}
+        # Switches (choices 0 / 1, e.g. preserve_nan) take Python bools too.
+        self.switches = {p["name"] for p in self.params if p["kind"] == "choice" and list(p["choices"]) == ["0", "1"]}
         self.defaults = {p["name"]: _python_default(p) for p in self.params}
 
     def make(self, values: dict) -> Op:
@@ -115,21 +191,27 @@ class OpSpec:
             kind = self.kinds.get(name)
             if kind is None:
                 known = ", ".join(self.kinds) or "none"
-                raise TypeError(f"{self.name}() got an unexpected keyword argument '{name}' (its parameters: {known})")
+                raise TypeError(f"{self.fname}() got an unexpected keyword argument '{name}' (its parameters: {known})")
             if value is None:
                 continue
+            if kind == "element" and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+                if value < 1:
+                    raise ValueError(f"{self.fname}(): {name}: {value} is not a square's side (an int >= 1)")
+                value = f"rect:{int(value)}x{int(value)}"
             if kind in ("mask", "element") and not isinstance(value, str):
                 weights = np.asarray(value)
                 if weights.ndim != 2 or weights.dtype.kind not in "biuf":
-                    raise ValueError(f"{self.name}: {name}: a mask array must be 2-D numbers (rows x columns); "
+                    raise ValueError(f"{self.fname}(): {name}: a mask array must be 2-D numbers (rows x columns); "
                                      f"got shape {weights.shape}, dtype {weights.dtype}")
                 masks[name] = np.ascontiguousarray(weights, dtype=np.float64)
                 items.append(f"{name}=<array {weights.shape[0]}x{weights.shape[1]}>")
                 continue
+            if isinstance(value, bool) and name in self.switches:
+                value = int(value)
             default = self.defaults[name]
             if default is not None and type(value) is type(default) and value == default:
                 continue
-            items.append(f"{name}={_text(name, kind, value, self.name)}")
+            items.append(f"{name}={_text(name, kind, value, self.fname + '()')}")
         return Op(self.name, self.name + (":" + ",".join(items) if items else ""), masks)
 
 
@@ -144,9 +226,16 @@ def compiled(ops) -> "_apron.Pipeline":
         if p is None:
             if len(_compiled) >= _CACHE_LIMIT:
                 _compiled.clear()
-            p = _compiled[key] = _apron.Pipeline([(op.spec, {}) for op in ops])
+            p = _compiled[key] = _pipeline([(op.spec, {}) for op in ops])
         return p
-    return _apron.Pipeline([(op.spec, op.masks) for op in ops])
+    return _pipeline([(op.spec, op.masks) for op in ops])
+
+
+def _pipeline(items) -> "_apron.Pipeline":
+    try:
+        return _apron.Pipeline(items)
+    except (ValueError, MemoryError, OSError) as e:
+        raise translated(e, [spec for spec, _ in items]) from None
 
 
 def _range_text(p) -> str:
@@ -161,7 +250,7 @@ def _range_text(p) -> str:
 
 
 PY_TYPE = {"number": "float", "integer": "int", "text": "str", "border": "str", "normalise": "str",
-           "mask": "str | numpy.ndarray", "element": "str | numpy.ndarray", "vector": "str | Sequence[float]",
+           "mask": "str | numpy.ndarray", "element": "str | int | numpy.ndarray", "vector": "str | Sequence[float]",
            "choice": "str | int"}
 
 
@@ -182,18 +271,29 @@ def docstring(info: dict) -> str:
                      (f" (one of {', '.join(p['choices'])})" if p["choices"] else ""))
     lines.append(_RUN_DOC)
     lines += ["", "Returns", "-------", "array", "    The result, the same kind of array as img (out when given)."]
+    notes = ([_ELEMENT_NOTE] if any(p["kind"] == "element" for p in info["params"]) else []) + (
+        [NOTES[info["name"]]] if info["name"] in NOTES else [])
+    if notes:
+        lines += ["", "Notes", "-----"] + "\n\n".join(textwrap.fill(n, 100) for n in notes).split("\n")
     if info["examples"]:
         lines += ["", "Examples (op text)", "------------------"] + [f"    {e}" for e in info["examples"]]
     return "\n".join(lines)
 
 
+_REQUIRED = object()  # signature_parts' default of a required parameter
+
+
 def signature_parts(info: dict):
-    """(positional, keyword) parameter lists as (name, default) for the generated function and the stubs."""
-    positional, keywords = [], []
+    """(positional, keyword) parameter lists as (name, default) for the generated function and the stubs:
+    the required parameters (default _REQUIRED), then those of POSITIONAL in its order; the rest keywords."""
+    required, optional = [], {}
     for p in info["params"]:
-        required = p["default"] is None and not p["optional"]
-        (positional if required else keywords).append((p["name"], _python_default(p)))
-    return positional, keywords
+        if p["default"] is None and not p["optional"]:
+            required.append((p["name"], _REQUIRED))
+        else:
+            optional[p["name"]] = _python_default(p)
+    positional = required + [(n, optional.pop(n)) for n in POSITIONAL.get(info["name"], ()) if n in optional]
+    return positional, list(optional.items())
 
 
 def _python_name(op_name: str) -> str:
@@ -211,18 +311,23 @@ def make_function(info: dict, run):
             raise RuntimeError(f"apron: operation {info['name']}: parameter '{name}' cannot be a Python keyword argument")
     fname = _python_name(info["name"])
     names = [n for n, _ in positional + keywords]
-    args = ["img"] + [n for n, _ in positional] + ["*"] + [f"{n}=_d[{n!r}]" for n, _ in keywords] + [
+    args = ["img"] + [n if d is _REQUIRED else f"{n}=_d[{n!r}]" for n, d in positional] + ["*"] + [
+        f"{n}=_d[{n!r}]" for n, _ in keywords] + [
         "out=None", "out_type=None", "backend='auto'", "algorithm='auto'", "threads=0", "memory_budget=0"]
     values = "(" + "".join(f"{n}, " for n in names) + ")"
     # Warm calls find their compiled pipeline by the values and their types (3 and 3.0 hash alike but are
-    # different op texts); arrays (unhashable) and first calls take _lookup.
+    # different op texts); arrays (unhashable) and first calls take _lookup. Errors name the function
+    # (_failed: "gaussian(): sigma: ...", the keywords as Python's).
     source = (f"def {fname}({', '.join(args)}):\n"
               f"    v = {values}\n"
               f"    try:\n"
-              f"        p = _warm[v, tuple(map(type, v))]\n"
-              f"    except (KeyError, TypeError):\n"
-              f"        p = _lookup(v)\n"
-              f"    return _run(p, img, out, out_type, backend, algorithm, threads, memory_budget)\n")
+              f"        try:\n"
+              f"            p = _warm[v, tuple(map(type, v))]\n"
+              f"        except (KeyError, TypeError):\n"
+              f"            p = _lookup(v)\n"
+              f"        return _run(p, img, out, out_type, backend, algorithm, threads, memory_budget)\n"
+              f"    except _Errors as e:\n"
+              f"        raise _failed(e, v) from None\n")
     warm: dict = {}
 
     def lookup(v):
@@ -238,7 +343,16 @@ def make_function(info: dict, run):
             pass
         return p
 
-    scope = {"_d": dict(keywords), "_warm": warm, "_lookup": lookup, "_run": run}
+    def failed(error, v):
+        try:
+            specs = [spec.make(dict(zip(names, v))).spec]
+        except Exception:  # the values themselves were the problem: the error says so already
+            specs = []
+        return translated(error, specs, fname)
+
+    defaults = {n: d for n, d in positional + keywords if d is not _REQUIRED}
+    scope = {"_d": defaults, "_warm": warm, "_lookup": lookup, "_run": run, "_failed": failed,
+             "_Errors": (ValueError, TypeError, MemoryError, OSError)}
     exec(source, scope)
     fn = scope[fname]
     fn.__doc__ = docstring(info)

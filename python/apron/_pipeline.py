@@ -1,8 +1,8 @@
 """Pipelines (several operations on one image, intermediates kept inside apron), plan(), batch() and info()."""
 from __future__ import annotations
 
+import contextlib
 import sys
-
 
 from . import _apron, _arrays, _ops
 
@@ -54,14 +54,26 @@ class Pipeline:
         candidates=True every path a linear step could take and its predicted time (``apron plan``)."""
         h, w, c, code, device = _shape(img)
         backend, algorithm = _arrays.text_arg("backend", backend), _arrays.text_arg("algorithm", algorithm)
-        return self._pipeline.describe(h, w, c, code, _arrays.type_code(out_type), backend, algorithm, bool(candidates),
-                                       device)
+        with _python_errors(self):
+            return self._pipeline.describe(h, w, c, code, _arrays.type_code(out_type), backend, algorithm,
+                                           bool(candidates), device)
 
     def memory_needed(self, img, out_type=None, backend="auto") -> int:
         """Host bytes run() would take on this image (or (shape, dtype)), estimated from the plan."""
         h, w, c, code, device = _shape(img)
-        return self._pipeline.memory_needed(h, w, c, code, _arrays.type_code(out_type), _arrays.text_arg("backend", backend),
-                                            device)
+        backend = _arrays.text_arg("backend", backend)
+        with _python_errors(self):
+            return self._pipeline.memory_needed(h, w, c, code, _arrays.type_code(out_type), backend, device)
+
+
+@contextlib.contextmanager
+def _python_errors(pipeline):
+    """The core's errors in Python's words (apron._ops.python_message): op texts without "--op", keywords
+    (memory_budget=, threads=) for the command line's options."""
+    try:
+        yield
+    except (ValueError, MemoryError, OSError) as e:
+        raise _ops.translated(e, pipeline.specs) from None
 
 
 def _shape(img):
@@ -114,9 +126,14 @@ def batch(inputs, out_dir, ops, *, name="{stem}.{ext}", format=None, inputs_as="
     p = Pipeline(ops)
     threads = _arrays.int_arg("threads", threads, -_arrays.INT_MAX - 1, _arrays.INT_MAX)
     io_threads = _arrays.int_arg("io_threads", io_threads, -_arrays.INT_MAX - 1, _arrays.INT_MAX)
-    return _apron.batch(p._pipeline, inputs, inputs_as, str(out_dir), name, format or "", _arrays.type_code(out_type),
-                        backend, algorithm, threads, io_threads, _arrays.memory_size(memory_budget),
-                        bool(resume), bool(progress), metadata == "keep", bool(auto_orient))
+    budget = _arrays.memory_size(memory_budget)
+    with _python_errors(p):
+        result = _apron.batch(p._pipeline, inputs, inputs_as, str(out_dir), name, format or "",
+                              _arrays.type_code(out_type), backend, algorithm, threads, io_threads, budget,
+                              bool(resume), bool(progress), metadata == "keep", bool(auto_orient))
+    if isinstance(result, dict) and result.get("failures"):  # each image's error, in Python's words too
+        result["failures"] = [(item, _ops.python_message(message, p.specs)) for item, message in result["failures"]]
+    return result
 
 
 def info() -> dict:

@@ -10,7 +10,7 @@ IMG = random_image((9, 8), np.uint8, seed=40)
 
 
 @pytest.mark.parametrize("call,match", [
-    (lambda: apron.gaussian(IMG, 0), r"--op gaussian:sigma=0: sigma: 0 is out of range \(must be > 0 and <= 682\)"),
+    (lambda: apron.gaussian(IMG, 0), r"^gaussian\(\): sigma: 0 is out of range \(must be > 0 and <= 682\)$"),
     (lambda: apron.gaussian(IMG, 700), "sigma: 700 is out of range"),
     (lambda: apron.box(IMG, width=5000), "width: 5000 is out of range"),
     (lambda: apron.box(IMG, width=2.5), "width: '2.5' is not an integer"),
@@ -29,7 +29,7 @@ IMG = random_image((9, 8), np.uint8, seed=40)
     (lambda: apron.box(IMG, border="wrap,width=3"), "contains ','"),
     (lambda: apron.box(IMG, backend="quantum"), "backend: unknown backend 'quantum'"),
     (lambda: apron.box(IMG, algorithm="magic"), "algorithm: unknown algorithm 'magic'"),
-    (lambda: apron.box(IMG, threads=-1), "--threads"),
+    (lambda: apron.box(IMG, threads=-1), r"^box\(\): threads: -1 is out of range"),
     (lambda: apron.box(IMG, algorithm="tensor", backend="cpu"), "algo"),
     (lambda: apron.Pipeline([]), "no operations"),
     (lambda: apron.Pipeline(["nosuchop"]), "unknown operation 'nosuchop'"),
@@ -83,16 +83,16 @@ def test_errors_are_one_line():
 
 
 @pytest.mark.parametrize("call,error,match", [
-    (lambda: apron.box(IMG, threads=1.5), TypeError, r"^threads: 1\.5 is not an integer$"),
-    (lambda: apron.box(IMG, threads="2"), TypeError, r"^threads: '2' is not an integer$"),
-    (lambda: apron.box(IMG, threads=2**40), ValueError, r"^threads: 1099511627776 is out of range"),
-    (lambda: apron.box(IMG, memory_budget=2**64), ValueError, r"^memory_budget: 18446744073709551616 bytes is over"),
-    (lambda: apron.box(IMG, backend=3), TypeError, r"^backend: 3 is not a name"),
-    (lambda: apron.box(IMG, algorithm=None), TypeError, r"^algorithm: None is not a name"),
+    (lambda: apron.box(IMG, threads=1.5), TypeError, r"^box\(\): threads: 1\.5 is not an integer$"),
+    (lambda: apron.box(IMG, threads="2"), TypeError, r"^box\(\): threads: '2' is not an integer$"),
+    (lambda: apron.box(IMG, threads=2**40), ValueError, r"^box\(\): threads: 1099511627776 is out of range"),
+    (lambda: apron.box(IMG, memory_budget=2**64), ValueError, r"^box\(\): memory_budget: 18446744073709551616 bytes is over"),
+    (lambda: apron.box(IMG, backend=3), TypeError, r"^box\(\): backend: 3 is not a name"),
+    (lambda: apron.box(IMG, algorithm=None), TypeError, r"^box\(\): algorithm: None is not a name"),
     (lambda: apron.Pipeline("box").describe(((4, 2**31), np.uint8)), ValueError, r"^shape: width: 2147483648 is out of range"),
     (lambda: apron.Pipeline("box").memory_needed(((2.5, 4), np.uint8)), TypeError, r"^shape: height: 2\.5 is not an integer"),
     (lambda: apron.box(np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=(1, 2**31), strides=(0, 1))),
-     ValueError, r"^img: width 2147483648 .* is over apron's limit"),
+     ValueError, r"^box\(\): img: width 2147483648 .* is over apron's limit"),
     (lambda: apron.batch([], "out", "box", threads=0.5), ValueError, "batch: no inputs"),
     (lambda: apron.batch(["x.png"], "out", "box", io_threads=0.5), TypeError, r"^io_threads: 0\.5 is not an integer$"),
 ])
@@ -102,3 +102,50 @@ def test_out_of_range_arguments_name_the_parameter_in_one_line(call, error, matc
     with pytest.raises(error, match=match) as e:
         call()
     assert "\n" not in str(e.value) and "incompatible function arguments" not in str(e.value)
+
+
+def test_errors_speak_python_not_the_command_line():
+    """The core's messages name the CLI's options ("--op gaussian:sigma=0: ...", "raise it with --memory");
+    through Python they name the function and its keywords (apron._ops.python_message)."""
+    big = random_image((300, 300), np.float32, seed=41)
+    cases = [
+        (lambda: apron.gaussian(IMG, 0), ValueError, r"^gaussian\(\): sigma: 0 is out of range"),
+        (lambda: apron.xf_lowpass(IMG, alpha=0), ValueError, r"^xf_lowpass\(\): alpha: "),
+        (lambda: apron.gaussian(big, 2.0, memory_budget=1000), MemoryError,
+         r"^gaussian\(\): .*over the memory budget of 1000 bytes \(raise it with memory_budget=\)$"),
+        (lambda: apron.Pipeline("gaussian:sigma=2").run(big, memory_budget="1K"), MemoryError,
+         r"raise it with memory_budget=\)$"),
+        (lambda: apron.Pipeline(["box", "gaussian:sigma=0"]), ValueError, r"^gaussian:sigma=0: sigma: 0 is out of range"),
+        (lambda: apron.Pipeline(["nosuchop"]), ValueError, r"^nosuchop: unknown operation 'nosuchop' \(apron\.operations\(\) lists them\)$"),
+        (lambda: apron.box(IMG, threads=-1), ValueError, r"^box\(\): threads: -1 is out of range"),
+        (lambda: apron.box(IMG, algorithm="low-rank"), ValueError, r"^box\(\): algorithm: low-rank cannot run"),
+        (lambda: apron.dilate(IMG, se=np.array([[0, 2], [1, 0]])), ValueError, r"^dilate\(\): se: "),
+        (lambda: apron.dilate(IMG, 0), ValueError, r"^dilate\(\): se: 0 is not a square's side"),
+        (lambda: apron.box(IMG, width=True), TypeError, r"^box\(\): width: a bool"),
+        (lambda: apron.box(IMG.astype(np.float64)), TypeError, r"^box\(\): img: dtype float64 is not supported"),
+        (lambda: apron.Pipeline("box").describe(((4, 4), np.uint8), backend="quantum"), ValueError, r"^backend: unknown backend"),
+    ]
+    for call, error, match in cases:
+        with pytest.raises(error, match=match) as e:
+            call()
+        text = str(e.value)
+        assert "--op" not in text and "--memory" not in text and "--threads" not in text and "--algo" not in text, text
+        assert "\n" not in text
+
+
+def test_python_message_rules():
+    from apron._ops import python_message
+
+    assert python_message("--op box:width=0: width: 0 is out of range", ["box:width=0"], "box") == \
+        "box(): width: 0 is out of range"
+    assert python_message("--op box:width=0: width: 0 is out of range", ["box:width=0"]) == \
+        "box:width=0: width: 0 is out of range"
+    assert python_message("pipeline: needs 2 GiB, over the memory budget of 1 GiB (raise it with --memory)") == \
+        "pipeline: needs 2 GiB, over the memory budget of 1 GiB (raise it with memory_budget=)"
+    assert python_message("--threads: 9999 is out of range") == "threads: 9999 is out of range"
+    assert python_message("--memory: a band of 8 rows ... (raise --memory)") == \
+        "memory_budget: a band of 8 rows ... (raise memory_budget=)"
+    assert python_message("--backend cuda: this build has no CUDA backend") == "backend cuda: this build has no CUDA backend"
+    assert python_message("sobel: negative results saturate: use --out-type f32") == \
+        "sobel: negative results saturate: use out_type='f32'"
+    assert python_message("a path/with--memory-in-it: cannot open") == "a path/with--memory-in-it: cannot open"

@@ -2,6 +2,7 @@
 and docs, and every example of every operation gives, through Python, the bits the CLI gives (the CLI suite
 checks those against SciPy/OpenCV; the ops without a Python reference of their own here, the xf-* presets,
 are covered so)."""
+import builtins
 import inspect
 import os
 from pathlib import Path
@@ -36,7 +37,41 @@ def test_every_registry_operation_is_a_function():
         for k in ("out", "out_type", "backend", "algorithm", "threads", "memory_budget"):
             assert sig.parameters[k].kind == inspect.Parameter.KEYWORD_ONLY
         assert op["summary"][1:] in fn.__doc__ and op["details"] in fn.__doc__
-        assert fn.__name__ in apron.__all__
+        # `from apron import *` leaves out the names of builtins (apron.open), which it would shadow
+        assert (fn.__name__ in apron.__all__) == (not hasattr(builtins, fn.__name__)), fn.__name__
+
+
+def test_star_import_does_not_shadow_builtins():
+    scope = {}
+    exec("from apron import *", scope)
+    assert "open" not in scope and scope["close"] is apron.close and scope["ndimage"] is apron.ndimage
+    assert callable(apron.open) and not set(scope) & set(dir(builtins)) - {"__builtins__"}
+
+
+def test_positional_parameters_follow_opencv_and_scipy():
+    """apron.box(img, 5) is uniform_filter(img, 5) (width, then height); sobel(img, dx, dy, ksize) as
+    cv2.Sobel; dilate/median(img, se); percentile(img, p, se); rank(img, r, se); an int se is the square."""
+    import scipy.ndimage as ndi
+
+    img = random_image((13, 17), np.uint8, seed=21)
+    assert_equal_images(apron.box(img, 5), apron.box(img, width=5), "box(img, 5)")
+    assert_equal_images(apron.box(img, 5, 3), apron.box(img, width=5, height=3), "box(img, 5, 3)")
+    assert np.allclose(apron.box(img.astype(np.float32), 5), ndi.uniform_filter(img.astype(np.float32), 5), atol=1e-3)
+    assert_equal_images(apron.sobel(img, 0, 1, 5), apron.sobel(img, dx=0, dy=1, ksize=5), "sobel positional")
+    assert_equal_images(apron.dilate(img, 5), apron.dilate(img, se="rect:5x5"), "dilate(img, 5)")
+    assert_equal_images(apron.median(img, "disk:2"), apron.median(img, se="disk:2"), "median(img, se)")
+    assert_equal_images(apron.median(img, 3), ndi.median_filter(img, 3), "median(img, 3)")
+    assert_equal_images(apron.percentile(img, 25, 5), ndi.percentile_filter(img, 25, 5), "percentile(img, 25, 5)")
+    assert_equal_images(apron.rank(img, -2, np.ones((2, 3))), ndi.rank_filter(img, -2, footprint=np.ones((2, 3))),
+                        "rank(img, -2, se)")
+    assert_equal_images(apron.gaussian(img, 2.0), apron.gaussian(img, sigma=2.0), "gaussian(img, sigma)")
+    for fn, names in ((apron.box, ["img", "width", "height"]), (apron.sobel, ["img", "dx", "dy", "ksize"]),
+                      (apron.dilate, ["img", "se"]), (apron.percentile, ["img", "p", "se"]),
+                      (apron.gaussian, ["img", "sigma"])):
+        sig = inspect.signature(fn)
+        assert [n for n, p in sig.parameters.items() if p.kind == p.POSITIONAL_OR_KEYWORD] == names, fn.__name__
+    with pytest.raises(TypeError):
+        apron.gaussian(img, 2.0, 0)  # SciPy's positional order=0 is not sigma_y: keywords only after sigma
 
 
 def test_info():
