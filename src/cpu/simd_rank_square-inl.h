@@ -1,0 +1,196 @@
+// The square sweeps of the rank filters (simd_rank.hpp: rank_sweep_square), instantiated per key type in
+// simd_rank_square_u8.cpp, _u16.cpp and _f32.cpp (one file each, so that a build compiles them side by side).
+// Full k x k windows with the selection compiled in and every value in a register.
+//
+// The window's k rows are each sorted across their k horizontal samples (loads at 0, C, .., (k-1) C); a row
+// is sorted once and kept in registers while the sweep goes down, for the k outputs whose windows hold it.
+// Output rows go in pairs, which share k - 1 rows: the positions of those rows' union that can hold the
+// rank (rank_network.hpp: square_window_program) are merged once, and each output of the pair finishes with
+// its own row (the rank of the union of sorted lists does not depend on their order, so a new row simply
+// takes the register slot of one no longer needed; the row loop is unrolled so that slots are fixed). Per
+// output vector: k loads, a sort of k (3 x 3: 6 min / max, 5 x 5: 18), half the window (5, 44) and the finish
+// (6, 10), one store; nothing is written in between.
+//
+// Included once per SIMD target, after hwy/highway.h, as Highway's -inl.h headers are (the toggle guard below).
+#if defined(APRON_CPU_SIMD_RANK_SQUARE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef APRON_CPU_SIMD_RANK_SQUARE_INL_H_
+#undef APRON_CPU_SIMD_RANK_SQUARE_INL_H_
+#else
+#define APRON_CPU_SIMD_RANK_SQUARE_INL_H_
+#endif
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <cstdlib>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include "cpu/simd_rank-inl.h"
+#include "cpu/simd_rank.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace apron::cpu::simd {
+namespace HWY_NAMESPACE {
+
+
+#ifndef APRON_RANK_PREFETCH
+#define APRON_RANK_PREFETCH 1
+#endif
+// The sweeps go down columns, which the hardware prefetchers do not follow: each row read (and each output
+// row written) asks for the row's samples this many vectors to the right, which a later column reads.
+constexpr std::size_t kPrefetchVectors = 3;
+
+// kCols vectors side by side per column (3 x 3: two, whose independent work fills the pipelines and shares
+// the rows' pointers and the loop; larger squares have too many values in flight for more than one).
+template <class T, int K, int R, bool kFloat, int kCols>
+struct Sweep {
+    using Sort = rank_net::Compiled<rank_net::column_sort<K>>;
+    using Window = rank_net::Compiled<rank_net::square_window<K, R>>;
+    using Finish = rank_net::Compiled<rank_net::square_finish<K, R>>;
+    using D = hn::ScalableTag<T>;
+    using V = hn::Vec<D>;
+    using Out = std::conditional_t<kFloat, float, T>;
+    static constexpr int kSlots = K + 1;  // rows in registers: the two outputs of a pair read K + 1
+    static constexpr int kMaxRows = rank_sweep_rows + K - 1;
+    static constexpr int kState = kSlots * K;  // values per vector of columns
+
+    const T* const* rows;
+    std::size_t step;
+    int rows_out;
+
+    // Row `row`'s K samples, sorted, into slot kSlot of the state (kSlot * K + i: its i-th smallest), for each
+    // of the kCols vectors.
+    template <int kSlot>
+    HWY_INLINE void LoadRow(D d, V* state, const T* const* at, int row, std::size_t step) const {
+        const T* p = at[row];
+        const std::size_t N = hn::Lanes(d);
+#if APRON_RANK_PREFETCH
+        hwy::Prefetch(p + (kPrefetchVectors + kCols - 1) * N + std::size_t(K - 1) * step);
+#endif
+        for (int col = 0; col < kCols; ++col) {
+            V v[std::size_t(Sort::inputs) + Sort::op_count];
+            for (int c = 0; c < K; ++c) v[c] = hn::LoadU(d, p + std::size_t(col) * N + std::size_t(c) * step);
+            RunCompiled<Sort>(v, std::make_index_sequence<Sort::op_count>());
+            for (int i = 0; i < K; ++i) state[col * kState + kSlot * K + i] = v[Sort::outputs[std::size_t(i)]];
+        }
+    }
+
+    // Output row o (at dst) from the shared windows and the sorted row in slot kRowSlot.
+    template <int kRowSlot>
+    HWY_INLINE void Finish1(D d, const V* state, const V* window, Out* dst) const {
+        const std::size_t N = hn::Lanes(d);
+        for (int col = 0; col < kCols; ++col) {
+            V v[std::size_t(Finish::inputs) + Finish::op_count];
+            const V* w = window + col * (Window::inputs + int(Window::op_count));
+            for (std::size_t i = 0; i < Window::output_count; ++i) v[i] = w[Window::outputs[i]];
+            for (int j = 0; j < K; ++j) v[Window::output_count + std::size_t(j)] = state[col * kState + kRowSlot * K + j];
+            RunCompiled<Finish>(v, std::make_index_sequence<Finish::op_count>());
+            PutKeys<kFloat>(d, v[Finish::outputs[0]], dst + std::size_t(col) * N);
+        }
+#if APRON_RANK_PREFETCH
+        __builtin_prefetch(dst + (kPrefetchVectors + kCols - 1) * N, 1);
+#endif
+    }
+
+    // Output rows o = base + 2 kT and o + 1 (rows o .. o + K); row r of the chunk lives in slot r % kSlots, and
+    // base is a multiple of kSlots, so every slot is known here. Returns false at the end of the chunk.
+    template <int kT>
+    HWY_INLINE bool Pair(D d, V* state, const T* const* at, std::size_t step, int base, Out* out, std::ptrdiff_t out_stride,
+                         int rows_out) const {
+        const int o = base + 2 * kT;
+        if (o >= rows_out) return false;
+        const bool two = o + 1 < rows_out;
+        Out* dst = reinterpret_cast<Out*>(reinterpret_cast<char*>(out) + o * out_stride);
+        LoadRow<(2 * kT + K - 1) % kSlots>(d, state, at, o + K - 1, step);
+        if (two) LoadRow<(2 * kT + K) % kSlots>(d, state, at, o + K, step);
+        constexpr int kW = Window::inputs + int(Window::op_count);
+        V w[kCols * kW];
+        for (int col = 0; col < kCols; ++col) {
+            for (int i = 0; i < K - 1; ++i)
+                for (int j = 0; j < K; ++j) w[col * kW + i * K + j] = state[col * kState + ((2 * kT + 1 + i) % kSlots) * K + j];
+            RunCompiled<Window>(w + col * kW, std::make_index_sequence<Window::op_count>());
+        }
+        Finish1<(2 * kT) % kSlots>(d, state, w, dst);
+        if (two) Finish1<(2 * kT + K) % kSlots>(d, state, w, reinterpret_cast<Out*>(reinterpret_cast<char*>(dst) + out_stride));
+        return two;
+    }
+
+    template <std::size_t... I>
+    HWY_INLINE void Warm(D d, V* state, const T* const* at, std::size_t step, std::index_sequence<I...>) const {
+        (LoadRow<int(I)>(d, state, at, int(I), step), ...);
+    }
+    template <std::size_t... I>
+    HWY_INLINE bool Group(D d, V* state, const T* const* at, std::size_t step, int base, Out* out, std::ptrdiff_t out_stride,
+                          int rows_out, std::index_sequence<I...>) const {
+        return (Pair<int(I)>(d, state, at, step, base, out, out_stride, rows_out) && ...);
+    }
+
+    // The kCols vectors of columns at sample s, every output row (row o at out + o * out_stride bytes, sample
+    // s). The rows' pointers at s, the step and the row count are copied into locals first: u8 stores may alias
+    // anything the compiler cannot see is private, which it would read again after every store.
+    HWY_NOINLINE void Column(std::size_t s, Out* out, std::ptrdiff_t out_stride) const {
+        const D d;
+        const int last = rows_out;
+        const std::size_t stride = step;
+        const T* at[kMaxRows];
+        for (int i = 0; i < last + K - 1; ++i) at[i] = rows[i] + s;
+        V state[kCols * kState];
+        Warm(d, state, at, stride, std::make_index_sequence<std::size_t(K - 1)>());
+        for (int base = 0; base < last; base += kSlots)
+            if (!Group(d, state, at, stride, base, out + s, out_stride, last, std::make_index_sequence<std::size_t(kSlots / 2)>()))
+                break;
+    }
+};
+
+template <class T, int K, int R, bool kFloat>
+HWY_NOINLINE void SweepT(const RankSquareSweep& a) {
+    constexpr int kCols = K == 3 ? 2 : 1;
+    using S = Sweep<T, K, R, kFloat, kCols>;
+    using S1 = Sweep<T, K, R, kFloat, 1>;
+    using Out = typename S::Out;
+    const typename S::D d;
+    const std::size_t N = hn::Lanes(d);
+    const S sweep{reinterpret_cast<const T* const*>(a.rows), a.step, a.rows_out};
+    const S1 sweep1{sweep.rows, sweep.step, sweep.rows_out};
+    Out* out = static_cast<Out*>(a.out);
+    if (a.n < N) {  // a short segment (an edge): one vector per row into a buffer, then n samples of each row
+        const std::size_t lanes = hn::MaxLanes(d);
+        Out tmp[rank_sweep_rows * hn::MaxLanes(d)];
+        sweep1.Column(0, tmp, std::ptrdiff_t(lanes * sizeof(Out)));
+        for (int o = 0; o < a.rows_out; ++o)
+            std::memcpy(reinterpret_cast<char*>(out) + o * a.out_stride, tmp + std::size_t(o) * lanes, a.n * sizeof(Out));
+        return;
+    }
+    std::size_t s = 0;
+    if (!getenv("KCOLS1"))
+    for (; s + kCols * N <= a.n; s += kCols * N) sweep.Column(s, out, a.out_stride);
+    for (; s + N <= a.n; s += N) sweep1.Column(s, out, a.out_stride);
+    if (s < a.n) sweep1.Column(a.n - N, out, a.out_stride);  // the last vector again, overlapping
+}
+
+using SweepFn = void (*)(const RankSquareSweep&);
+
+template <class T, int K, bool kFloat, std::size_t... R>
+constexpr std::array<SweepFn, sizeof...(R)> SweepTable(std::index_sequence<R...>) {
+    return {&SweepT<T, K, int(R), kFloat>...};
+}
+
+template <class T, bool kFloat>
+void SweepTyped(const RankSquareSweep& a) {
+    static constexpr auto three = SweepTable<T, 3, kFloat>(std::make_index_sequence<9>());
+    static constexpr auto five = SweepTable<T, 5, kFloat>(std::make_index_sequence<25>());
+    if (a.k == 3) return three[std::size_t(a.rank)](a);
+    if (a.k == 5) return five[std::size_t(a.rank)](a);
+    return SweepT<T, 7, 24, kFloat>(a);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace apron::cpu::simd
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
