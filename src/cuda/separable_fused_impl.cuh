@@ -196,6 +196,10 @@ __global__ void __launch_bounds__(threads, min_blocks<In>())
             for (int i = 0; i < K; ++i) {
                 const int j0 = L0 + i * C;  // the window advances by C <= 4 elements: at most one new word
                 if (i > 0 && (j0 + GS - 1) / 4 != (j0 - C + GS - 1) / 4) fetch((j0 + GS - 1) / 4);
+                // A zero tap (the bucket's padding, or a zero of the factor) is skipped, as the reference skips it:
+                // 0 x NaN or 0 x inf would put a sample outside the mask into the sum (SPEC: NaN spreads only
+                // through the mask). The weights are the launch's, so the test is uniform: no divergence.
+                if (w.row[i] == Acc(0)) continue;
 #pragma unroll
                 for (int o = 0; o < GS; ++o) a[o] = fmaf_acc(w.row[i], ring[((j0 + o) / 4) % NB][(j0 + o) % 4], a[o]);
             }
@@ -227,7 +231,7 @@ __global__ void __launch_bounds__(threads, min_blocks<In>())
 #pragma unroll
         for (int r = 0; r < RY; ++r) {
             const int j = t - r;
-            if (j < 0 || j >= K) continue;
+            if (j < 0 || j >= K || w.col[j] == Acc(0)) continue;  // zero taps skipped, as in the row pass
 #pragma unroll
             for (int q = 0; q < 4; ++q) acc[r][q] = fmaf_acc(w.col[j], v[q], acc[r][q]);
         }
