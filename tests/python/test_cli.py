@@ -113,7 +113,7 @@ def test_info(apron):
 
 
 REQUIRED_FILL = {"correlate": "mask={mask}", "convolve": "mask={mask}", "separable": "row=1:2:1",
-                 "gaussian": "sigma=1", "unsharp": "sigma=1"}
+                 "gaussian": "sigma=1", "unsharp": "sigma=1", "percentile": "p=75", "rank": "r=-1"}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_OPS))
