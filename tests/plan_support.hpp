@@ -46,6 +46,26 @@ inline StepPlan plan_step(Step step, const ImageShape& shape, PixelType out) {
     return ep.operations.at(0).steps.at(0);
 }
 
+// The plan of one step of kind `Action` (a MorphStep, a RankStep, ...) keeping the image's type, as the CPU
+// backend plans it.
+template <class Plan, class Action>
+Plan kind_plan(const Action& a, const ImageShape& shape) {
+    Step step;
+    step.action = a;
+    return std::get<Plan>(plan_step(step, shape, shape.type).what);
+}
+
+// The executors the CPU suites compare: the reference, and the fast CPU executor on 3 participants (more than
+// the CI machine's cores, so the pool's scheduling is exercised); one each per test process.
+inline Executor& reference_executor() {
+    static const auto ex = make_reference_executor();
+    return *ex;
+}
+inline Executor& fast_cpu_executor() {
+    static const auto ex = make_cpu_executor(3);
+    return *ex;
+}
+
 inline LinearPlan linear_plan(const LinearStep& s, const ImageShape& shape, PixelType out) {
     Step step;
     step.action = s;

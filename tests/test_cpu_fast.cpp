@@ -20,23 +20,13 @@ namespace {
 
 constexpr PixelType kTypes[] = {PixelType::u8, PixelType::u16, PixelType::f32};
 
-Executor& reference() {
-    static auto ex = make_reference_executor();
-    return *ex;
-}
-Executor& fast() {
-    static auto ex = make_cpu_executor(3);  // more participants than cores here: exercises the pool
-    return *ex;
-}
+Executor& reference() { return test::reference_executor(); }
+Executor& fast() { return test::fast_cpu_executor(); }
 
 using test::linear_plan;
 using test::plan_step;
 
-MorphPlan morph_plan(const MorphStep& s, const ImageShape& shape) {
-    Step step;
-    step.action = s;
-    return std::get<MorphPlan>(plan_step(step, shape, shape.type).what);
-}
+MorphPlan morph_plan(const MorphStep& s, const ImageShape& shape) { return test::kind_plan<MorphPlan>(s, shape); }
 
 Mask random_mask(int w, int h, bool integer, std::mt19937& rng) {
     std::vector<double> v(std::size_t(w) * h);

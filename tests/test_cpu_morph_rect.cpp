@@ -21,20 +21,10 @@ namespace {
 
 constexpr PixelType kTypes[] = {PixelType::u8, PixelType::u16, PixelType::f32};
 
-Executor& reference() {
-    static auto ex = make_reference_executor();
-    return *ex;
-}
-Executor& fast() {
-    static auto ex = make_cpu_executor(3);
-    return *ex;
-}
+Executor& reference() { return test::reference_executor(); }
+Executor& fast() { return test::fast_cpu_executor(); }
 
-MorphPlan morph_plan(const MorphStep& s, const ImageShape& shape) {
-    Step step;
-    step.action = s;
-    return std::get<MorphPlan>(test::plan_step(step, shape, shape.type).what);
-}
+MorphPlan morph_plan(const MorphStep& s, const ImageShape& shape) { return test::kind_plan<MorphPlan>(s, shape); }
 
 Mask rect(int w, int h, int ax = -1, int ay = -1) {
     Mask m(w, h, std::vector<double>(std::size_t(w) * h, 1.0));

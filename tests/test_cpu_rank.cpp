@@ -26,20 +26,10 @@ namespace {
 
 constexpr PixelType kTypes[] = {PixelType::u8, PixelType::u16, PixelType::f32};
 
-Executor& reference() {
-    static auto ex = make_reference_executor();
-    return *ex;
-}
-Executor& fast() {
-    static auto ex = make_cpu_executor(3);
-    return *ex;
-}
+Executor& reference() { return test::reference_executor(); }
+Executor& fast() { return test::fast_cpu_executor(); }
 
-RankPlan rank_plan(const RankStep& s, const ImageShape& shape) {
-    Step step;
-    step.action = s;
-    return std::get<RankPlan>(test::plan_step(step, shape, shape.type).what);
-}
+RankPlan rank_plan(const RankStep& s, const ImageShape& shape) { return test::kind_plan<RankPlan>(s, shape); }
 
 int cells(const Mask& e) {
     int n = 0;
