@@ -56,9 +56,21 @@ HWY_INLINE void ApplyOp(V* v) {
     if constexpr (op.kind == rank_net::Kind::min) v[std::size_t(Prog::inputs) + I] = hn::Min(v[op.a], v[op.b]);
     else v[std::size_t(Prog::inputs) + I] = hn::Max(v[op.a], v[op.b]);
 }
+// The program's operations in order, folded in chunks of 128: clang refuses a fold of more than 256 operands
+// (its expression nesting limit; the 7x7 programs have about 300 operations).
+template <class Prog, std::size_t Base, class V, std::size_t... I>
+HWY_INLINE void RunChunk(V* v, std::index_sequence<I...>) {
+    (ApplyOp<Prog, Base + I>(v), ...);
+}
+template <class Prog, std::size_t Base, std::size_t N, class V>
+HWY_INLINE void RunFrom(V* v) {
+    constexpr std::size_t chunk = N - Base < 128 ? N - Base : 128;
+    RunChunk<Prog, Base>(v, std::make_index_sequence<chunk>{});
+    if constexpr (Base + chunk < N) RunFrom<Prog, Base + chunk, N>(v);
+}
 template <class Prog, class V, std::size_t... I>
 HWY_INLINE void RunCompiled(V* v, std::index_sequence<I...>) {
-    (ApplyOp<Prog, I>(v), ...);
+    RunFrom<Prog, 0, sizeof...(I)>(v);
 }
 
 }  // namespace HWY_NAMESPACE
