@@ -199,7 +199,6 @@ public:
         for (const MorphChord& run : across_) {
             top_ = std::min(top_, run.dy);
             bottom_ = std::max(bottom_, run.dy);
-            longest_ = std::max(longest_, run.length);
         }
         // Tasks: bands of whole rows (a strip would start its snake again for every band); the first position
         // of a task counts the whole window.
@@ -343,7 +342,7 @@ private:
     T fill_{};
     std::vector<MorphChord> across_;
     std::vector<VerticalRun> down_;
-    int top_ = 0, bottom_ = 0, longest_ = 0;  // the element rows' dy range, its longest run
+    int top_ = 0, bottom_ = 0;  // the element rows' dy range
     std::size_t ring_stride_ = 0;
     bool ring_ = false;
     Tiling tiling_{1, 1, 1, 1, 0, 1};

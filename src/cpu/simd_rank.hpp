@@ -22,10 +22,10 @@ bool f32_rank_keys(const float* src, std::uint32_t* dst, std::size_t n);
 // read exactly where n is at least a vector (they may be the image's), past n otherwise; outs have slack.
 void rank_sort_columns(int key_bytes, int h, const void* const* rows, void* const* out, std::size_t n);
 
-// Full k x k squares in one sweep down each vector of columns (simd_rank_square.cpp), every value in a
+// Full k x k squares in one sweep down each vector of columns (simd_rank_square-inl.h), every value in a
 // register: each input row's k horizontal samples are sorted once (shared by the k outputs whose windows
-// hold the row), and each output row selects its rank from the last k rows' sorted lists by a compiled
-// program. Whether this (k, rank) has one: 3 x 3 and 5 x 5 every rank, 7 x 7 the median.
+// hold the row), and each pair of output rows selects its ranks from the rows' sorted lists by compiled
+// programs. Whether this (k, rank) has one: 3 x 3 and 5 x 5 every rank, 7 x 7 the median.
 bool rank_square_compiled(int k, int rank);
 constexpr int rank_sweep_rows = 32;  // the most output rows one sweep takes
 struct RankSquareSweep {
@@ -57,7 +57,7 @@ struct RankProgramRun {
 };
 void rank_run_program(const RankProgramRun& r);
 
-// Column histograms of u8 samples (Perreault-Hebert, fast_rank_histogram.cpp): each column's record holds
+// Column histograms of u8 samples (Perreault-Hebert, fast_rank_columns.cpp): each column's record holds
 // 256 counts by value, then 16 by value / 16, then padding, rank_column_record counts in all, of type u16
 // (windows of fewer than 65536 cells) or u32. One output row: the window histogram starts as the sum of
 // records [0, mw), output x (x < count) is the sample of rank `rank` of the histogram after x slides, a slide
@@ -69,7 +69,7 @@ void rank_columns_row_u16(const std::uint16_t* records, int mw, int count, int r
 void rank_columns_row_u32(const std::uint32_t* records, int mw, int count, int rank, std::uint32_t* window, std::uint8_t* out,
                           std::size_t step);
 
-// The f32 key histograms' last step (fast_rank_histogram.cpp): appends to out the keys of keys[0, n) whose high
+// The f32 key histograms' last step (fast_rank_runs.cpp): appends to out the keys of keys[0, n) whose high
 // half is `high`, and returns how many. Reads whole vectors (keys has slack to read), writes up to a vector
 // past the count.
 std::size_t rank_keys_in_bin(const std::uint32_t* keys, std::size_t n, std::uint32_t high, std::uint32_t* out);
