@@ -25,7 +25,9 @@ void rank_sort_columns(int key_bytes, int h, const void* const* rows, void* cons
 // Full k x k squares in one sweep down each vector of columns (simd_rank_square-inl.h), every value in a
 // register: each input row's k horizontal samples are sorted once (shared by the k outputs whose windows
 // hold the row), and each pair of output rows selects its ranks from the rows' sorted lists by compiled
-// programs. Whether this (k, rank) has one: 3 x 3 and 5 x 5 every rank, 7 x 7 the median.
+// programs. Whether this (k, rank) has one: 3 x 3 and 5 x 5 every rank, 7 x 7 the median. Sanitizer and fuzz
+// builds (APRON_RANK_SQUARE_MEDIANS_ONLY) compile the medians alone: the sweeps are long straight-line code,
+// and instrumented, 35 of them per key type took clang over an hour (the other ranks take the general path).
 bool rank_square_compiled(int k, int rank);
 constexpr int rank_sweep_rows = 32;  // the most output rows one sweep takes
 struct RankSquareSweep {

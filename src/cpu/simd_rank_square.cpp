@@ -10,7 +10,11 @@ void rank_sweep_square_f32(const RankSquareSweep& a);
 
 bool rank_square_compiled(int k, int rank) {
     if (rank < 0 || rank >= k * k) return false;
+#if APRON_RANK_SQUARE_MEDIANS_ONLY
+    return (k == 3 || k == 5 || k == 7) && rank == k * k / 2;
+#else
     return k == 3 || k == 5 || (k == 7 && rank == 24);
+#endif
 }
 
 void rank_sweep_square(const RankSquareSweep& a) {
