@@ -339,7 +339,8 @@ void run_tiles(ThreadPool& pool, const LinearPlan& plan, FftTile tile, ConstImag
                         for (int j = 0; j < H; ++j) {
                             const R* src = r + std::size_t(skip + y + j) * nx + x;
                             const double* w = m.weights.data() + std::size_t(j) * W;
-                            for (int i = 0; i < W; ++i) sum += w[i] * double(src[i]);
+                            for (int i = 0; i < W; ++i)
+                                if (w[i] != 0) sum += w[i] * double(src[i]);  // as the reference: 0 x NaN is no term
                         }
                         dst[std::size_t(x) * C] = finish_float<Out, double>(sum, plan.finish);
                     }

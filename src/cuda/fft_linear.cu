@@ -220,7 +220,7 @@ struct ScatterFinish {
 };
 
 // The direct sum of one output of an f32 image, in double, as the reference computes it (a NaN or an
-// infinity reaches the windows that hold it, and only those).
+// infinity reaches the windows that hold it under a nonzero weight, and only those).
 __device__ double direct_sum(const DeviceView& in, const BatchGeometry& g, const ScatterFinish& s, long long ox,
                              long long oy, int x, int y, int c) {
     double sum = 0;
@@ -228,9 +228,11 @@ __device__ double direct_sum(const DeviceView& in, const BatchGeometry& g, const
         const int sy = map_band_row(oy - g.anchor_y + y + j, g.image_height, s.mode, g.first_row, g.band_rows);
         const float* row = sy < 0 ? nullptr : reinterpret_cast<const float*>(in.data + std::size_t(sy) * in.pitch);
         for (int i = 0; i < s.mask_w; ++i) {
+            const double w = s.weights[std::size_t(j) * s.mask_w + i];
+            if (w == 0) continue;  // as the reference: a NaN under a zero weight is no term of the sum
             const int sx = map_index(ox - g.anchor_x + x + i, in.width, s.mode);
             const float v = sx < 0 || !row ? s.outside : row[std::size_t(sx) * in.channels + c];
-            sum += s.weights[std::size_t(j) * s.mask_w + i] * double(v);
+            sum += w * double(v);
         }
     }
     return sum;
