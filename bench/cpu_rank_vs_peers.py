@@ -18,15 +18,12 @@ SciPy is slow on large windows, so its cases run on --scipy-size images (and few
 from __future__ import annotations
 
 import argparse
-import csv
-import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
 import apron
+from side_by_side import add_common_arguments, alternate, cores, selected, thread_counts, write_csv
 
 
 def disk(r):
@@ -66,32 +63,25 @@ def image(rng, size, c, dtype):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--size", type=int, default=4096)
+    add_common_arguments(ap, 5, "comma-separated prefixes of 'name peer' (default: every case)")
     ap.add_argument("--scipy-size", type=int, default=1024)
-    ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--scipy-reps", type=int, default=2)
-    ap.add_argument("--threads", default="1,0")
-    ap.add_argument("--cases", default="", help="comma-separated prefixes of 'name peer' (default: every case)")
-    ap.add_argument("--csv", default="")
     args = ap.parse_args()
     import cv2
     import scipy
     import scipy.ndimage as ndi
 
-    cores = len(os.sched_getaffinity(0))
     rng = np.random.default_rng(3)
     rows = []
-    wanted = [w for w in args.cases.split(",") if w]
     print(f"apron {apron.__version__} CPU backend vs OpenCV {cv2.__version__} (medianBlur) and SciPy {scipy.__version__} "
-          f"(ndimage.median_filter); {args.size}^2 (SciPy cases {args.scipy_size}^2), {cores} cores, median of alternating "
+          f"(ndimage.median_filter); {args.size}^2 (SciPy cases {args.scipy_size}^2), {cores()} cores, median of alternating "
           f"ratios (apron time / peer time; < 1: apron faster)")
     print("| case | peer | C | type | threads | apron ms | peer ms | apron / peer | same |")
     print("|---|---|--:|---|--:|--:|--:|--:|---|")
-    for threads in (int(t) for t in args.threads.split(",")):
-        n = threads or cores
+    for threads, n in thread_counts(args.threads):
         cv2.setNumThreads(n)
         for name, peer, c, dtype, a_fn, p_fn, small in cases(cv2, ndi):
-            if wanted and not any(f"{name} {peer}".startswith(w) for w in wanted):
+            if not selected(f"{name} {peer}", args.cases):
                 continue
             if peer == "SciPy" and threads != 1 and n == 1:
                 continue
@@ -101,27 +91,13 @@ def main():
             p_fn(img, p_out, threads)
             same = bool(np.array_equal(a_out.view(np.uint8), p_out.view(np.uint8)))
             reps = args.scipy_reps if peer == "SciPy" else args.reps
-            ratios, ta, tp = [], [], []
-            for _ in range(reps):
-                t0 = time.perf_counter()
-                a_fn(img, a_out, threads)
-                t1 = time.perf_counter()
-                p_fn(img, p_out, threads)
-                t2 = time.perf_counter()
-                ta.append(t1 - t0)
-                tp.append(t2 - t1)
-                ratios.append((t1 - t0) / (t2 - t1))
-            r = statistics.median(ratios)
-            print(f"| {name} | {peer} | {c} | {np.dtype(dtype).name} | {n} | {min(ta) * 1e3:.2f} | {min(tp) * 1e3:.2f} | "
+            r, a_ms, p_ms = alternate(a_fn, p_fn, img, a_out, p_out, threads, reps)
+            print(f"| {name} | {peer} | {c} | {np.dtype(dtype).name} | {n} | {a_ms:.2f} | {p_ms:.2f} | "
                   f"{r:.3f} | {'yes' if same else 'NO'} |", flush=True)
             rows.append(dict(case=name, peer=peer, channels=c, type=np.dtype(dtype).name, threads=n,
-                             size=args.scipy_size if small else args.size, apron_ms=min(ta) * 1e3, peer_ms=min(tp) * 1e3,
+                             size=args.scipy_size if small else args.size, apron_ms=a_ms, peer_ms=p_ms,
                              ratio=r, same=same))
-    if args.csv and rows:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+    write_csv(args.csv, rows)
     return 0 if all(r["same"] for r in rows) else 1
 
 

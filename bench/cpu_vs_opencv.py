@@ -15,15 +15,12 @@ level for float arithmetic (rounding of float sums may differ by one level).
 from __future__ import annotations
 
 import argparse
-import csv
-import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
 import apron
+from side_by_side import add_common_arguments, alternate, cores, selected, thread_counts, write_csv
 
 
 def cases(cv2):
@@ -74,27 +71,20 @@ def cases(cv2):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--size", type=int, default=4096)
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--threads", default="1,0")
-    ap.add_argument("--cases", default="", help="comma-separated name prefixes (default: every case)")
-    ap.add_argument("--csv", default="")
+    add_common_arguments(ap, 7, "comma-separated name prefixes (default: every case)")
     args = ap.parse_args()
     import cv2
 
-    cores = len(os.sched_getaffinity(0))
     rng = np.random.default_rng(3)
     rows = []
-    wanted = [w for w in args.cases.split(",") if w]
-    print(f"apron {apron.__version__} CPU backend vs OpenCV {cv2.__version__}, {args.size}^2, {cores} cores, "
+    print(f"apron {apron.__version__} CPU backend vs OpenCV {cv2.__version__}, {args.size}^2, {cores()} cores, "
           f"median of {args.reps} alternating ratios (apron time / OpenCV time; < 1: apron faster)")
     print("| case | C | type | threads | apron ms | OpenCV ms | apron / OpenCV | max diff |")
     print("|---|--:|---|--:|--:|--:|--:|--:|")
-    for threads in (int(t) for t in args.threads.split(",")):
-        n = threads or cores
+    for threads, n in thread_counts(args.threads):
         cv2.setNumThreads(n)
         for name, c, dtype, a_fn, c_fn, tol in cases(cv2):
-            if wanted and not any(name.startswith(w) for w in wanted):
+            if not selected(name, args.cases):
                 continue
             shape = (args.size, args.size) if c == 1 else (args.size, args.size, c)
             img = rng.integers(0, 256, shape, dtype=np.uint8).astype(dtype)
@@ -102,27 +92,13 @@ def main():
             a_fn(img, a_out, threads)
             c_fn(img, c_out, threads)
             diff = float(np.max(np.abs(a_out.astype(np.float64) - c_out.astype(np.float64))))
-            ratios, ta, tc = [], [], []
-            for _ in range(args.reps):
-                t0 = time.perf_counter()
-                a_fn(img, a_out, threads)
-                t1 = time.perf_counter()
-                c_fn(img, c_out, threads)
-                t2 = time.perf_counter()
-                ta.append(t1 - t0)
-                tc.append(t2 - t1)
-                ratios.append((t1 - t0) / (t2 - t1))
-            r = statistics.median(ratios)
+            r, a_ms, c_ms = alternate(a_fn, c_fn, img, a_out, c_out, threads, args.reps)
             flag = "" if diff <= tol else " (differs)"
-            print(f"| {name} | {c} | {np.dtype(dtype).name} | {n} | {min(ta) * 1e3:.2f} | {min(tc) * 1e3:.2f} | "
+            print(f"| {name} | {c} | {np.dtype(dtype).name} | {n} | {a_ms:.2f} | {c_ms:.2f} | "
                   f"{r:.2f} | {diff:g}{flag} |", flush=True)
-            rows.append(dict(case=name, channels=c, type=np.dtype(dtype).name, threads=n, apron_ms=min(ta) * 1e3,
-                             opencv_ms=min(tc) * 1e3, ratio=r, max_diff=diff))
-    if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+            rows.append(dict(case=name, channels=c, type=np.dtype(dtype).name, threads=n, apron_ms=a_ms,
+                             opencv_ms=c_ms, ratio=r, max_diff=diff))
+    write_csv(args.csv, rows)
     return 0
 
 

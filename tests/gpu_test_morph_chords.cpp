@@ -43,15 +43,7 @@ MorphPlan plan_for(const Mask& element, MorphKind kind, PixelType t, std::option
     return p;
 }
 
-Mask random_element(int w, int h, double density, std::mt19937& rng) {
-    std::bernoulli_distribution set(density);
-    Mask m(w, h, std::vector<double>(std::size_t(w) * h, 0.0));
-    for (double& v : m.weights) v = set(rng) ? 1.0 : 0.0;
-    m.at(int(rng() % unsigned(w)), int(rng() % unsigned(h))) = 1;  // at least one cell
-    m.anchor_x = int(rng() % unsigned(w));
-    m.anchor_y = int(rng() % unsigned(h));
-    return m;
-}
+using test::random_element;
 
 std::string element_text(const Mask& m) {
     std::string s = std::to_string(m.width) + "x" + std::to_string(m.height) + " anchor " + std::to_string(m.anchor_x) +
@@ -172,33 +164,7 @@ TEST(CudaMorphChords, MatchesCpuOnALargeImage) {
 #if APRON_HAVE_CUDA
 namespace {
 
-// A device image whose data pointer sits `offset` samples into its allocation and whose pitch is the row's
-// bytes plus `pad` samples: pointer and pitch then break 4- and 16-byte alignment as chosen.
-struct DeviceImage {
-    std::byte* base = nullptr;
-    ImageView view;
-    DeviceImage(const ImageShape& s, int offset, int pad) {
-        const std::size_t bytes = bytes_per_sample(s.type);
-        const std::size_t pitch = s.row_bytes() + std::size_t(pad) * bytes;
-        void* p = nullptr;
-        EXPECT_EQ(cudaMalloc(&p, pitch * std::size_t(s.height) + 64), cudaSuccess);
-        base = static_cast<std::byte*>(p);
-        view = ImageView{base + std::size_t(offset) * bytes, s, pitch, Memory::device};
-    }
-    ~DeviceImage() { cudaFree(base); }
-    void upload(ConstImageView host) {
-        EXPECT_EQ(cudaMemcpy2D(view.data, view.pitch, host.data, host.pitch, host.shape.row_bytes(), std::size_t(host.height()),
-                               cudaMemcpyHostToDevice),
-                  cudaSuccess);
-    }
-    Image download() const {
-        Image out(view.shape);
-        EXPECT_EQ(cudaMemcpy2D(out.view().data, out.pitch(), view.data, view.pitch, view.shape.row_bytes(),
-                               std::size_t(view.height()), cudaMemcpyDeviceToHost),
-                  cudaSuccess);
-        return out;
-    }
-};
+using test::DeviceImage;
 
 // The CUDA executor on `plan` (device views at the given misalignment) against the reference executor.
 ::testing::AssertionResult same_as_reference(const MorphPlan& plan, const Image& in, int offset = 0, int pad = 0) {

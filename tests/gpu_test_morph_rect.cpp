@@ -211,14 +211,6 @@ struct DeviceBuffer {
     ImageView view() { return ImageView{data, shape, pitch, Memory::device}; }
 };
 
-Image to_host(ImageView v) {
-    Image out(v.shape);
-    EXPECT_EQ(cudaMemcpy2D(out.view().data, out.pitch(), v.data, v.pitch, v.shape.row_bytes(), std::size_t(v.height()),
-                           cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    return out;
-}
-
 } // namespace
 
 // Device views at offsets: rows not 4-byte aligned (per-sample staging and scalar stores in every block),
@@ -242,7 +234,7 @@ TEST(CudaMorphRect, UnalignedDeviceViews) {
                     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
                     const Image expected = p.run(in.view().roi(ix, 5, 201, 167), {.backend = Backend::cpu});
                     EXPECT_EQ(expected.shape(), roi_shape);
-                    EXPECT_TRUE(test::same_samples(to_host(out), expected))
+                    EXPECT_TRUE(test::same_samples(test::download(out), expected))
                         << op << ' ' << test::type_name(t) << " c" << c << " offsets " << ix << ',' << ox;
                 }
         }

@@ -1,6 +1,6 @@
 #pragma once
-// What the GPU morphology suites share: the skip without a device, type names for messages, and the border
-// options every morphology op takes.
+// What the GPU morphology suites share: the skip without a device, type names for messages, the border
+// options every morphology op takes, and random structuring elements.
 #include <cmath>
 #include <limits>
 #include <random>
@@ -12,6 +12,7 @@
 
 #include "apron/border.hpp"
 #include "apron/image.hpp"
+#include "apron/mask.hpp"
 #include "apron/pipeline.hpp"
 #include "gpu_test_support.hpp"
 #include "test_support.hpp"
@@ -24,6 +25,17 @@ inline const char* type_name(PixelType t) { return t == PixelType::u8 ? "u8" : t
 inline std::vector<std::string> morph_borders(PixelType t) {
     const std::string value = t == PixelType::u8 ? "200" : t == PixelType::u16 ? "40000" : "0.625";
     return {"", ",border=constant,value=" + value, ",border=nearest", ",border=reflect", ",border=mirror", ",border=wrap"};
+}
+
+// A random w x h 0/1 element with at least one cell and a random anchor, as a mask file's text would give.
+inline Mask random_element(int w, int h, double density, std::mt19937& rng) {
+    std::bernoulli_distribution set(density);
+    Mask m(w, h, std::vector<double>(std::size_t(w) * h, 0.0));
+    for (double& v : m.weights) v = set(rng) ? 1.0 : 0.0;
+    m.at(int(rng() % unsigned(w)), int(rng() % unsigned(h))) = 1;  // at least one cell
+    m.anchor_x = int(rng() % unsigned(w));
+    m.anchor_y = int(rng() % unsigned(h));
+    return m;
 }
 
 // The derived operations (open, close, gradient, tophat, blackhat, iterations) on 3-channel u8 and f32

@@ -90,16 +90,7 @@ Image special_floats(int w, int h, int c, std::uint32_t seed) {
     return img;
 }
 
-// A random w x h 0/1 element with at least one cell and a random anchor, as a mask file's text would give.
-Mask random_element(int w, int h, double density, std::mt19937& rng) {
-    std::bernoulli_distribution set(density);
-    Mask m(w, h, std::vector<double>(std::size_t(w) * h, 0.0));
-    for (double& v : m.weights) v = set(rng) ? 1.0 : 0.0;
-    m.at(int(rng() % unsigned(w)), int(rng() % unsigned(h))) = 1;
-    m.anchor_x = int(rng() % unsigned(w));
-    m.anchor_y = int(rng() % unsigned(h));
-    return m;
-}
+using test::random_element;
 
 RankPlan plan_for(const Mask& e, PixelType t, int rank, BorderMode border, double value) {
     RankPlan p;
@@ -217,35 +208,7 @@ TEST(CudaRank, FloatSpecialValues) {
 #if APRON_HAVE_CUDA
 namespace {
 
-// A device image whose data pointer sits `offset` samples into its allocation and whose pitch is the row's
-// bytes plus `pad` samples (pointer and pitch then break 4- and 16-byte alignment), or a ROI of a larger one.
-struct DeviceImage {
-    std::byte* base = nullptr;
-    ImageView view;
-    DeviceImage(const ImageShape& s, int offset, int pad) {
-        const std::size_t bytes = bytes_per_sample(s.type);
-        const std::size_t pitch = s.row_bytes() + std::size_t(pad) * bytes;
-        void* p = nullptr;
-        EXPECT_EQ(cudaMalloc(&p, pitch * std::size_t(s.height) + 64), cudaSuccess);
-        base = static_cast<std::byte*>(p);
-        view = ImageView{base + std::size_t(offset) * bytes, s, pitch, Memory::device};
-    }
-    DeviceImage(const DeviceImage&) = delete;
-    ~DeviceImage() { cudaFree(base); }
-    void upload(ConstImageView host) {
-        EXPECT_EQ(cudaMemcpy2D(view.data, view.pitch, host.data, host.pitch, host.shape.row_bytes(), std::size_t(host.height()),
-                               cudaMemcpyHostToDevice),
-                  cudaSuccess);
-    }
-};
-
-Image download(ImageView v) {
-    Image out(v.shape);
-    EXPECT_EQ(cudaMemcpy2D(out.view().data, out.pitch(), v.data, v.pitch, v.shape.row_bytes(), std::size_t(v.height()),
-                           cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    return out;
-}
+using test::DeviceImage;
 
 // The plan on device views against the reference executor; the family that ran is the one choose_rank names.
 ::testing::AssertionResult device_matches(const RankPlan& p, const Image& in, int offset, int pad, const std::string& family) {
@@ -261,7 +224,7 @@ Image download(ImageView v) {
     const std::string named = cuda::choose_rank(p, in.shape()).name();
     if (ran != named) return ::testing::AssertionFailure() << "ran " << ran << ", choose_rank names " << named;
     if (ran.rfind(family, 0) != 0) return ::testing::AssertionFailure() << "ran " << ran << ", expected " << family;
-    return same_bits(download(d_out.view), expected) << " (" << ran << ")";
+    return same_bits(d_out.download(), expected) << " (" << ran << ")";
 }
 
 } // namespace
@@ -386,7 +349,7 @@ TEST(CudaRank, PlansNameTheKernelThatRuns) {
         ex.synchronize();
         ASSERT_EQ(cuda::launches().size(), 1u) << op;
         EXPECT_EQ(cuda::launches().back().name(), p.kernel.name()) << op << ' ' << test::type_name(shape.type) << " c" << shape.channels;
-        EXPECT_TRUE(same_bits(download(d_out.view), expected)) << op << ' ' << test::type_name(shape.type) << " c" << shape.channels;
+        EXPECT_TRUE(same_bits(d_out.download(), expected)) << op << ' ' << test::type_name(shape.type) << " c" << shape.channels;
     }
 }
 #endif

@@ -1,21 +1,29 @@
 #pragma once
 // NaN and nodata in linear filters (SPEC.md "NaN and nodata in linear filters"), restated for the tests
 // (tests/test_nan_linear.cpp on the host backends, tests/gpu_test_nan_linear.cpp on CUDA): its own border
-// indexing and sums in double over the valid taps, images with NaN and nodata holes, and the checks.
+// indexing and sums in double over the valid taps, images with NaN and nodata holes, and the checks both
+// suites run on their backends.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "apron/errors.hpp"
+#include "apron/io.hpp"
 #include "apron/ops.hpp"
 #include "plan/plan.hpp"
 #include "apron/pipeline.hpp"
+#include "apron/stream.hpp"
 #include "core/dispatch.hpp"
+#include "test_io_support.hpp"
 #include "test_support.hpp"
 
 namespace apron::nantest {
@@ -331,6 +339,110 @@ inline void expect_operations_match_restatement(Backend backend) {
                                    spec + " " + to_string(b) + " " + to_string(in->type()) + "->" + to_string(out));
         }
     }
+}
+
+// ---- the checks both suites run -------------------------------------------------------------------------
+
+// Every mask case, border, input type and preserve_nan against the restatement, nodata on the integer
+// images and on every other f32 one (images of width .. width + 2 by `height`, seeds from `seed`): each run
+// on `backends` to the input's type and to f32 with each of `algorithms`. A forced path a backend does not
+// take for the plan is passed over, and the reference, which sums directly, runs no FFT.
+inline void sweep_restatement(const std::string& mode, double fill, int width, int height, std::uint32_t seed,
+                              std::initializer_list<Backend> backends, std::initializer_list<Algorithm> algorithms) {
+    int k = 0;
+    for (const MaskCase& mc : mask_cases())
+        for (BorderMode border : kBorders)
+            for (PixelType t : {PixelType::f32, PixelType::u8, PixelType::u16})
+                for (bool preserve : {false, true}) {
+                    Filter f = mc.f;
+                    f.border = border;
+                    f.value = border == BorderMode::constant ? 9 : 0;
+                    NanOptions o;
+                    o.mode = mode;
+                    o.fill = fill;
+                    o.preserve = preserve;
+                    if (t != PixelType::f32 || k % 2) o.nodata = t == PixelType::u16 ? 65535 : t == PixelType::u8 ? 3 : -9999;
+                    const Image in = holed(width + k % 3, height, 1 + k % 3, t, o.nodata, seed + unsigned(k));
+                    ++k;
+                    const std::vector<Expected> want = restate(in, f, o);
+                    const OpProgram op = correlate(f, o);
+                    for (Backend b : backends)
+                        for (PixelType out : {t, PixelType::f32})
+                            for (Algorithm a : algorithms) {
+                                if (a == Algorithm::fft && b == Backend::reference) continue;  // the reference sums directly
+                                const std::string what = std::string(to_string(b)) + " " + mc.name + " " + spec_text("", o, f) +
+                                                         " " + to_string(t) + "->" + to_string(out) + " algo " + to_string(a);
+                                Image got;
+                                try {
+                                    got = run(op, in, b, out, a);
+                                } catch (const Error& e) {  // a path the backend does not take for this plan
+                                    if (a == Algorithm::fft && std::string(e.what()).rfind("--algo", 0) == 0) continue;
+                                    throw;
+                                }
+                                expect_matches(got, want, o, what);
+                            }
+                }
+}
+
+// Each pointwise form of the combine step (fill, valid, ratio, mark) on every type pair stores the
+// reference's bits on the backend under test: `combine` runs the plan there on `a` and `b` (null where the
+// form reads no second image).
+inline void expect_pointwise_forms_give_reference_bits(
+    const std::function<Image(const CombinePlan& p, const Image& a, const Image* b)>& combine) {
+    const auto reference = make_reference_executor();
+    const std::vector<CombineStep> steps = {
+        CombineStep{1, 0, 0, CombineForm::fill, true, 7},     CombineStep{1, 0, 2.5, CombineForm::fill, false, 0},
+        CombineStep{1, 0, 0, CombineForm::valid, true, 7},    CombineStep{1, 0, 0, CombineForm::valid, false, 0},
+        CombineStep{1, 1e-4, 3, CombineForm::ratio, true, 7}, CombineStep{0.7, 0.2, -1, CombineForm::ratio, false, 0},
+        CombineStep{1, 1, 0, CombineForm::mark, true, 7},     CombineStep{1, 0, 0, CombineForm::mark, true, 7},
+        CombineStep{1, 1, 0, CombineForm::mark, false, 0}};
+    const PixelType types[] = {PixelType::u8, PixelType::u16, PixelType::f32};
+    std::uint32_t seed = 5;
+    for (const CombineStep& s : steps)
+        for (PixelType ta : types)
+            for (PixelType tb : types)
+                for (PixelType tout : types) {
+                    Image a = holed(37, 13, 2, ta, 7, seed++), b = holed(37, 13, 2, tb, 7, seed++);
+                    if (tb == PixelType::f32)  // weights in -1..2 and a few zeros
+                        for (int y = 0; y < 13; y += 4) b.row<float>(y)[y] = 0;
+                    const CombinePlan p{s, ta, tb, tout};
+                    Image want(37, 13, 2, tout);
+                    reference->combine(p, a.view(), s.b != 0 ? ConstImageView(b.view()) : ConstImageView{}, want.view());
+                    const Image got = combine(p, a, s.b != 0 ? &b : nullptr);
+                    EXPECT_TRUE(test::same_samples(want, got)) << to_string(s.form) << " " << to_string(ta) << ","
+                                                               << to_string(tb) << "->" << to_string(tout);
+                }
+}
+
+// Streamed bands of 7 and 16 rows on `backend` give the bits of the whole image's run, for each of `specs`
+// on an f32 image with NaN holes (PFM) and a u16 one with nodata 1 (PGM), with each of `algorithms` (the
+// FFT passed over for sobel, which it does not take).
+inline void expect_streamed_bands_give_whole_images_bits(Backend backend, std::initializer_list<const char*> specs,
+                                                         std::initializer_list<Algorithm> algorithms) {
+    iotest::ScratchDir dir;
+    const Image f32 = holed(64, 90, 1, PixelType::f32, {}, 31);
+    const Image u16 = holed(57, 83, 1, PixelType::u16, 1, 32);
+    write_image(dir.file("in.pfm"), f32);
+    write_image(dir.file("in.pgm"), u16);
+    int n = 0;
+    for (const char* spec : specs)
+        for (Algorithm a : algorithms)
+            for (const char* input : {"in.pfm", "in.pgm"}) {
+                if (a == Algorithm::fft && std::string(spec).rfind("sobel", 0) == 0) continue;
+                const Pipeline p({spec});
+                const Image& in = std::string(input) == "in.pfm" ? f32 : u16;
+                const Image whole = p.run(in, {.backend = backend, .algorithm = a});
+                for (int rows : {7, 16}) {
+                    StreamOptions o;
+                    o.run.backend = backend;
+                    o.run.algorithm = a;
+                    o.band_rows = rows;
+                    const std::string out = dir.file("out" + std::to_string(n++) + (input[4] == 'f' ? ".pfm" : ".pgm"));
+                    stream_filter(dir.file(input), out, p, o);
+                    EXPECT_TRUE(test::same_samples(read_image(out), whole)) << spec << " " << input << " rows " << rows
+                                                                            << (a == Algorithm::fft ? " fft" : "");
+                }
+            }
 }
 
 } // namespace apron::nantest

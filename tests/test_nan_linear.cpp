@@ -111,40 +111,9 @@ TEST(NanLinear, EveryLinearEdgeAndPresetOperationTakesTheParameters) {
 
 // ---- against the restatement ----------------------------------------------------------------------------
 
+// Images of 27..29 x 22, on the reference and the CPU backends, with the planner's path and the forced FFT.
 void sweep(const std::string& mode, double fill) {
-    int k = 0;
-    for (const MaskCase& mc : mask_cases())
-        for (BorderMode border : kBorders)
-            for (PixelType t : {PixelType::f32, PixelType::u8, PixelType::u16})
-                for (bool preserve : {false, true}) {
-                    Filter f = mc.f;
-                    f.border = border;
-                    f.value = border == BorderMode::constant ? 9 : 0;
-                    NanOptions o;
-                    o.mode = mode;
-                    o.fill = fill;
-                    o.preserve = preserve;
-                    if (t != PixelType::f32 || k % 2) o.nodata = t == PixelType::u16 ? 65535 : t == PixelType::u8 ? 3 : -9999;
-                    const Image in = holed(27 + k % 3, 22, 1 + k % 3, t, o.nodata, 50 + unsigned(k));
-                    ++k;
-                    const std::vector<Expected> want = restate(in, f, o);
-                    const OpProgram op = correlate(f, o);
-                    for (Backend b : {Backend::reference, Backend::cpu})
-                        for (PixelType out : {t, PixelType::f32})
-                            for (Algorithm a : {Algorithm::automatic, Algorithm::fft}) {
-                                if (a == Algorithm::fft && b == Backend::reference) continue;  // the reference sums directly
-                                const std::string what = std::string(to_string(b)) + " " + mc.name + " " + spec_text("", o, f) +
-                                                         " " + to_string(t) + "->" + to_string(out) + " algo " + to_string(a);
-                                Image got;
-                                try {
-                                    got = run(op, in, b, out, a);
-                                } catch (const Error& e) {  // a path the backend does not take for this plan
-                                    if (a == Algorithm::fft && std::string(e.what()).rfind("--algo", 0) == 0) continue;
-                                    throw;
-                                }
-                                expect_matches(got, want, o, what);
-                            }
-                }
+    sweep_restatement(mode, fill, 27, 22, 50, {Backend::reference, Backend::cpu}, {Algorithm::automatic, Algorithm::fft});
 }
 
 TEST(NanLinear, IgnoreIsTheNormalisedSumOverValidSamples) { sweep("ignore", 0); }
@@ -296,62 +265,24 @@ TEST(NanLinear, ForcedFftPathEqualsTheDirectPath) {
 }
 
 TEST(NanLinear, StreamedBandsGiveTheWholeImagesBits) {
-    iotest::ScratchDir dir;
-    const Image f32 = holed(64, 90, 1, PixelType::f32, {}, 31);
-    const Image u16 = holed(57, 83, 1, PixelType::u16, 1, 32);
-    write_image(dir.file("in.pfm"), f32);
-    write_image(dir.file("in.pgm"), u16);
-    int n = 0;
-    for (const char* spec : {"gaussian:sigma=2,nan=ignore,preserve_nan=1", "box:width=7,nan=ignore,nodata=1,border=wrap",
-                             "sobel:dx=1,nan=fill:0,nodata=1,preserve_nan=1", "gaussian:sigma=1,nan=propagate,nodata=1",
-                             "unsharp:sigma=1.5,nan=ignore,nodata=1,border=mirror"})
-        for (Algorithm a : {Algorithm::automatic, Algorithm::fft})
-            for (const char* input : {"in.pfm", "in.pgm"}) {
-                if (a == Algorithm::fft && std::string(spec).rfind("sobel", 0) == 0) continue;
-                const Pipeline p({spec});
-                const Image& in = std::string(input) == "in.pfm" ? f32 : u16;
-                const Image whole = p.run(in, {.backend = Backend::cpu, .algorithm = a});
-                for (int rows : {7, 16}) {
-                    StreamOptions o;
-                    o.run.backend = Backend::cpu;
-                    o.run.algorithm = a;
-                    o.band_rows = rows;
-                    const std::string out = dir.file("out" + std::to_string(n++) + (input[4] == 'f' ? ".pfm" : ".pgm"));
-                    stream_filter(dir.file(input), out, p, o);
-                    EXPECT_TRUE(test::same_samples(read_image(out), whole)) << spec << " " << input << " rows " << rows
-                                                                            << (a == Algorithm::fft ? " fft" : "");
-                }
-            }
+    expect_streamed_bands_give_whole_images_bits(
+        Backend::cpu,
+        {"gaussian:sigma=2,nan=ignore,preserve_nan=1", "box:width=7,nan=ignore,nodata=1,border=wrap",
+         "sobel:dx=1,nan=fill:0,nodata=1,preserve_nan=1", "gaussian:sigma=1,nan=propagate,nodata=1",
+         "unsharp:sigma=1.5,nan=ignore,nodata=1,border=mirror"},
+        {Algorithm::automatic, Algorithm::fft});
 }
 
 // ---- the pointwise forms ----------------------------------------------------------------------------------
 
 // Each form on every type pair: the fast CPU executor stores the reference's bits.
 TEST(NanLinear, PointwiseFormsGiveTheReferencesBits) {
-    const auto reference = make_reference_executor();
     const auto cpu = make_cpu_executor(2);
-    const std::vector<CombineStep> steps = {
-        CombineStep{1, 0, 0, CombineForm::fill, true, 7},     CombineStep{1, 0, 2.5, CombineForm::fill, false, 0},
-        CombineStep{1, 0, 0, CombineForm::valid, true, 7},    CombineStep{1, 0, 0, CombineForm::valid, false, 0},
-        CombineStep{1, 1e-4, 3, CombineForm::ratio, true, 7}, CombineStep{0.7, 0.2, -1, CombineForm::ratio, false, 0},
-        CombineStep{1, 1, 0, CombineForm::mark, true, 7},     CombineStep{1, 0, 0, CombineForm::mark, true, 7},
-        CombineStep{1, 1, 0, CombineForm::mark, false, 0}};
-    const PixelType types[] = {PixelType::u8, PixelType::u16, PixelType::f32};
-    std::uint32_t seed = 5;
-    for (const CombineStep& s : steps)
-        for (PixelType ta : types)
-            for (PixelType tb : types)
-                for (PixelType tout : types) {
-                    Image a = holed(37, 13, 2, ta, 7, seed++), b = holed(37, 13, 2, tb, 7, seed++);
-                    if (tb == PixelType::f32)  // weights in -1..2 and a few zeros
-                        for (int y = 0; y < 13; y += 4) b.row<float>(y)[y] = 0;
-                    const CombinePlan p{s, ta, tb, tout};
-                    Image want(37, 13, 2, tout), got(37, 13, 2, tout);
-                    reference->combine(p, a.view(), s.b != 0 ? ConstImageView(b.view()) : ConstImageView{}, want.view());
-                    cpu->combine(p, a.view(), s.b != 0 ? ConstImageView(b.view()) : ConstImageView{}, got.view());
-                    EXPECT_TRUE(test::same_samples(want, got)) << to_string(s.form) << " " << to_string(ta) << ","
-                                                               << to_string(tb) << "->" << to_string(tout);
-                }
+    expect_pointwise_forms_give_reference_bits([&](const CombinePlan& p, const Image& a, const Image* b) {
+        Image got(a.width(), a.height(), a.channels(), p.out);
+        cpu->combine(p, a.view(), b ? ConstImageView(b->view()) : ConstImageView{}, got.view());
+        return got;
+    });
 }
 
 // The band engine and Pipeline::run fuse a morphology step with the affine combine that alone reads it; a

@@ -184,6 +184,24 @@ std::uint32_t outside_word(const RankPlan& p) {
     else return std::uint32_t(v);
 }
 
+// What the families' parameters (rank::NetParams, rank::HistParams) share: the views and their shape, the
+// border (mode and the constant's word), the element's first column and row relative to the anchor.
+template <class Params>
+void set_window(Params& q, const RankPlan& p, const Extent& e, ConstImageView in, ImageView out) {
+    q.in = in.data;
+    q.in_pitch = in.pitch;
+    q.out = out.data;
+    q.out_pitch = out.pitch;
+    q.width = in.width();
+    q.height = in.height();
+    q.channels = in.channels();
+    q.samples = in.width() * in.channels();
+    q.mode = p.step.border == BorderMode::constant ? -1 : int(p.step.border);
+    q.outside = with_type(p.type, [&]<class T>() { return outside_word<T>(p); });
+    q.lo = e.lo;
+    q.dylo = e.dylo;
+}
+
 void launch_net(const RankPlan& p, const Pick& k, ConstImageView in, ImageView out, cudaStream_t stream) {
     const Extent e = extent_of(p.chords);
     const int C = in.channels();
@@ -192,19 +210,8 @@ void launch_net(const RankPlan& p, const Pick& k, ConstImageView in, ImageView o
     const int G = tile ? rank::tile_g : rank::sort_g, TT = tile ? rank::tile_t : rank::sort_t;
     static constexpr int tile_txp[4] = {32, 16, 8, 8}, sort_txp[4] = {64, 32, 16, 16};
     rank::NetParams q{};
-    q.in = in.data;
-    q.in_pitch = in.pitch;
-    q.out = out.data;
-    q.out_pitch = out.pitch;
-    q.width = in.width();
-    q.height = in.height();
-    q.channels = C;
-    q.samples = in.width() * C;
-    q.mode = p.step.border == BorderMode::constant ? -1 : int(p.step.border);
-    q.outside = with_type(p.type, [&]<class T>() { return outside_word<T>(p); });
-    q.lo = e.lo;
+    set_window(q, p, e, in, out);
     q.hi = e.hi;
-    q.dylo = e.dylo;
     q.dyhi = e.dyhi;
     q.txp = (tile ? tile_txp : sort_txp)[C - 1];
     q.ty = rank::net_threads / (q.txp * C);
@@ -241,18 +248,7 @@ void launch_hist(const RankPlan& p, ConstImageView in, ImageView out, cudaStream
     const Extent e = extent_of(p.chords);
     const int C = in.channels();
     rank::HistParams q{};
-    q.in = in.data;
-    q.in_pitch = in.pitch;
-    q.out = out.data;
-    q.out_pitch = out.pitch;
-    q.width = in.width();
-    q.height = in.height();
-    q.channels = C;
-    q.samples = in.width() * C;
-    q.mode = p.step.border == BorderMode::constant ? -1 : int(p.step.border);
-    q.outside = with_type(p.type, [&]<class T>() { return outside_word<T>(p); });
-    q.lo = e.lo;
-    q.dylo = e.dylo;
+    set_window(q, p, e, in, out);
     q.nt = hist_nt;
     q.ring = e.dyhi - e.dylo + 2;
     q.rw = q.nt + (e.hi - e.lo) * C;

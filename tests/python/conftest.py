@@ -318,6 +318,21 @@ def random_image(shape, dtype, seed: int, lo=None, hi=None) -> np.ndarray:
     return rng.integers(lo, hi, size=shape, endpoint=True).astype(dtype)
 
 
+def random_array(shape, dtype, seed: int, wide=(-(2 ** 20), 2 ** 20)) -> np.ndarray:
+    """Random samples of any NumPy dtype (SciPy's and the device libraries' arrays): floats uniform in
+    [-100, 100], bools about half set, integers of up to 16 bits over their whole range, wider integers within
+    `wide` (lo, hi, both included)."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return rng.uniform(-100, 100, shape).astype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) > 0.5
+    info = np.iinfo(dtype)
+    lo, hi = (info.min, info.max) if info.bits <= 16 else wide
+    return rng.integers(lo, hi, shape, endpoint=True).astype(dtype)
+
+
 def to_type(x: np.ndarray, dtype) -> np.ndarray:
     """SPEC.md: round half to even, then saturate (float32 is a plain cast)."""
     dtype = np.dtype(dtype)

@@ -1,5 +1,7 @@
 """Shared set-up of the Python API suite (tests/python_api): which `apron` package is tested, the CLI
-suite's references (tests/python/conftest.py: SPEC.md in numpy, comparison helpers), and the device marks.
+suite's references (tests/python/conftest.py: SPEC.md in numpy, comparison helpers, random arrays), the
+device marks, and the GPU array libraries as fixtures (cp, torch, device_lib: each skips the test without
+the library or a CUDA device).
 
 The package tested: APRON_PYTHON_BUILD=<dir> puts <dir> first on sys.path (scripts/test.sh passes
 build/python, where the build assembles the package); otherwise the installed `apron` (a wheel in a venv);
@@ -11,7 +13,9 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import Callable, NamedTuple
 
+import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,3 +43,40 @@ def pytest_report_header(config):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA device, CuPy or torch, and apron's CUDA backend")
+
+
+# ---- GPU array libraries ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cp():
+    """CuPy; the test is skipped without it or without a CUDA device."""
+    cupy = pytest.importorskip("cupy")
+    if cupy.cuda.runtime.getDeviceCount() < 1:
+        pytest.skip("no CUDA device")
+    return cupy
+
+
+@pytest.fixture
+def torch():
+    """torch; the test is skipped without it or when it sees no CUDA device."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    return torch
+
+
+class DeviceLib(NamedTuple):
+    name: str                   # "cupy" or "torch"
+    put: Callable               # a NumPy array -> the library's array on the current CUDA device
+    back: Callable              # the library's device array -> a NumPy array
+
+
+@pytest.fixture(params=["cupy", "torch"])
+def device_lib(request):
+    """Each GPU array library in turn (DeviceLib), skipped as the cp and torch fixtures are."""
+    if request.param == "cupy":
+        cupy = request.getfixturevalue("cp")
+        return DeviceLib("cupy", cupy.asarray, cupy.asnumpy)
+    torch = request.getfixturevalue("torch")
+    return DeviceLib("torch", lambda a: torch.from_numpy(a).cuda(), lambda t: t.cpu().numpy())

@@ -29,20 +29,6 @@ if not apron.info()["cuda_built"] or "cuda" not in apron.info()["backends"]:
 OPS = ["box:width=3", "dilate:se=disk:3", "sobel:dx=1"]
 
 
-def _cupy():
-    cp = pytest.importorskip("cupy")
-    if cp.cuda.runtime.getDeviceCount() < 1:
-        pytest.skip("no CUDA device")
-    return cp
-
-
-def _torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no CUDA device")
-    return torch
-
-
 def _is_device_pointer(cp, ptr):
     attrs = cp.cuda.runtime.pointerGetAttributes(ptr)
     return attrs.type == cp.cuda.runtime.memoryTypeDevice
@@ -50,8 +36,7 @@ def _is_device_pointer(cp, ptr):
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32], ids=["u8", "u16", "f32"])
 @pytest.mark.parametrize("shape", [(37, 53), (64, 32, 3), (1, 1)])
-def test_cupy_zero_copy_equals_cpu(dtype, shape):
-    cp = _cupy()
+def test_cupy_zero_copy_equals_cpu(dtype, shape, cp):
     host = random_image(shape, dtype, seed=70)
     d = cp.asarray(host)
     p = apron.Pipeline(OPS)
@@ -68,8 +53,7 @@ def test_cupy_zero_copy_equals_cpu(dtype, shape):
         assert_equal_images(cp.asnumpy(got), expected, "cupy")
 
 
-def test_cupy_out_and_pitched_view():
-    cp = _cupy()
+def test_cupy_out_and_pitched_view(cp):
     host = random_image((40, 60), np.uint8, seed=71)
     d = cp.asarray(host)
     canvas = cp.zeros((50, 80), cp.uint8)
@@ -83,8 +67,7 @@ def test_cupy_out_and_pitched_view():
 SPIN_CYCLES = 200_000_000  # ~0.1 s at 2 GHz: far longer than apron needs, so a run not ordered after it reads zeros
 
 
-def test_cupy_work_is_ordered_on_the_current_stream():
-    cp = _cupy()
+def test_cupy_work_is_ordered_on_the_current_stream(cp):
     spin_copy = cp.RawKernel(r"""
     extern "C" __global__ void spin_copy(unsigned char* dst, const unsigned char* src, int n, long long cycles) {
         const long long t0 = clock64();
@@ -105,8 +88,7 @@ def test_cupy_work_is_ordered_on_the_current_stream():
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "float32"])
-def test_torch_zero_copy_equals_cpu(dtype):
-    torch = _torch()
+def test_torch_zero_copy_equals_cpu(dtype, torch):
     host = random_image((33, 47, 3), np.dtype(dtype), seed=73)
     t = torch.from_numpy(host).cuda()
     p = apron.Pipeline(OPS)
@@ -120,8 +102,7 @@ def test_torch_zero_copy_equals_cpu(dtype):
         assert_equal_images(got.cpu().numpy(), expected, "torch")
 
 
-def test_torch_out_and_stream_order():
-    torch = _torch()
+def test_torch_out_and_stream_order(torch):
     host = random_image((256, 256), np.uint8, seed=74)
     s = torch.cuda.Stream()
     out = torch.empty((256, 256), dtype=torch.uint8, device="cuda")
@@ -138,14 +119,12 @@ def test_torch_out_and_stream_order():
     assert_equal_images(out.cpu().numpy(), apron.erode(host + np.uint8(1), se="cross:5x5"), "torch stream")
 
 
-def test_mixed_kinds_are_refused():
-    cp = _cupy()
+def test_mixed_kinds_are_refused(cp):
     with pytest.raises(ValueError, match="same kind"):
         apron.box(cp.zeros((4, 4), cp.uint8), out=np.zeros((4, 4), np.uint8))
 
 
-def test_two_devices():
-    cp = _cupy()
+def test_two_devices(cp):
     if cp.cuda.runtime.getDeviceCount() < 2:
         pytest.skip("one device")
     host = random_image((64, 64), np.uint8, seed=75)
@@ -170,8 +149,7 @@ def test_two_devices():
         assert cp.cuda.runtime.getDevice() == 0  # the caller's device is current again after the call
 
 
-def test_describe_and_memory_needed_plan_on_the_arrays_device():
-    cp = _cupy()
+def test_describe_and_memory_needed_plan_on_the_arrays_device(cp):
     if cp.cuda.runtime.getDeviceCount() < 2:
         pytest.skip("one device")
     p = apron.Pipeline(["gaussian:sigma=2", "dilate:se=disk:3"])
@@ -186,8 +164,7 @@ def test_describe_and_memory_needed_plan_on_the_arrays_device():
         assert p.memory_needed(d1) == p.memory_needed(d0)
 
 
-def test_two_devices_torch_colour_on_the_second_device():
-    torch = _torch()
+def test_two_devices_torch_colour_on_the_second_device(torch):
     if torch.cuda.device_count() < 2:
         pytest.skip("one device")
     host = random_image((61, 47, 3), np.uint8, seed=77)
@@ -203,8 +180,7 @@ def test_two_devices_torch_colour_on_the_second_device():
     assert_equal_images(got.cpu().numpy(), want, "torch device 1")
 
 
-def test_torch_tensor_requiring_grad_is_read_and_out_on_another_device_refused():
-    torch = _torch()
+def test_torch_tensor_requiring_grad_is_read_and_out_on_another_device_refused(torch):
     host = random_image((20, 30), np.float32, seed=76)
     t = torch.from_numpy(host).cuda().requires_grad_(True)
     assert_f32_close(apron.box(t).cpu().numpy(), apron.box(host).astype(np.float64), 10 * float(np.abs(host).max()), "grad")
@@ -405,8 +381,7 @@ def _filled_like(a: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("case, dtype_name, shape", list(_params(_grid)) + list(_params(_one_pixel)))
-def test_devices_agree_cupy(case, dtype_name, shape):
-    cp = _cupy()
+def test_devices_agree_cupy(case, dtype_name, shape, cp):
     host = random_image(shape, DTYPES[dtype_name], seed=81 if shape[0] > 1 else 82)
     want = _run_cupy_on_every_device(cp, case, host)
     _check_against_cpu(case, want, host, dtype_name, case.describe(shape, DTYPES[dtype_name], "cpu"))
@@ -424,8 +399,7 @@ def _torch_shapes(case):  # colour (the runs on CuPy cover the rest), and one pi
 
 
 @pytest.mark.parametrize("case, dtype_name, shape", list(_params(_torch_shapes)))
-def test_devices_agree_torch(case, dtype_name, shape):
-    torch = _torch()
+def test_devices_agree_torch(case, dtype_name, shape, torch):
     devices = _devices_or_skip(torch.cuda.device_count())
     _torch_dtype(torch, dtype_name)
     host = random_image(shape, DTYPES[dtype_name], seed=83)
@@ -455,8 +429,7 @@ def test_devices_agree_torch(case, dtype_name, shape):
     _check_against_cpu(case, want, host, dtype_name, case.describe(shape, DTYPES[dtype_name], "cpu"))
 
 
-def test_devices_agree_out_on_the_wrong_device_is_refused_everywhere():
-    cp = _cupy()
+def test_devices_agree_out_on_the_wrong_device_is_refused_everywhere(cp):
     devices = _devices_or_skip(cp.cuda.runtime.getDeviceCount())
     host = random_image((61, 47, 3), np.uint16, seed=84)
     for k in devices:

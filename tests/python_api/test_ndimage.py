@@ -22,7 +22,7 @@ import pytest
 
 import apron
 import apron.ndimage as an
-from apron_cli_references import NP_PAD_MODE
+from apron_cli_references import NP_PAD_MODE, random_array
 
 sn = pytest.importorskip("scipy.ndimage")
 
@@ -32,17 +32,9 @@ SHAPES = [(1, 1), (1, 9), (7, 5), (64, 65)]
 
 
 def image(shape, dtype, seed):
-    rng = np.random.default_rng(seed)
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return rng.uniform(-100, 100, shape).astype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) > 0.5
-    info = np.iinfo(dtype)
-    if dtype.itemsize >= 4:  # 32-bit: a span within 2**24 (apron's exact range), away from zero
-        base = 1_000_000_000 if dtype.kind == "u" else -1_000_000_000
-        return (base + rng.integers(0, 2 ** 20, shape)).astype(dtype)
-    return rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+    """random_array with 32-bit integers in a span within 2**24 (apron's exact range), away from zero."""
+    base = 1_000_000_000 if np.dtype(dtype).kind == "u" else -1_000_000_000
+    return random_array(shape, dtype, seed, wide=(base, base + 2 ** 20 - 1))
 
 
 def cval_for(dtype):
