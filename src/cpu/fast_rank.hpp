@@ -10,6 +10,7 @@
 //   cpu.rank_keyhist    larger f32 windows, "f32 runs": a histogram of the order keys' high 16 bits, then the
 //                       few samples of the one bin that holds the rank (fast_rank_runs.cpp);
 //   cpu.rank_select     gather and select (fast_rank.cpp), for anything else (an element without cells).
+// The memory estimate mirrors their per-participant scratch (plan/kinds/rank_scratch.cpp): change both together.
 #include <string>
 
 #include "cpu/fast_pool.hpp"

@@ -27,6 +27,15 @@ std::vector<int> last_readers(const OperationPlan& op) {
     return last;
 }
 
+namespace {
+
+// The image a step reads: an earlier step's result, or its operation's input.
+const ImageShape& input_shape(const StepPlan& s, const OperationPlan& op, const ImageShape& op_input_shape) {
+    return s.input >= 0 ? op.steps[std::size_t(s.input)].out_shape : op_input_shape;
+}
+
+} // namespace
+
 MemoryEstimate estimate_memory(const ExecutionPlan& plan, int threads, bool output_allocated, int rows) {
     auto image_bytes = [rows](ImageShape s) {
         if (rows > 0) s.height = rows;
@@ -35,9 +44,11 @@ MemoryEstimate estimate_memory(const ExecutionPlan& plan, int threads, bool outp
     MemoryEstimate e;
     std::set<const void*> seen;
     // Each distinct table once (copies of a mask share their storage). Executors build their own tables from
-    // a step's while it runs, one step at a time; host backends' per-thread scratch likewise.
+    // a step's while it runs, one step at a time; host backends' per-thread scratch likewise (sized by the
+    // image the step reads: rows of keys follow its width and channels).
     std::uint64_t step_tables = 0, scratch_per_thread = 0;
-    for (const OperationPlan& op : plan.operations)
+    ImageShape op_input_shape = plan.input;
+    for (const OperationPlan& op : plan.operations) {
         for (const StepPlan& s : op.steps)
             on_kind(s, [&](auto kind, const auto& p) {
                 using K = decltype(kind);
@@ -45,8 +56,11 @@ MemoryEstimate estimate_memory(const ExecutionPlan& plan, int threads, bool outp
                     if (bytes && seen.insert(storage).second) e.tables += bytes;
                 });
                 step_tables = std::max(step_tables, K::executor_table_bytes(p));
-                scratch_per_thread = std::max(scratch_per_thread, K::host_scratch_per_thread(p));
+                const ImageShape& input = input_shape(s, op, op_input_shape);
+                scratch_per_thread = std::max(scratch_per_thread, K::host_scratch_per_thread(p, input));
             });
+        if (!op.steps.empty()) op_input_shape = op.steps.back().out_shape;
+    }
     e.tables += step_tables;
 
     // Images: the CUDA backend keeps intermediates on the device, the others in host memory. Within an

@@ -47,7 +47,7 @@ concept StepKindModule = requires(const typename K::Action& action, typename K::
     { K::wraps(plan) } -> std::same_as<bool>;
     K::tables(plan, visit);                             // its tables (memory estimate)
     { K::executor_table_bytes(plan) } -> std::same_as<std::uint64_t>;  // what an executor builds from them
-    { K::host_scratch_per_thread(plan) } -> std::same_as<std::uint64_t>;  // host backends' scratch per thread
+    { K::host_scratch_per_thread(plan, shape) } -> std::same_as<std::uint64_t>;  // host scratch per thread, input of `shape`
     { K::repeats(plan, plan) } -> std::same_as<bool>;   // the very same function of its input (fixed points)
     { K::in_band(plan, 0, 0) } -> std::same_as<std::optional<typename K::Plan>>;  // placed in a band's rows
     { K::choose_kernel(planned, caps, shape, label) } -> std::same_as<const KernelChoice&>;

@@ -120,7 +120,7 @@ Reach CombineStepKind::reach(const CombinePlan&) { return {}; }
 bool CombineStepKind::wraps(const CombinePlan&) { return false; }
 void CombineStepKind::tables(const CombinePlan&, const TableVisitor&) {}
 std::uint64_t CombineStepKind::executor_table_bytes(const CombinePlan&) { return 0; }
-std::uint64_t CombineStepKind::host_scratch_per_thread(const CombinePlan&) { return 0; }
+std::uint64_t CombineStepKind::host_scratch_per_thread(const CombinePlan&, const ImageShape&) { return 0; }
 bool CombineStepKind::repeats(const CombinePlan&, const CombinePlan&) { return false; }
 std::optional<CombinePlan> CombineStepKind::in_band(const CombinePlan&, int, int) { return std::nullopt; }
 

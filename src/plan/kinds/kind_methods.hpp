@@ -23,7 +23,7 @@
     static bool wraps(const Plan& plan); \
     static void tables(const Plan& plan, const TableVisitor& visit); \
     static std::uint64_t executor_table_bytes(const Plan& plan); \
-    static std::uint64_t host_scratch_per_thread(const Plan& plan); \
+    static std::uint64_t host_scratch_per_thread(const Plan& plan, const ImageShape& input); \
     static bool repeats(const Plan& plan, const Plan& next); \
     static std::optional<Plan> in_band(const Plan& plan, int first_row, int image_height); \
     static const KernelChoice& choose_kernel(Plan& plan, const BackendCaps& caps, const ImageShape& shape, std::string& label); \

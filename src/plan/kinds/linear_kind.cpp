@@ -319,7 +319,7 @@ std::uint64_t LinearStepKind::executor_table_bytes(const LinearPlan& l) {
 }
 
 // A 1024^2 complex tile and its gathers per thread on the CPU's FFT path.
-std::uint64_t LinearStepKind::host_scratch_per_thread(const LinearPlan& l) {
+std::uint64_t LinearStepKind::host_scratch_per_thread(const LinearPlan& l, const ImageShape&) {
     return l.algorithm == LinearAlgorithm::fft ? std::uint64_t(24) << 20 : 0;
 }
 

@@ -76,7 +76,7 @@ void MorphStepKind::tables(const MorphPlan& m, const TableVisitor& visit) {
 // Executors build the element's cell offsets while the step runs.
 std::uint64_t MorphStepKind::executor_table_bytes(const MorphPlan& m) { return std::uint64_t(m.step.element.weights.size()) * 16; }
 
-std::uint64_t MorphStepKind::host_scratch_per_thread(const MorphPlan&) { return 0; }
+std::uint64_t MorphStepKind::host_scratch_per_thread(const MorphPlan&, const ImageShape&) { return 0; }
 
 // The same erosion or dilation (element, border, type and path), as `iterations` expands it.
 bool MorphStepKind::repeats(const MorphPlan& a, const MorphPlan& b) {

@@ -66,7 +66,8 @@ std::string RankStepKind::parameters(const RankStep& a) {
 }
 
 // The reference gathers the window and selects: about 5e7 samples a second on one core (measured 2026-11,
-// a shared 2-core x86 machine, 3x3 to 31x31 windows).
+// a shared 2-core x86 machine, 3x3 to 31x31 windows). Only the reference backend's long-run note reads it
+// (tools/apron_main.cpp), so it is the reference's rate, not the fast CPU kernels'.
 StepWork RankStepKind::work(const RankStep& step) { return {double(rank_cells(step.element)), 5e7}; }
 
 double RankStepKind::gain(const RankStep&) { return 1; }  // one of the input's samples
@@ -93,9 +94,10 @@ void RankStepKind::tables(const RankPlan& r, const TableVisitor& visit) {
 // Executors build the element's cell offsets or runs while the step runs.
 std::uint64_t RankStepKind::executor_table_bytes(const RankPlan& r) { return std::uint64_t(r.step.element.weights.size()) * 16; }
 
-// Host backends gather a window, or keep a histogram, per thread: 64 KiB covers u16's fine histogram rows.
-std::uint64_t RankStepKind::host_scratch_per_thread(const RankPlan& r) {
-    return std::max<std::uint64_t>(std::uint64_t(r.count) * 8, r.type == PixelType::u16 ? (1u << 17) : 4096);
+// The fast CPU kernels' rows and histograms, whose rows follow the input's width and channels; the reference
+// backend's window of keys is less.
+std::uint64_t RankStepKind::host_scratch_per_thread(const RankPlan& r, const ImageShape& input) {
+    return rank_cpu_scratch_per_thread(r, input);
 }
 
 bool RankStepKind::repeats(const RankPlan& a, const RankPlan& b) {

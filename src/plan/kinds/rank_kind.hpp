@@ -18,4 +18,8 @@ constexpr int rank_network_cells = 49;
 // The element's set cells.
 int rank_cells(const Mask& element);
 
+// Host scratch of the fast CPU rank kernels for this plan on an input of this shape: an upper bound per
+// thread-pool participant, each participant counting the call's own tables too (plan/kinds/rank_scratch.cpp).
+std::uint64_t rank_cpu_scratch_per_thread(const RankPlan& plan, const ImageShape& input);
+
 } // namespace apron
