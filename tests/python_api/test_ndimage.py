@@ -11,7 +11,8 @@ What is pinned (docs/python.md "apron.ndimage"):
   where the sum is exact (integer weights, means) and within 1 elsewhere (SPEC.md), while SciPy truncates
   toward zero and wraps around in each 1-D pass: that documented difference is asserted as such;
 - arrays: 1-D signals, (H, W, C) images filtered per channel only when SciPy's call would, any strides,
-  output= arrays and dtypes, in place; refusals (volumes, non-flat structures, order != 0) are clear errors.
+  output= arrays and dtypes, in place; refusals (volumes, non-flat structures, order != 0) are clear errors;
+- (Z, Y, X) volumes (a last axis longer than 4) through the separable filters, every axis filtered as SciPy.
 """
 import inspect
 import itertools
@@ -498,11 +499,57 @@ def test_colour_images_only_when_scipy_filters_each_channel_alike():
     refused = [lambda: an.minimum_filter(x, size=3), lambda: an.gaussian_filter(f, 1.0), lambda: an.sobel(f),
                lambda: an.laplace(f), lambda: an.correlate1d(f, [1, 2], axis=2), lambda: an.median_filter(x, 3),
                lambda: an.gaussian_filter(f, 1, axes=(1, 2)), lambda: an.correlate(f, np.ones((3, 3, 3))),
-               lambda: an.uniform_filter(image((5, 6, 7), np.float32, seed=1), (3, 3, 1)),
+               lambda: an.median_filter(image((5, 6, 7), np.float32, seed=1), (3, 3, 1)),
                lambda: an.uniform_filter(image((3, 4, 5, 2), np.float32, seed=1), 3)]
     for call in refused:
         with pytest.raises(ValueError, match=r"volume|volumes"):
             call()
+
+
+VOLUME_CALLS = [
+    ("gaussian_filter", ((1.0, 1.5, 0.8),), {}, 1.0), ("gaussian_filter", ((2.0, 0.0, 1.0),), {"radius": (3, 1, 2)}, 1.0),
+    ("gaussian_filter", (1.2,), {"axes": (0, 2)}, 1.0), ("gaussian_filter1d", (1.3, 0), {}, 1.0),
+    ("uniform_filter", ((3, 1, 4),), {"origin": (1, 0, -1)}, 1.0), ("uniform_filter", (2,), {}, 1.0),
+    ("uniform_filter1d", (4, 0), {"origin": -1}, 1.0), ("uniform_filter1d", (5, 1), {}, 1.0),
+    ("correlate1d", ([0.5, -1.0, 2.0, 0.25], 0), {"origin": 1}, 3.75), ("convolve1d", ([1.0, -2.0, 3.0], 0), {}, 6.0),
+    ("correlate1d", ([1.0, 2.0, 3.0], 2), {"origin": -1}, 6.0), ("sobel", (0,), {}, 32.0), ("sobel", (1,), {}, 32.0),
+    ("prewitt", (2,), {}, 18.0), ("prewitt", (0,), {}, 18.0),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("shape", [(7, 9, 11), (1, 6, 5), (5, 1, 8), (9, 4, 6)], ids=["7x9x11", "1x6x5", "5x1x8", "9x4x6"])
+def test_volumes_through_separable_filters_within_spec(shape, dtype):
+    """A (Z, Y, X) volume: z passes run down the (Z, Y * X) image, x passes along (Z * Y, X), the rest per plane;
+    every axis is filtered as SciPy's (borders included), within SPEC.md's tolerance."""
+    x = image(shape, dtype, seed=120)
+    bound_in = float(np.abs(x).max())
+    for (name, args, kw, wsum), mode in itertools.product(VOLUME_CALLS, MODES):
+        what = f"{name}{args} {kw} {shape} {np.dtype(dtype)} mode={mode}"
+        got = getattr(an, name)(x, *args, mode=mode, cval=-7.25, **kw)
+        expected = getattr(sn, name)(x.astype(np.float64), *args, mode=mode, cval=-7.25, **kw).astype(dtype)
+        _assert_close(got, expected, wsum * max(bound_in, 7.25), what)
+
+
+def test_volumes_per_axis_modes_and_integer_rounding():
+    x = image((6, 7, 9), np.uint16, seed=121)
+    f = x.astype(np.float64)
+    modes = ["wrap", "constant", "nearest"]
+    got = an.gaussian_filter(x, (1.5, 1.0, 0.7), mode=modes, cval=300)
+    expected = sn.gaussian_filter(f, (1.5, 1.0, 0.7), mode=modes, cval=300)
+    assert got.dtype == np.uint16
+    assert np.abs(got.astype(np.int64) - rint_saturate(expected, np.uint16).astype(np.int64)).max() <= 1
+    got = an.uniform_filter(x, (3, 3, 5), mode="mirror", output=np.float32)
+    _assert_close(got, sn.uniform_filter(f, (3, 3, 5), mode="mirror").astype(np.float32), float(x.max()), "uniform")
+
+
+def test_volumes_refused_where_not_separable():
+    v = image((5, 6, 7), np.float32, seed=122)
+    for call in (lambda: an.median_filter(v, 3), lambda: an.correlate(v, np.ones((3, 3, 3))),
+                 lambda: an.laplace(v), lambda: an.grey_dilation(v, size=3), lambda: an.minimum_filter(v, 2)):
+        with pytest.raises(ValueError, match=r"\(Z, Y, X\) volumes .* does not take volumes yet") as e:
+            call()
+        assert "\n" not in str(e.value)
 
 
 def test_any_strides_are_copied_not_refused():

@@ -60,6 +60,9 @@ class _NumpyLike:
     def contiguous(self, a):
         return self.xp.ascontiguousarray(a)
 
+    def stack(self, parts):
+        return self.xp.stack(parts)
+
     def minmax(self, a):
         return int(a.min()), int(a.max())
 
@@ -141,6 +144,9 @@ class _TorchOps:
     def contiguous(self, a):
         return a.contiguous()
 
+    def stack(self, parts):
+        return self.torch.stack(parts)
+
     def minmax(self, a):
         b = a.to(self.torch.int64)
         return int(b.min().item()), int(b.max().item())
@@ -220,10 +226,18 @@ def _ops_for(kind):
 
 # ---- the input ----------------------------------------------------------------------------------------
 
-class _Src:
-    """The input as given (for its kind, shape and dtype) and as apron takes it (a 2-D or H x W x C array)."""
+# The functions that take volumes: their filters are 1-D passes, and a pass along z is a vertical pass over the
+# volume seen as a (Z, Y * X) image (rows are planes), one along x a horizontal pass over (Z * Y, X), any
+# other pass one per plane (_linear).
+_VOLUME_FUNCTIONS = ("gaussian_filter", "gaussian_filter1d", "uniform_filter", "uniform_filter1d", "correlate1d",
+                     "convolve1d", "sobel", "prewitt")
 
-    def __init__(self, input, fname):
+
+class _Src:
+    """The input as given (for its kind, shape and dtype) and as apron takes it (a 2-D or H x W x C array, or
+    a (Z, Y, X) volume for the separable filters)."""
+
+    def __init__(self, input, fname, volumes=False):
         self.fname = fname
         kind = _arrays._kind(input)
         self.torch_cpu = None  # the torch dtype of a torch CPU input (computed through NumPy)
@@ -254,10 +268,13 @@ class _Src:
         self.ndim = len(self.shape)
         if self.ndim == 0:
             raise _error(fname, "a 0-D array (a scalar); pass an image")
-        if self.ndim > 3 or (self.ndim == 3 and self.shape[2] > 4):
+        # A 3-D array whose last axis is longer than 4 is a volume (Z, Y, X); one of at most 4 a colour image.
+        self.volume = self.ndim == 3 and self.shape[2] > 4
+        if self.ndim > 3 or (self.volume and not volumes):
             raise _error(fname, f"a {self.ndim}-D array of shape {self.shape}: apron.ndimage filters 1-D signals, 2-D "
-                                f"images (H, W) and (H, W, C) colour images of at most 4 channels, each channel alike; "
-                                f"volumes are not supported yet")
+                                f"images (H, W), (H, W, C) colour images of at most 4 channels (each channel alike), "
+                                f"and (Z, Y, X) volumes (last axis longer than 4) with {', '.join(_VOLUME_FUNCTIONS)}; "
+                                f"{fname} does not take " + ("volumes yet" if self.volume else "4-D arrays yet"))
         self.empty = any(n == 0 for n in self.shape)
 
     @property
@@ -265,15 +282,20 @@ class _Src:
         return str(self.torch_cpu).rsplit(".", 1)[-1] if self.torch_cpu is not None else None
 
     def image_axis(self, axis):
-        """The axis of apron's (H, W[, C]) image that an axis of the input is (None: the channel axis)."""
+        """The axis of apron's (H, W[, C]) image that an axis of the input is (None: the channel axis; a
+        volume's z is 2, y 0 and x 1)."""
         if self.ndim == 1:
             return 1
+        if self.volume:
+            return (2, 0, 1)[axis]
         return axis if axis < 2 else None
 
     def as_image(self, a):
         """An array of the input's shape (or a coding of it) as apron's (H, W[, C]) array, viewable by apron."""
         if self.ndim == 1:
             a = a.reshape((1, a.shape[0]))
+        if self.volume:  # C order, so that the passes' (Z, Y * X) and (Z * Y, X) images are views
+            return self.ops.contiguous(a)
         if not _viewable(a, self.kind):
             a = self.ops.contiguous(a)
         return a
@@ -607,7 +629,7 @@ class _Result:
     def direct_out(self):
         """The output array as apron's image, when apron can write the result straight into it."""
         out, src = self.output, self.src
-        if out is None or src.torch_cpu is not None or self.name not in _NATIVE:
+        if out is None or src.torch_cpu is not None or self.name not in _NATIVE or src.volume:
             return None
         view = out.reshape((1, out.shape[0])) if src.ndim == 1 else out
         if not _viewable(view, src.kind) or src.ops.may_share_memory(view, src.a):
@@ -684,6 +706,17 @@ def _selection(src, res, steps, mode, cval):
     return res.finish(r)
 
 
+def _volume_pass(src, r, along_z, mask, run_pass):
+    """One 2-D pass over a C-ordered (Z, Y, X) volume: along z on the (Z, Y * X) image (rows are planes), along
+    x alone on (Z * Y, X) (rows stay within their plane), anything else plane by plane."""
+    z, y, x = src.shape
+    if along_z:
+        return run_pass(r.reshape(z, y * x)).reshape(z, y, x)
+    if mask.shape[0] == 1:
+        return run_pass(r.reshape(z * y, x)).reshape(z, y, x)
+    return src.ops.stack([run_pass(r[k]) for k in range(z)])
+
+
 def _rect_shape(text):
     w, h = text.split(":")[1].split("x")
     return int(h), int(w)
@@ -698,16 +731,20 @@ def _linear(src, res, passes, cval):
     work_name = src.ops.name(coding.work)
     direct = coding.native and res.compute_name in _NATIVE
     r = work
-    for i, (name, params, mode, mask) in enumerate(passes):
+    for i, (name, params, mode, mask, *along) in enumerate(passes):
         last = i == len(passes) - 1
         out_name = (res.compute_name if direct else "float32") if last else "float32"
         value = coding.value if mode == "constant" else 0
         if mode == "constant" and not _value_is_plain(value):
-            r = _padded_run(src, r, name, params, mode, value, mask, out_name)
-            continue
-        out = res.direct_out() if last and direct else None
-        border = {"border": mode, "value": value} if mode == "constant" else {"border": mode}
-        r = _run(src, r, [_op(name, **border, **params)], out_name, out)
+            def run_pass(image, name=name, params=params, mode=mode, value=value, mask=mask, out_name=out_name):
+                return _padded_run(src, image, name, params, mode, value, mask, out_name)
+        else:
+            out = res.direct_out() if last and direct else None
+            border = {"border": mode, "value": value} if mode == "constant" else {"border": mode}
+
+            def run_pass(image, ops=[_op(name, **border, **params)], out_name=out_name, out=out):
+                return _run(src, image, ops, out_name, out)
+        r = _volume_pass(src, r, along == ["z"], mask, run_pass) if src.volume else run_pass(r)
     if not direct:
         r = _store(src, r, "float32" if passes else work_name, res.compute_name)
     return res.finish(r)

@@ -71,7 +71,7 @@ def _one_axis_mask(src, k1d, axis, origin, fname):
 
 
 def _correlate1d(fname, input, weights, axis, output, mode, cval, origin, convolution):
-    src = _Src(input, fname)
+    src = _Src(input, fname, volumes=True)
     w = _weights(weights, fname)
     if w.ndim != 1 or w.shape[0] < 1:
         raise _error(fname, f"weights: a 1-D sequence of at least one weight is needed (got shape {w.shape})",
@@ -86,7 +86,8 @@ def _correlate1d(fname, input, weights, axis, output, mode, cval, origin, convol
     if src.empty:
         return res.empty_result()
     mask = _one_axis_mask(src, w, axis, origin, fname)
-    return _linear(src, res, [("correlate", {"mask": np.ascontiguousarray(mask)}, mode, mask)], cval)
+    along = "z" if src.image_axis(axis) == 2 else "xy"
+    return _linear(src, res, [("correlate", {"mask": np.ascontiguousarray(mask)}, mode, mask, along)], cval)
 
 
 def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
@@ -100,7 +101,8 @@ def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, o
 
 
 class _Axis1D:
-    """One 1-D pass of a separable filter on apron's image: its axis (0 rows, 1 columns), kernel and mode."""
+    """One 1-D pass of a separable filter on apron's image: its axis (0 rows, 1 columns, 2 a volume's planes),
+    kernel and mode. A pass along planes is a pass down the columns of the (Z, Y * X) image."""
 
     def __init__(self, img_axis, kernel, centre, mode):
         self.img_axis, self.kernel, self.centre, self.mode = img_axis, kernel, centre, mode
@@ -120,7 +122,8 @@ def _separable_passes(items, cval, single):
     groups = []
     for item in items:
         g = groups[-1] if groups else None
-        if g is not None and item.img_axis not in g and all(o.mode == item.mode for o in g.values()):
+        if g is not None and item.img_axis not in g and 2 not in g and item.img_axis != 2 and all(
+                o.mode == item.mode for o in g.values()):
             earlier_sums_one = all(abs(o.kernel.sum() - 1.0) < 1e-12 for o in g.values())
             if item.mode != "constant" or float(cval) == 0.0 or earlier_sums_one:
                 g[item.img_axis] = item
@@ -128,6 +131,10 @@ def _separable_passes(items, cval, single):
         groups.append({item.img_axis: item})
     passes = []
     for g in groups:
+        if 2 in g:  # along a volume's planes: the column pass of the (Z, Y * X) image
+            col, named = g[2].mask(), single({0: g[2]}) if single else None
+            passes.append((named if named else ("correlate", {"mask": np.ascontiguousarray(col)})) + (g[2].mode, col, "z"))
+            continue
         col = g[0].mask() if 0 in g else np.ones((1, 1))
         row = g[1].mask() if 1 in g else np.ones((1, 1))
         mask = col @ row
@@ -184,7 +191,7 @@ def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0
     """
     fname = "gaussian_filter"
     _check_order(order, fname)
-    src = _Src(input, fname)
+    src = _Src(input, fname, volumes=True)
     axes = _check_axes(axes, src.ndim, fname)
     n = len(axes)
     sigmas = _sequence(sigma, n, "sigma", fname)
@@ -215,7 +222,7 @@ def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect
     SciPy's kernel (radius int(truncate * sigma + 0.5), truncate=4.0), order=0 only."""
     fname = "gaussian_filter1d"
     _check_order(order, fname)
-    src = _Src(input, fname)
+    src = _Src(input, fname, volumes=True)
     axis = _axis_index(axis, src.ndim, fname)
     s = float(sigma)
     if not s > 0:
@@ -260,7 +267,7 @@ def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=
     by 0 to 1 per filtered axis.
     """
     fname = "uniform_filter"
-    src = _Src(input, fname)
+    src = _Src(input, fname, volumes=True)
     axes = _check_axes(axes, src.ndim, fname)
     n = len(axes)
     sizes = _sequence(size, n, "size", fname)
@@ -278,7 +285,7 @@ def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=
 def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
     """One-dimensional uniform filter along an axis (scipy.ndimage.uniform_filter1d), computed by apron."""
     fname = "uniform_filter1d"
-    src = _Src(input, fname)
+    src = _Src(input, fname, volumes=True)
     axis = _axis_index(axis, src.ndim, fname)
     it = _uniform_item(src, size, axis, origin, mode, fname)
     res = _Result(src, output)
@@ -289,8 +296,8 @@ def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0
 
 def _derivative_filter(fname, input, axis, output, mode, cval, smooth):
     """sobel and prewitt: [-1, 0, 1] along `axis`, then `smooth` along every other axis (SciPy's order)."""
-    src = _Src(input, fname)
-    if src.ndim == 3:
+    src = _Src(input, fname, volumes=True)
+    if src.ndim == 3 and not src.volume:
         raise _error(fname, f"a 3-D array {src.shape}: SciPy's {fname} also smooths across the last axis (it has no "
                             f"axes= to leave it out), which is a volume filter; pass each channel (img[..., c]) as a "
                             f"2-D array")
