@@ -40,7 +40,7 @@ def operations() -> list[dict[str, Any]]: ...
 '''
 
 RUN = ("out: Array | None = None, out_type: PixelType | None = None, backend: str = 'auto', "
-       "algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0")
+       "algorithm: str = 'auto', threads: int = 0, memory_budget: int | str = 0, layout: str | None = None")
 
 
 def stub_text() -> str:

@@ -28,8 +28,8 @@ from ._pipeline import Pipeline, batch, info, plan
 __version__ = _apron.__version__
 
 
-def _run(pipeline, img, out, out_type, backend, algorithm, threads, memory_budget):
-    return _arrays.run(pipeline, img, out, out_type, backend, algorithm, threads, memory_budget)
+def _run(pipeline, img, out, out_type, backend, algorithm, threads, memory_budget, layout):
+    return _arrays.run(pipeline, img, out, out_type, backend, algorithm, threads, memory_budget, layout)
 
 
 def operations() -> list:

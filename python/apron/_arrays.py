@@ -82,9 +82,11 @@ def _layout(shape, strides, itemsize, what):
         h, w, c = shape
         sy, sx, sc = strides
         if not 1 <= c <= 4:
-            raise ValueError(f"{what}: {c} channels (shape {tuple(shape)}); apron takes 1 to 4 (H x W x C)")
+            raise ValueError(f"{what}: {c} channels (shape {tuple(shape)}); apron takes 1 to 4 (H x W x C); a stack "
+                             f"of planes is read with layout='chw'")
     else:
-        raise ValueError(f"{what}: a {nd}-D array of shape {tuple(shape)}; apron takes H x W or H x W x C (C 1 to 4)")
+        raise ValueError(f"{what}: a {nd}-D array of shape {tuple(shape)}; apron takes H x W or H x W x C (C 1 to 4), "
+                         f"or a stack of them with layout= ('chw', 'nhw', 'nchw', 'nhwc')")
     if h == 0 or w == 0:
         raise ValueError(f"{what}: an empty array of shape {tuple(shape)}; apron needs at least one pixel")
     for side, n in (("height", h), ("width", w)):
@@ -219,9 +221,10 @@ def aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:
     return raw[start:start + nbytes].view(dt).reshape(shape)
 
 
-def allocate_like(src: View, code: int):
-    """A new C-contiguous array for the result: the input's kind, device and dimensions, pixel type `code`."""
-    shape = src.shape
+def allocate_like(src: View, code: int, shape=None):
+    """A new C-contiguous array for the result: the input's kind, device and dimensions (or `shape`), pixel
+    type `code`."""
+    shape = src.shape if shape is None else shape
     if src.kind == "numpy":
         return aligned_empty(shape, _DTYPE_OF_CODE[code])
     if src.kind == "CuPy":
@@ -253,8 +256,19 @@ def current_stream(v: View) -> int:
     return torch.cuda.current_stream(v.device_id).cuda_stream
 
 
-def run(pipeline, img, out=None, out_type=None, backend="auto", algorithm="auto", threads=0, memory_budget=0):
-    """Runs a compiled _apron.Pipeline on one array; returns the result array (`out` when given)."""
+# layout= names: (axes of the stack, dimensions of each image). Each image of a stack is run alike; a stack's
+# images are never told apart by guessing from the shape.
+LAYOUTS = {"hw": (0, 2), "hwc": (0, 3), "chw": (1, 2), "nhw": (1, 2), "nchw": (2, 2), "nhwc": (1, 3)}
+
+
+def run(pipeline, img, out=None, out_type=None, backend="auto", algorithm="auto", threads=0, memory_budget=0,
+        layout=None):
+    """Runs a compiled _apron.Pipeline on one array, or on each image of a stack (layout=); returns the result
+    array (`out` when given)."""
+    if layout is not None:
+        stack = _stack_axes(img, layout)
+        if stack:
+            return _run_stack(pipeline, img, out, out_type, stack, (backend, algorithm, threads, memory_budget))
     src = view_of(img, "img")
     code = type_code(out_type)
     if out is None:
@@ -285,6 +299,35 @@ def run(pipeline, img, out=None, out_type=None, backend="auto", algorithm="auto"
         from ._ops import translated  # the core's option names (--memory, --threads) as the keywords
 
         raise translated(e, pipeline.specs()) from None
+    return out
+
+
+def _stack_axes(img, layout) -> int:
+    """How many leading axes of img stack its images under `layout` (checked against img's dimensions)."""
+    if not isinstance(layout, str) or layout.lower() not in LAYOUTS:
+        raise ValueError(f"layout: {layout!r} is not one of {', '.join(map(repr, LAYOUTS))} (or None)")
+    stack, dims = LAYOUTS[layout.lower()]
+    shape = tuple(getattr(img, "shape", ()))
+    if len(shape) != stack + dims:
+        raise ValueError(f"layout: '{layout}' reads a {stack + dims}-D array, img has shape {shape}")
+    return stack
+
+
+def _run_stack(pipeline, img, out, out_type, stack, how):
+    """Each image img[i, ...] (the first `stack` axes indexed) into out[i, ...]: out allocated as img's shape
+    with the first image's result type when not given."""
+    shape = tuple(img.shape)
+    if out is not None and tuple(out.shape) != shape:
+        raise ValueError(f"out: shape {tuple(out.shape)} but the result is {shape}")
+    if any(n == 0 for n in shape[:stack]):
+        raise ValueError(f"img: an empty stack of shape {shape}; apron needs at least one image")
+    for i, index in enumerate(np.ndindex(*shape[:stack])):
+        if out is None:
+            first = run(pipeline, img[index], None, out_type, *how)
+            out = allocate_like(view_of(first, "img"), view_of(first, "img").code, shape)
+            out[index] = first
+            continue
+        run(pipeline, img[index], out[index], out_type, *how)
     return out
 
 

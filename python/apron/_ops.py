@@ -26,7 +26,7 @@ import numpy as np
 from . import _apron
 
 # Keywords every operation takes besides its own parameters (how to run it).
-RUN_KEYWORDS = ("out", "out_type", "backend", "algorithm", "threads", "memory_budget")
+RUN_KEYWORDS = ("out", "out_type", "backend", "algorithm", "threads", "memory_budget", "layout")
 _RUN_DOC = """\
 out : array, optional
     Where to write the result (same kind of array as img, same shape, positive strides). Its dtype sets
@@ -41,7 +41,11 @@ algorithm : str
 threads : int
     CPU threads; 0 = all cores.
 memory_budget : int or str
-    Host memory the run may take, in bytes or as '4G' / '75%'; 0 = three quarters of physical memory."""
+    Host memory the run may take, in bytes or as '4G' / '75%'; 0 = three quarters of physical memory.
+layout : str, optional
+    How img's axes are read, never guessed: None (H x W, or H x W x C with C 1 to 4), 'hw', 'hwc', or a
+    stack of images filtered each alike: 'chw' (planes), 'nhw', 'nchw' (each N, C plane an image) or 'nhwc'
+    (each of N an H x W x C image). out, when given, has img's shape."""
 
 _CACHE_LIMIT = 256  # compiled pipelines kept per process, keyed by spec text (a warm call skips parsing)
 
@@ -313,7 +317,7 @@ def make_function(info: dict, run):
     names = [n for n, _ in positional + keywords]
     args = ["img"] + [n if d is _REQUIRED else f"{n}=_d[{n!r}]" for n, d in positional] + ["*"] + [
         f"{n}=_d[{n!r}]" for n, _ in keywords] + [
-        "out=None", "out_type=None", "backend='auto'", "algorithm='auto'", "threads=0", "memory_budget=0"]
+        "out=None", "out_type=None", "backend='auto'", "algorithm='auto'", "threads=0", "memory_budget=0", "layout=None"]
     values = "(" + "".join(f"{n}, " for n in names) + ")"
     # Warm calls find their compiled pipeline by the values and their types (3 and 3.0 hash alike but are
     # different op texts); arrays (unhashable) and first calls take _lookup. Errors name the function
@@ -325,7 +329,7 @@ def make_function(info: dict, run):
               f"            p = _warm[v, tuple(map(type, v))]\n"
               f"        except (KeyError, TypeError):\n"
               f"            p = _lookup(v)\n"
-              f"        return _run(p, img, out, out_type, backend, algorithm, threads, memory_budget)\n"
+              f"        return _run(p, img, out, out_type, backend, algorithm, threads, memory_budget, layout)\n"
               f"    except _Errors as e:\n"
               f"        raise _failed(e, v) from None\n")
     warm: dict = {}

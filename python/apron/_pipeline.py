@@ -43,9 +43,11 @@ class Pipeline:
     def __repr__(self):
         return f"apron.Pipeline({self.specs!r})"
 
-    def run(self, img, out=None, out_type=None, backend="auto", algorithm="auto", threads=0, memory_budget=0):
-        """The result of every operation in turn on img (see the operations' docs for the keywords)."""
-        return _arrays.run(self._pipeline, img, out, out_type, backend, algorithm, threads, memory_budget)
+    def run(self, img, out=None, out_type=None, backend="auto", algorithm="auto", threads=0, memory_budget=0,
+            layout=None):
+        """The result of every operation in turn on img (see the operations' docs for the keywords; layout=
+        'chw', 'nhw', 'nchw' or 'nhwc' runs each image of a stack alike)."""
+        return _arrays.run(self._pipeline, img, out, out_type, backend, algorithm, threads, memory_budget, layout)
 
     __call__ = run
 

@@ -201,3 +201,34 @@ def test_results_start_on_a_cache_line():
     np.testing.assert_array_equal(got, plain)
     small = apron.box(img[:4, :4], width=3, backend="cpu")
     assert small.shape == (4, 4, 3)
+
+
+# ---- layout=: stacks of images, each run alike, never guessed from the shape ----------------------------------
+
+@pytest.mark.parametrize("layout,shape", [("chw", (3, 17, 19)), ("nhw", (2, 9, 8)), ("nchw", (2, 3, 11, 13)),
+                                          ("nhwc", (3, 10, 12, 3)), ("hwc", (10, 12, 4)), ("hw", (5, 6))])
+def test_layout_runs_each_image_of_a_stack_alike(layout, shape):
+    rng = np.random.default_rng(40)
+    x = rng.integers(0, 256, shape, dtype=np.uint8)
+    p = apron.Pipeline(["gaussian:sigma=1.5", "dilate:se=disk:2"])
+    got = p.run(x, layout=layout, out_type="f32")
+    stack = {"chw": 1, "nhw": 1, "nchw": 2, "nhwc": 1}.get(layout, 0)
+    assert got.shape == x.shape and got.dtype == np.float32
+    for index in np.ndindex(*shape[:stack]):  # each image alone, as a plain call
+        assert np.array_equal(got[index], p.run(np.ascontiguousarray(x[index]), out_type="f32")), (layout, index)
+    out = np.zeros(shape, np.uint8)
+    assert apron.box(x, 3, layout=layout, out=out) is out
+    assert np.array_equal(out[(0,) * stack], apron.box(np.ascontiguousarray(x[(0,) * stack]), 3))
+
+
+def test_layout_is_checked_not_guessed():
+    x = np.zeros((2, 3, 8, 9), np.uint8)
+    cases = [(lambda: apron.gaussian(x, 1.0, layout="zyx"), r"layout: 'zyx' is not one of"),
+             (lambda: apron.gaussian(x[0], 1.0, layout="nchw"), r"layout: 'nchw' reads a 4-D array, img has shape \(3, 8, 9\)"),
+             (lambda: apron.gaussian(x, 1.0, layout="nhwc"), r"img: 9 channels"),
+             (lambda: apron.gaussian(x, 1.0, layout="nchw", out=np.zeros((2, 3, 8, 8), np.uint8)), r"out: shape"),
+             (lambda: apron.gaussian(x[:0], 1.0, layout="nchw"), r"empty stack"),
+             (lambda: apron.gaussian(x, 1.0), r"4-D array")]
+    for call, match in cases:
+        with pytest.raises(ValueError, match=match):
+            call()

@@ -442,3 +442,14 @@ def test_devices_agree_out_on_the_wrong_device_is_refused_everywhere(cp):
                 with pytest.raises(ValueError, match=f"CUDA device {j} but img is on CUDA device {k}"):
                     case(dk, out=out)
             assert int(out.sum()) == 0, f"out= on device {j} was written"
+
+
+def test_stacks_with_layout_on_device_arrays(device_lib):
+    """layout='nchw' and 'nhwc' on device arrays: the result on the device, every image as the CPU's."""
+    rng = np.random.default_rng(41)
+    for layout, shape in (("nchw", (2, 3, 33, 35)), ("nhwc", (3, 21, 23, 3))):
+        host = rng.random(shape).astype(np.float32)
+        got = apron.gaussian(device_lib.put(host), 1.5, layout=layout)
+        assert tuple(got.shape) == shape, (device_lib.name, layout)
+        want = apron.gaussian(host, 1.5, layout=layout, backend="cpu")
+        assert np.abs(device_lib.back(got) - want).max() <= 1e-5, (device_lib.name, layout)
