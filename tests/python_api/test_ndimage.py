@@ -313,13 +313,17 @@ LINEAR = _linear_calls(np.random.default_rng(97))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("shape", SHAPES, ids=["1x1", "1x9", "7x5", "64x65"])
 def test_linear_filters_on_floats_within_spec(shape, dtype):
-    x = image(shape, dtype, seed=98)
-    bound_in = float(np.abs(x).max())
     modes = MODES if shape != (64, 65) else ["reflect", "grid-constant", "wrap"]
-    for (name, args, kw, wsum), mode in itertools.product(LINEAR, modes):
-        what = f"{name}{args} {kw} {shape} {np.dtype(dtype)} mode={mode}"
+    _expect_linear_calls_within_spec(image(shape, dtype, seed=98), LINEAR, modes)
+
+
+def _expect_linear_calls_within_spec(x, calls, modes):
+    """Each (name, args, keywords, sum|w|) call in every mode, against SciPy's in float64 (cval -7.25)."""
+    bound_in = float(np.abs(x).max())
+    for (name, args, kw, wsum), mode in itertools.product(calls, modes):
+        what = f"{name}{args} {kw} {x.shape} {x.dtype} mode={mode}"
         got = getattr(an, name)(x, *args, mode=mode, cval=-7.25, **kw)
-        expected = getattr(sn, name)(x.astype(np.float64), *args, mode=mode, cval=-7.25, **kw).astype(dtype)
+        expected = getattr(sn, name)(x.astype(np.float64), *args, mode=mode, cval=-7.25, **kw).astype(x.dtype)
         _assert_close(got, expected, wsum * max(bound_in, 7.25), what)
 
 
@@ -522,13 +526,7 @@ VOLUME_CALLS = [
 def test_volumes_through_separable_filters_within_spec(shape, dtype):
     """A (Z, Y, X) volume: z passes run down the (Z, Y * X) image, x passes along (Z * Y, X), the rest per plane;
     every axis is filtered as SciPy's (borders included), within SPEC.md's tolerance."""
-    x = image(shape, dtype, seed=120)
-    bound_in = float(np.abs(x).max())
-    for (name, args, kw, wsum), mode in itertools.product(VOLUME_CALLS, MODES):
-        what = f"{name}{args} {kw} {shape} {np.dtype(dtype)} mode={mode}"
-        got = getattr(an, name)(x, *args, mode=mode, cval=-7.25, **kw)
-        expected = getattr(sn, name)(x.astype(np.float64), *args, mode=mode, cval=-7.25, **kw).astype(dtype)
-        _assert_close(got, expected, wsum * max(bound_in, 7.25), what)
+    _expect_linear_calls_within_spec(image(shape, dtype, seed=120), VOLUME_CALLS, MODES)
 
 
 def test_volumes_per_axis_modes_and_integer_rounding():
