@@ -517,7 +517,7 @@ VOLUME_CALLS = [
     ("uniform_filter1d", (4, 0), {"origin": -1}, 1.0), ("uniform_filter1d", (5, 1), {}, 1.0),
     ("correlate1d", ([0.5, -1.0, 2.0, 0.25], 0), {"origin": 1}, 3.75), ("convolve1d", ([1.0, -2.0, 3.0], 0), {}, 6.0),
     ("correlate1d", ([1.0, 2.0, 3.0], 2), {"origin": -1}, 6.0), ("sobel", (0,), {}, 32.0), ("sobel", (1,), {}, 32.0),
-    ("prewitt", (2,), {}, 18.0), ("prewitt", (0,), {}, 18.0),
+    ("prewitt", (2,), {}, 18.0), ("prewitt", (0,), {}, 18.0), ("laplace", (), {}, 12.0), ("laplace", (), {"axes": (0, 2)}, 8.0),
 ]
 
 
@@ -544,7 +544,7 @@ def test_volumes_per_axis_modes_and_integer_rounding():
 def test_volumes_refused_where_not_separable():
     v = image((5, 6, 7), np.float32, seed=122)
     for call in (lambda: an.median_filter(v, 3), lambda: an.correlate(v, np.ones((3, 3, 3))),
-                 lambda: an.laplace(v), lambda: an.grey_dilation(v, size=3), lambda: an.minimum_filter(v, 2)):
+                 lambda: an.grey_dilation(v, size=3), lambda: an.minimum_filter(v, 2)):
         with pytest.raises(ValueError, match=r"\(Z, Y, X\) volumes .* does not take volumes yet") as e:
             call()
         assert "\n" not in str(e.value)

@@ -331,7 +331,7 @@ def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None):
     computed by apron: one 3x3 mask when the axes share a mode. Negative results saturate on unsigned
     images (SciPy wraps around)."""
     fname = "laplace"
-    src = _Src(input, fname)
+    src = _Src(input, fname, volumes=True)
     axes = _check_axes(axes, src.ndim, fname)
     modes = [_mode(m, fname) for m in _sequence(mode, len(axes), "mode", fname)] if axes else []
     for ax in axes:
@@ -344,19 +344,22 @@ def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None):
         return res.copy_of_input()
     masks = []
     for ax, m in zip(axes, modes):
+        img_axis = src.image_axis(ax)
         k = np.zeros((3, 3))
-        if src.image_axis(ax) == 0:
-            k[:, 1] = [1.0, -2.0, 1.0]
-        else:
+        if img_axis == 1:
             k[1, :] = [1.0, -2.0, 1.0]
-        masks.append((k, m))
-    if len({m for _, m in masks}) == 1:
-        k = sum(k for k, _ in masks)
+        else:  # rows, or a volume's planes (the rows of its (Z, Y * X) image)
+            k[:, 1] = [1.0, -2.0, 1.0]
+        if src.volume:  # one pass each: a row pass runs along (Z * Y, X), a column pass down planes or rows
+            k = k[1:2, :] if img_axis == 1 else k[:, 1:2]
+        masks.append((k, m, "z" if img_axis == 2 else "xy"))
+    if len({m for _, m, _ in masks}) == 1 and not src.volume:
+        k = sum(k for k, _, _ in masks)
         return _linear(src, res, [("correlate", {"mask": k}, masks[0][1], k)], cval)
-    # Axes with different modes: each second derivative on its own (float32), summed, stored once.
+    # Axes with different modes, or a volume's: each second derivative on its own (float32), summed, stored once.
     total = None
-    for k, m in masks:
-        part = _linear(src, _Result(src, "float32"), [("correlate", {"mask": k}, m, k)], cval)
+    for k, m, along in masks:
+        part = _linear(src, _Result(src, "float32"), [("correlate", {"mask": k}, m, k, along)], cval)
         part = part.numpy() if src.torch_cpu is not None else part
         total = part if total is None else total + part
     return res.finish(_store(src, total, "float32", res.compute_name))
