@@ -544,10 +544,26 @@ def test_volumes_per_axis_modes_and_integer_rounding():
 def test_volumes_refused_where_not_separable():
     v = image((5, 6, 7), np.float32, seed=122)
     for call in (lambda: an.median_filter(v, 3), lambda: an.correlate(v, np.ones((3, 3, 3))),
-                 lambda: an.grey_dilation(v, size=3), lambda: an.minimum_filter(v, 2)):
+                 lambda: an.percentile_filter(v, 20, size=2)):
         with pytest.raises(ValueError, match=r"\(Z, Y, X\) volumes .* does not take volumes yet") as e:
             call()
         assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match=r"^minimum_filter\(\): a footprint that is not a full box"):
+        an.minimum_filter(v, footprint=np.eye(3)[None])
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32, np.int16, np.bool_], ids=["u8", "u16", "f32", "i16", "bool"])
+def test_volume_boxes_through_minimum_and_maximum_equal_scipy(dtype):
+    """Boxes on a (Z, Y, X) volume: SciPy's 1-D passes, each over a 2-D view; SciPy's bits in every mode."""
+    v = random_array((6, 5, 9), dtype, seed=123)
+    calls = [("minimum_filter", {"size": (3, 1, 4), "origin": (1, 0, -1)}), ("maximum_filter", {"size": 2}),
+             ("grey_dilation", {"size": (2, 3, 3)}), ("grey_erosion", {"footprint": np.ones((3, 2, 2), bool)}),
+             ("maximum_filter", {"size": (4, 2, 1), "mode": ["wrap", "constant", "nearest"]}),
+             ("grey_opening", {"size": (3, 2, 3)}), ("white_tophat", {"size": (2, 2, 3)})]
+    for (name, kw), mode in itertools.product(calls, MODES):
+        kw = dict({"mode": mode}, **kw)
+        got, expected = both(name, v, cval=cval_for(dtype), **kw)
+        assert np.array_equal(got, expected), (name, kw, np.dtype(dtype))
 
 
 def test_any_strides_are_copied_not_refused():

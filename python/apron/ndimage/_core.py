@@ -230,7 +230,9 @@ def _ops_for(kind):
 # volume seen as a (Z, Y * X) image (rows are planes), one along x a horizontal pass over (Z * Y, X), any
 # other pass one per plane (_linear).
 _VOLUME_FUNCTIONS = ("gaussian_filter", "gaussian_filter1d", "uniform_filter", "uniform_filter1d", "correlate1d",
-                     "convolve1d", "sobel", "prewitt", "laplace")
+                     "convolve1d", "sobel", "prewitt", "laplace", "minimum_filter", "maximum_filter", "grey_erosion",
+                     "grey_dilation", "grey_opening", "grey_closing", "morphological_gradient", "white_tophat",
+                     "black_tophat")
 
 
 class _Src:

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from ._core import (
-    _Result, _Src, _axis_index, _channel_refusal, _check_axes, _check_origin, _error, _expand_footprint,
+    _Result, _Src, _axis_index, _store, _channel_refusal, _check_axes, _check_origin, _error, _expand_footprint,
     _expand_origin, _image_window, _mode, _pad_to_centre, _selection, _sequence, _single_mode,
 )
 from ._linear import _one_axis_mask
@@ -35,7 +35,7 @@ def _min_or_max(fname, input, size, footprint, structure, output, mode, cval, or
     origin), as apron's erode (minimum) or dilate (maximum) over the same cells."""
     if size is not None and footprint is not None:
         warnings.warn("ignoring size because footprint is set", UserWarning, stacklevel=3)
-    src = _Src(input, fname)
+    src = _Src(input, fname, volumes=True)
     fp = None
     if structure is not None:
         st = np.asarray(structure, dtype=np.float64)
@@ -56,6 +56,9 @@ def _min_or_max(fname, input, size, footprint, structure, output, mode, cval, or
     if fp is not None and not fp.any():
         raise _error(fname, "All-zero footprint is not supported.")
     if fp is not None and not fp.all():
+        if src.volume:
+            raise _error(fname, f"a footprint that is not a full box on a {src.shape} volume: apron.ndimage filters "
+                                f"volumes with boxes (size=, or a footprint of ones) for now")
         fp = _expand_footprint(src.ndim, axes, fp, "footprint", fname)
         origins = _expand_origin(src.ndim, axes, origin, fname)
         if reflect:
@@ -94,11 +97,14 @@ def _min_or_max(fname, input, size, footprint, structure, output, mode, cval, or
         k = np.ones(s)
         mask = (_pad_to_centre(k.reshape(1, -1), (0, s // 2 + o)) if img_axis == 1
                 else _pad_to_centre(k.reshape(-1, 1), (s // 2 + o, 0)))
-        steps_modes.append((mask, _mode(m, fname)))
+        steps_modes.append((mask, _mode(m, fname), img_axis == 2))
     if src.empty:
         return res.empty_result()
     if not steps_modes:
         return res.copy_of_input()
+    if src.volume:
+        return _volume_min_or_max(src, res, op, steps_modes, cval)
+    steps_modes = [(mask, m) for mask, m, _ in steps_modes]
     # Passes with the same mode merge into one rectangle (min and max are separable with any border).
     merged = []
     for mask, m in steps_modes:
@@ -118,6 +124,24 @@ def _min_or_max(fname, input, size, footprint, structure, output, mode, cval, or
         if not last:
             r_src = _Src(result, fname)
     return result
+
+
+def _volume_min_or_max(src, res, op, steps_modes, cval):
+    """A box on a (Z, Y, X) volume: SciPy's 1-D passes in turn (exact, so each pass's result is the next one's
+    input), each over a 2-D view: along z the (Z, Y * X) image, along x (Z * Y, X), along y plane by plane."""
+    z, y, x = src.shape
+    r = src.ops.contiguous(src.a)
+    for mask, mode, along_z in steps_modes:
+        def run_pass(image, mask=mask, mode=mode):
+            return _selection(_Src(image, src.fname), _Result(_Src(image, src.fname), None), [(op, {}, _element(mask))],
+                              mode, cval)
+        if along_z:
+            r = run_pass(r.reshape(z, y * x)).reshape(z, y, x)
+        elif mask.shape[0] == 1:
+            r = run_pass(r.reshape(z * y, x)).reshape(z, y, x)
+        else:
+            r = src.ops.stack([run_pass(r[k]) for k in range(z)])
+    return res.finish(_store(src, r, src.dtype, res.compute_name))
 
 
 def _outer_union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
