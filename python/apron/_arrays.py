@@ -321,13 +321,14 @@ def _run_stack(pipeline, img, out, out_type, stack, how):
         raise ValueError(f"out: shape {tuple(out.shape)} but the result is {shape}")
     if any(n == 0 for n in shape[:stack]):
         raise ValueError(f"img: an empty stack of shape {shape}; apron needs at least one image")
-    for i, index in enumerate(np.ndindex(*shape[:stack])):
-        if out is None:
+    for index in np.ndindex(*shape[:stack]):
+        if out is None:  # the first image gives the result's type and kind
             first = run(pipeline, img[index], None, out_type, *how)
-            out = allocate_like(view_of(first, "img"), view_of(first, "img").code, shape)
+            v = view_of(first, "img")
+            out = allocate_like(v, v.code, shape)
             out[index] = first
-            continue
-        run(pipeline, img[index], out[index], out_type, *how)
+        else:
+            run(pipeline, img[index], out[index], out_type, *how)
     return out
 
 

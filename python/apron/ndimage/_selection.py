@@ -7,8 +7,9 @@ import warnings
 import numpy as np
 
 from ._core import (
-    _Result, _Src, _axis_index, _store, _channel_refusal, _check_axes, _check_origin, _error, _expand_footprint,
+    _Result, _Src, _axis_index, _channel_refusal, _check_axes, _check_origin, _error, _expand_footprint,
     _expand_origin, _image_window, _mode, _pad_to_centre, _selection, _sequence, _single_mode,
+    _store, _volume_pass,
 )
 from ._linear import _one_axis_mask
 
@@ -128,19 +129,20 @@ def _min_or_max(fname, input, size, footprint, structure, output, mode, cval, or
 
 def _volume_min_or_max(src, res, op, steps_modes, cval):
     """A box on a (Z, Y, X) volume: SciPy's 1-D passes in turn (exact, so each pass's result is the next one's
-    input), each over a 2-D view: along z the (Z, Y * X) image, along x (Z * Y, X), along y plane by plane."""
-    z, y, x = src.shape
-    r = src.ops.contiguous(src.a)
+    input); consecutive y and x passes of one mode merge into a rectangle, as on images. Each pass runs over
+    the volume's 2-D views (_volume_pass)."""
+    merged = []
     for mask, mode, along_z in steps_modes:
-        def run_pass(image, mask=mask, mode=mode):
-            return _selection(_Src(image, src.fname), _Result(_Src(image, src.fname), None), [(op, {}, _element(mask))],
-                              mode, cval)
-        if along_z:
-            r = run_pass(r.reshape(z, y * x)).reshape(z, y, x)
-        elif mask.shape[0] == 1:
-            r = run_pass(r.reshape(z * y, x)).reshape(z, y, x)
+        if merged and not along_z and not merged[-1][2] and merged[-1][1] == mode:
+            merged[-1] = (_outer_union(merged[-1][0], mask), mode, False)
         else:
-            r = src.ops.stack([run_pass(r[k]) for k in range(z)])
+            merged.append((mask, mode, along_z))
+    r = src.ops.contiguous(src.a)
+    for mask, mode, along_z in merged:
+        def run_pass(image, mask=mask, mode=mode):
+            image_src = _Src(image, src.fname)
+            return _selection(image_src, _Result(image_src, None), [(op, {}, _element(mask))], mode, cval)
+        r = _volume_pass(src, r, along_z, mask, run_pass)
     return res.finish(_store(src, r, src.dtype, res.compute_name))
 
 
