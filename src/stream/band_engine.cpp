@@ -473,11 +473,15 @@ FasterStreamed faster_streamed_or_throw(const std::string& input, const std::str
     // Bands of about 8 MiB of input (their buffers are reused, never faulted in again; on 16384^2 u8, 2
     // cores: 4 MiB bands took 0.16-0.31 s, 8 MiB 0.14-0.17 s, 16 MiB 0.16-0.19 s), at least four times as
     // tall as the halo they read twice, and at least four of them (the reading of one, the filtering of the
-    // next and the writing of a third overlap).
+    // next and the writing of a third overlap). No taller than an eighth of the image: about six bands are
+    // in flight (read, queued, filtered; their results queued and written), which must stay well under the
+    // whole run's input and output (a 32 MiB image in 8 MiB bands held 56 MiB, about what it streamed to save).
     const RowReach reach = prepared.reach();
     const int halo = reach.above + reach.below;
-    const std::int64_t rows = std::max<std::int64_t>({std::int64_t((std::uint64_t(8) << 20) / std::max<std::size_t>(1, in.row_bytes())),
-                                                      4 * std::int64_t(halo), 16});
+    const std::int64_t eighth = (std::int64_t(in.height) + 7) / 8;
+    const std::int64_t rows = std::max<std::int64_t>(
+        {std::min<std::int64_t>(std::int64_t((std::uint64_t(8) << 20) / std::max<std::size_t>(1, in.row_bytes())), eighth),
+         4 * std::int64_t(halo), 16});
     if (rows * 4 > in.height) return f;
     f.band_rows = options.band_rows > 0 ? options.band_rows : int(rows);
     f.why = "streamed: the image is " + format_bytes(in_bytes) + " (over " + format_bytes(stream_above_bytes) +

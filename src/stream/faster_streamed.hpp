@@ -25,7 +25,8 @@ struct FasterStreamed {
 
 // Whether streaming `input` into `output` beats the whole-image run: binary PNM (P5/P6/P7) or PFM in, PNM or
 // PFM out (the same bytes as write_image's), at least stream_above_bytes of input, the CPU backend, and at
-// least four bands of about 8 MiB, each at least four times as tall as the pipeline's halo. Reads the input's
+// least four bands of about 8 MiB (an eighth of the image at most), each at least four times as tall as the
+// pipeline's halo. Reads the input's
 // header and plans the pipeline; never throws (a file the whole-image run refuses is left to it, to refuse
 // in its own words).
 FasterStreamed faster_streamed(const std::string& input, const std::string& output, const Pipeline& pipeline,

@@ -219,7 +219,8 @@ def test_an_interrupted_automatic_run_leaves_nothing(apron, tmp_path, large_inpu
 
 def test_memory_of_a_whole_run_is_its_input_and_output(apron, tmp_path, large_inputs):
     # The whole-image run holds the input and the result, not the file's bytes or an encoded copy besides
-    # (it was three images); the automatic choice streams in less (bands of 8 MiB, a few in flight).
+    # (it was three images); the automatic choice streams in less (bands of at most an eighth of
+    # the image, about six in flight; 8 MiB bands of a 32 MiB image held about as much as the whole run).
     src = large_inputs["u8"]
     image = os.path.getsize(src)
     rss_off, r = peak_rss_of(filter_args(src, tmp_path / "o.pgm", "dilate:se=rect:9x9", "--stream", "off"))
