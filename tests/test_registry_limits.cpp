@@ -101,9 +101,11 @@ void expect_valid(const OpProgram& p, const std::string& spec) {
 // Refusals that depend on two parameters together (each value alone is in range): the walk meets them
 // when it sets one parameter in an example that fixes the other.
 const std::map<std::string, std::vector<std::string>> combination_rules = {
-    {"sobel", {"dx + dy must be at least 1", "must exceed dx and dy"}},
+    {"sobel", {"dx + dy must be at least 1", "must exceed dx and dy", "dx + dy + dz must be at least 1", "must exceed dx, dy and dz"}},
     {"scharr", {"exactly one of dx=1, dy=1"}},
     {"prewitt", {"exactly one of dx=1, dy=1"}},
+    {"gaussian", {"radius_z: needs sigma_z"}},  // the examples without sigma_z
+    {"unsharp", {"radius_z: needs sigma_z"}},
     {"rank", {"(the element has"}},  // r within -n..n-1 of the element's n cells
 };
 bool is_combination_refusal(const std::string& op, const std::string& message) {
@@ -259,9 +261,13 @@ TEST(RegistryLimits, StructuringElementSizesAreStrictAndBounded) {
             EXPECT_EQ(m.width, w) << s << ":" << size;
             EXPECT_EQ(m.height, h) << s << ":" << size;
         }
-        for (const char* bad : {"3x", "x3", "3x3x3", "+3x3", "3x+3", " 3x3", "3x3 ", "3 x3", "3X3", "-3x3", "3.0x3", "", "x",
-                                "1e1x3"})
+        for (const char* bad : {"3x", "x3", "+3x3", "3x+3", " 3x3", "3x3 ", "3 x3", "3X3", "-3x3", "3.0x3", "", "x", "1e1x3"})
             expect_refused("dilate:se=" + s + ":" + bad, "se", s + ":" + bad);
+        // Three sides are a volume's element (rect, cross; ellipsoid, not ellipse), checked as such.
+        if (s == "ellipse") expect_refused("dilate:se=ellipse:3x3x3", "se", "ellipse:3x3x3");
+        else (void)parse_operation("dilate:se=" + s + ":3x3x3");
+        for (const char* bad : {"3x3x0", "3x3x256", "4098x1x1", "3x3x3x3", "3xx3", "3x3x"})
+            expect_refused("dilate:se=" + s + (s == "ellipse" ? "oid" : "") + ":" + bad, "se");
         for (const char* bad : {"0x3", "3x0", "4098x1", "1x4098", "0", "99999999999x3"})
             expect_refused("dilate:se=" + s + ":" + bad, "se", "sides must be 1..4097");
     }
@@ -271,6 +277,9 @@ TEST(RegistryLimits, StructuringElementSizesAreStrictAndBounded) {
     for (const char* bad : {"disk:2049", "disk:99999999999"}) expect_refused(std::string("dilate:se=") + bad, "se", "the radius must be 0..2048");
     for (const char* bad : {"disk:3x3", "disk:-1", "disk:+2", "disk:", "disk: 2", "disk:2.0", "disk:1e1"})
         expect_refused(std::string("dilate:se=") + bad, "se", "expected a radius R");
+    for (const char* bad : {"ball:128", "ball:99999999999"}) expect_refused(std::string("dilate:se=") + bad, "se", "the radius must be 0..127");
+    for (const char* bad : {"ball:3x3", "ball:-1", "ball:", "ball:2.0"}) expect_refused(std::string("dilate:se=") + bad, "se", "expected a radius R");
+    (void)parse_operation("dilate:se=ball:127");
 }
 
 TEST(RegistryLimits, DiskIsTheEuclideanDisk) {

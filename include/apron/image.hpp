@@ -26,12 +26,19 @@ std::optional<PixelType> parse_pixel_type(std::string_view name);
 
 constexpr int max_channels = 4;
 
-// Geometry and type of an image, without the pixels.
+// Geometry and type of an image, without the pixels. A volume has depth > 1: `depth` planes of `height` rows
+// each, stored one after another as rows of one pitch (plane z's row y is row z * height + y), so a volume
+// is a tall image whose planes are cut every `height` rows (docs/volumes.md). Depth 1 is a 2-D image.
 struct ImageShape {
     int width = 0, height = 0, channels = 1;
     PixelType type = PixelType::u8;
+    int depth = 1;
     std::size_t row_bytes() const { return std::size_t(width) * channels * bytes_per_sample(type); }
-    std::uint64_t pixels() const { return std::uint64_t(width) * std::uint64_t(height); }
+    // Rows of every plane: height * depth.
+    std::int64_t rows() const { return std::int64_t(height) * depth; }
+    std::uint64_t pixels() const { return std::uint64_t(width) * std::uint64_t(height) * std::uint64_t(depth); }
+    // One plane's shape (depth 1).
+    ImageShape plane() const { return ImageShape{width, height, channels, type}; }
     bool operator==(const ImageShape&) const = default;
 };
 
@@ -56,6 +63,16 @@ struct BasicImageView {
     }
     // A sub-rectangle sharing the same pixels; throws apron::Error if it does not fit.
     BasicImageView roi(int x, int y, int w, int h) const;
+    // Plane z of a volume (z < depth), a 2-D view sharing its pixels.
+    BasicImageView plane(int z) const {
+        return {data + std::size_t(z) * std::size_t(shape.height) * pitch, shape.plane(), pitch, memory};
+    }
+    // The volume seen as one 2-D image of all its rows (height * depth), for steps that treat every row alike.
+    BasicImageView all_rows() const {
+        ImageShape s = shape.plane();
+        s.height = int(shape.rows());
+        return {data, s, pitch, memory};
+    }
 
     // A mutable view is usable wherever a read-only one is expected.
     operator BasicImageView<const std::byte>() const
@@ -84,12 +101,14 @@ public:
     explicit Image(const ImageShape& shape, HostMemory memory = HostMemory::pageable);
     Image(int width, int height, int channels, PixelType type, HostMemory memory = HostMemory::pageable)
         : Image(ImageShape{width, height, channels, type}, memory) {}
+    // A volume's planes follow one another with no gap (rows() rows of one pitch).
 
     const ImageShape& shape() const { return shape_; }
     int width() const { return shape_.width; }
     int height() const { return shape_.height; }
     int channels() const { return shape_.channels; }
     PixelType type() const { return shape_.type; }
+    int depth() const { return shape_.depth; }
     std::size_t pitch() const { return pitch_; }
     bool empty() const { return !storage_; }
     bool pinned() const { return storage_.get_deleter().pinned; }
@@ -111,11 +130,11 @@ private:
     std::unique_ptr<std::byte, FreeAligned> storage_;
 };
 
-// Throws apron::Error naming `what` unless the shape is usable (positive sizes, 1-4 channels, and
-// width * height * channels * bytes within the address space).
+// Throws apron::Error naming `what` unless the shape is usable (positive sizes and depth, 1-4 channels, and
+// width * height * depth * channels * bytes within the address space).
 void validate_shape(const ImageShape& shape, const char* what);
 
-// Deep copy of a host view into a new image (same shape).
+// Deep copy of a host view into a new image (same shape, every plane of a volume).
 Image copy_of(ConstImageView v);
 
 } // namespace apron

@@ -58,8 +58,10 @@ struct RankStep {
 //   valid:  0 where A is missing, else 1                 (the validity image whose weighted sum normalises)
 //   ratio:  a*A / B + c where B > b, else missing        (A, B: the weighted sums of fill's and valid's images)
 //   mark:   missing where A is NaN or (b != 0) B is missing, else A  (preserve_nan; nodata into NaN and back)
+//   max:    the larger of A and B, min: the smaller (b = 1); a NaN sample is missing: the other one, NaN where
+//           both are (the union of a 3-D element's parts: SPEC.md "Volumes")
 // A second operand B is read exactly when b != 0, whatever the form.
-enum class CombineForm : unsigned char { affine, fill, valid, ratio, mark };
+enum class CombineForm : unsigned char { affine, fill, valid, ratio, mark, max, min };
 const char* to_string(CombineForm f);
 
 // Pixel-wise a*A + b*B + c, for operations built from others (gradient, top-hat, unsharp), and the pointwise
@@ -76,10 +78,16 @@ struct CombineStep {
 // keep their input's type (they are exact); the last step writes the operation's output type.
 constexpr int op_input = -1;  // a step operand: the operation's input image
 constexpr int no_operand = -2;  // a step operand that is not used (CombineStep with b = 0)
+// Which axes a step's mask or element spans on a volume (SPEC.md "Volumes"). `plane`: x and y, the step
+// applied to each plane alone (every step of a 2-D image). `depth`: z alone; the mask or element is one
+// column (width 1) whose rows are planes: row j of it weighs plane z + j - anchor_y. Pointwise steps
+// (combine) read the same sample of every operand and ignore it.
+enum class Axes : unsigned char { plane, depth };
 struct Step {
     std::variant<LinearStep, MorphStep, CombineStep, RankStep> action;
     int input = op_input;
     int second = no_operand;  // CombineStep's B
+    Axes axes = Axes::plane;
 };
 
 struct OpProgram {

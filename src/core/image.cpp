@@ -31,13 +31,17 @@ void validate_shape(const ImageShape& s, const char* what) {
         fail(what, "image size " + std::to_string(s.width) + "x" + std::to_string(s.height) + " is not positive");
     if (s.channels < 1 || s.channels > max_channels)
         fail(what, std::to_string(s.channels) + " channels (apron supports 1 to 4)");
+    if (s.depth < 1) fail(what, "depth " + std::to_string(s.depth) + " is not positive");
     const std::uint64_t limit = std::numeric_limits<std::size_t>::max() / 8;
-    if (std::uint64_t(s.width) * s.channels * bytes_per_sample(s.type) * std::uint64_t(s.height) > limit)
+    if (std::uint64_t(s.rows()) > std::uint64_t(std::numeric_limits<int>::max()))
+        fail(what, "volume of " + std::to_string(s.rows()) + " rows (height x depth) is more than 2^31 - 1 rows");
+    if (std::uint64_t(s.width) * s.channels * bytes_per_sample(s.type) * std::uint64_t(s.rows()) > limit)
         fail(what, "image too large for this machine's address space");
 }
 
 template <class Byte>
 BasicImageView<Byte> BasicImageView<Byte>::roi(int x, int y, int w, int h) const {
+    if (shape.depth > 1) fail("roi", "of a volume (take a plane first: its planes follow one another every height rows)");
     if (x < 0 || y < 0 || w <= 0 || h <= 0 || x + w > shape.width || y + h > shape.height)
         fail("roi", "rectangle " + std::to_string(w) + "x" + std::to_string(h) + "+" + std::to_string(x) + "+" +
                         std::to_string(y) + " does not fit in a " + std::to_string(shape.width) + "x" +
@@ -61,7 +65,7 @@ void Image::FreeAligned::operator()(std::byte* p) const {
 Image::Image(const ImageShape& shape, HostMemory memory) : shape_(shape) {
     validate_shape(shape, "image");
     pitch_ = (shape.row_bytes() + 63) / 64 * 64;
-    const std::size_t bytes = pitch_ * std::size_t(shape.height);
+    const std::size_t bytes = pitch_ * std::size_t(shape.rows());
     std::byte* p = memory == HostMemory::pinned ? static_cast<std::byte*>(allocate_pinned(bytes)) : nullptr;
     const bool pinned = p != nullptr;
     if (!p) p = static_cast<std::byte*>(std::aligned_alloc(64, bytes));
@@ -71,7 +75,7 @@ Image::Image(const ImageShape& shape, HostMemory memory) : shape_(shape) {
 
 Image copy_of(ConstImageView v) {
     Image out(v.shape);
-    for (int y = 0; y < v.height(); ++y)
+    for (int y = 0; y < int(v.shape.rows()); ++y)
         std::memcpy(out.view().row_bytes(y), v.row_bytes(y), v.shape.row_bytes());
     return out;
 }

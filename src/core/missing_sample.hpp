@@ -29,7 +29,7 @@ APRON_HD Out missing_output(const CombineStep& s) {
         return Out(NAN);
 }
 
-// One output sample of a step of form fill, valid, ratio or mark (not affine: the combine kernels' own).
+// One output sample of a step of form fill, valid, ratio, mark, max or min (not affine: the combine kernels' own).
 template <class A, class B, class Out>
 APRON_HD Out missing_form_sample(const CombineStep& s, A a, B b) {
     switch (s.form) {
@@ -44,6 +44,13 @@ APRON_HD Out missing_form_sample(const CombineStep& s, A a, B b) {
         const double v = double(a);
         if (v != v || (s.b != 0 && missing_sample(b, s))) return missing_output<Out>(s);
         return store_pixel<Out>(v);
+    }
+    case CombineForm::max:
+    case CombineForm::min: {
+        const double x = double(a), y = double(b);
+        if (x != x) return store_pixel<Out>(y);  // NaN: missing, the other sample (NaN when both are)
+        if (y != y) return store_pixel<Out>(x);
+        return store_pixel<Out>(s.form == CombineForm::max ? (x < y ? y : x) : (y < x ? y : x));
     }
     default: return store_pixel<Out>(add_rn(add_rn(mul_rn(s.a, double(a)), mul_rn(s.b, double(b))), s.c));
     }

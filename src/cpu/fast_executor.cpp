@@ -170,10 +170,12 @@ public:
     }
 
     // Intermediates from the process's cache of freed blocks: already backed by memory after the first call.
+    // A volume's rows are packed (pitch = row bytes), so that its z view, a row per plane, is one image and a
+    // step along z one call (run/plan_runner.hpp).
     Buffer allocate(const ImageShape& shape) override {
         validate_shape(shape, "image");
-        const std::size_t pitch = (shape.row_bytes() + 63) / 64 * 64;
-        std::shared_ptr<std::byte> block = take_host_block(pitch * std::size_t(shape.height));
+        const std::size_t pitch = shape.depth > 1 ? shape.row_bytes() : (shape.row_bytes() + 63) / 64 * 64;
+        std::shared_ptr<std::byte> block = take_host_block(pitch * std::size_t(shape.rows()));
         return Buffer{ImageView{block.get(), shape, pitch, Memory::host}, std::move(block)};
     }
 

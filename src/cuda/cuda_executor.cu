@@ -183,7 +183,7 @@ public:
         validate_shape(shape, "image");
         const std::size_t pitch = (shape.row_bytes() + 255) / 256 * 256;  // rows start on 256-byte boundaries
         void* p = nullptr;
-        const cudaError_t e = cudaMallocAsync(&p, pitch * std::size_t(shape.height), stream_);
+        const cudaError_t e = cudaMallocAsync(&p, pitch * std::size_t(shape.rows()), stream_);
         if (e != cudaSuccess) {
             cudaGetLastError();
             throw Error("cuda: out of device memory for a " + std::to_string(shape.width) + "x" +
@@ -196,11 +196,11 @@ public:
 
     void upload(ConstImageView host, ImageView mine) override {
         APRON_CUDA_CHECK(cudaMemcpy2DAsync(mine.data, mine.pitch, host.data, host.pitch, host.shape.row_bytes(),
-                                           host.height(), cudaMemcpyHostToDevice, stream_));
+                                           std::size_t(host.shape.rows()), cudaMemcpyHostToDevice, stream_));
     }
     void download(ConstImageView mine, ImageView host) override {
         APRON_CUDA_CHECK(cudaMemcpy2DAsync(host.data, host.pitch, mine.data, mine.pitch, mine.shape.row_bytes(),
-                                           mine.height(), cudaMemcpyDeviceToHost, stream_));
+                                           std::size_t(mine.shape.rows()), cudaMemcpyDeviceToHost, stream_));
         synchronize();
     }
     void synchronize() override { APRON_CUDA_CHECK(cudaStreamSynchronize(stream_)); }

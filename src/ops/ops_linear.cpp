@@ -31,6 +31,21 @@ OpProgram linear_program(Mask mask, const OpArgs& args) {
     return OpProgram{{}, {Step{std::move(s)}}};
 }
 
+OpProgram volume_program(Mask plane, const std::vector<double>& depth, const OpArgs& args) {
+    if (depth.empty()) return linear_program(std::move(plane), args);
+    if (args.has("normalize") && args.normalise("normalize") != Normalise::none)
+        args.fail("normalize", "a filter along z (a volume's) takes normalize=none; its weights are the plane's times z's");
+    const double plane_sum = plane.sum();
+    OpProgram p = linear_program(std::move(plane), args);
+    LinearStep& first = std::get<LinearStep>(p.steps[0].action);
+    LinearStep along_z = first;
+    first.scale = 1, first.delta = 0;
+    along_z.mask = Mask(1, int(depth.size()), depth);
+    along_z.border_value = first.border_value * plane_sum;
+    p.steps.push_back(Step{std::move(along_z), 0, no_operand, Axes::depth});
+    return p;
+}
+
 Mask outer_mask(const std::vector<double>& column, const std::vector<double>& row) {
     std::vector<double> w;
     w.reserve(column.size() * row.size());
@@ -82,9 +97,22 @@ std::vector<ParamSpec> gaussian_params() {
         {"sigma_y", ParamKind::number, "", "standard deviation along y (limit as sigma)", 0, max_gaussian_sigma, {}, true, true},
         {"radius", ParamKind::integer, "", "half-width of the mask; default ceil(3 sigma); at most 2048 (a 4097-wide mask)", 0, r, {}, true},
         {"radius_y", ParamKind::integer, "", "half-height of the mask; default from sigma_y or radius; at most 2048", 0, r, {}, true},
+        {"sigma_z", ParamKind::number, "", "standard deviation along z, between a volume's planes (limit as sigma); absent: "
+                                           "each plane alone", 0, max_gaussian_sigma, {}, true, true},
+        {"radius_z", ParamKind::integer, "", "half-depth of the mask; default ceil(3 sigma_z); at most 2048", 0, r, {}, true},
     };
     for (auto& q : linear_params(false)) p.push_back(q);
     return p;
+}
+
+// The weights along z (sigma_z, radius_z), empty without sigma_z.
+std::vector<double> gaussian_depth(const OpArgs& a) {
+    if (!a.has("sigma_z")) {
+        if (a.has("radius_z")) a.fail("radius_z", "needs sigma_z");
+        return {};
+    }
+    const double sz = a.number("sigma_z");
+    return gaussian_kernel(sz, radius_for(a, "radius_z", sz));
 }
 
 } // namespace
@@ -114,21 +142,31 @@ void add_linear_operations(std::vector<OpInfo>& ops) {
                         true),
                    [](const OpArgs& a) { return linear_program(outer_mask(a.vector("column"), a.vector("row")), a); },
                    {"separable:row=1:2:1,column=-1:0:1", "separable:row=0.25:0.5:0.25:0.125,border=wrap"}});
-    ops.push_back({"gaussian", "linear", "Gaussian blur, two separable passes",
+    ops.push_back({"gaussian", "linear", "Gaussian blur, two separable passes (three on a volume with sigma_z)",
                    "Weights exp(-x^2/(2 sigma^2)) on -radius..radius normalised to sum 1 in each direction "
-                   "(scipy.ndimage.gaussian_filter with radius=).",
-                   gaussian_params(), [](const OpArgs& a) { return linear_program(gaussian_mask(a), a); },
-                   {"gaussian:sigma=1", "gaussian:sigma=2.5,border=mirror", "gaussian:sigma=1,sigma_y=3,border=constant,value=100", "gaussian:sigma=0.7,radius=4,border=wrap", "gaussian:sigma=1.5,nan=ignore,preserve_nan=1"}});
-    ops.push_back({"box", "linear", "mean over a W x H box",
-                   "All weights 1/(W*H); exact for integer images (integer weights over one divisor).",
+                   "(scipy.ndimage.gaussian_filter with radius=); sigma_z adds a pass along z on volumes.",
+                   gaussian_params(), [](const OpArgs& a) { return volume_program(gaussian_mask(a), gaussian_depth(a), a); },
+                   {"gaussian:sigma=1", "gaussian:sigma=2,sigma_z=1", "gaussian:sigma=2.5,border=mirror", "gaussian:sigma=1,sigma_y=3,border=constant,value=100", "gaussian:sigma=0.7,radius=4,border=wrap", "gaussian:sigma=1.5,nan=ignore,preserve_nan=1"}});
+    ops.push_back({"box", "linear", "mean over a W x H box (W x H x D on a volume)",
+                   "All weights 1/(W*H); exact for integer images (integer weights over one divisor). With depth D: the "
+                   "plane's W x H sums, then their sum over D planes times 1/(W*H*D) in float32.",
                    with({{"width", ParamKind::integer, "3", "box width", 1, max_mask_side},
-                         {"height", ParamKind::integer, "", "box height (default: width)", 1, max_mask_side, {}, true}},
+                         {"height", ParamKind::integer, "", "box height (default: width)", 1, max_mask_side, {}, true},
+                         {"depth", ParamKind::integer, "1", "box depth along z, between a volume's planes (1: each plane alone)",
+                          1, max_mask_side}},
                         false),
                    [](const OpArgs& a) {
                        const int w = a.integer("width"), h = a.has("height") ? a.integer("height") : w;
-                       return linear_program(Mask(w, h, std::vector<double>(std::size_t(w) * h, 1.0 / (double(w) * h))), a);
+                       const int d = a.integer("depth");
+                       if (d == 1)
+                           return linear_program(Mask(w, h, std::vector<double>(std::size_t(w) * h, 1.0 / (double(w) * h))), a);
+                       // The plane's sums (exact on integer images), then z's sum times 1 / (W H D).
+                       OpProgram p = volume_program(Mask(w, h, std::vector<double>(std::size_t(w) * h, 1.0)),
+                                                    std::vector<double>(std::size_t(d), 1.0), a);
+                       std::get<LinearStep>(p.steps.back().action).scale *= 1.0 / (double(w) * h * d);
+                       return p;
                    },
-                   {"box:width=3", "box:width=4,height=2,border=nearest", "box:width=15,border=wrap", "box:width=5,nan=ignore,nodata=0"}});
+                   {"box:width=3", "box:width=3,depth=3", "box:width=4,height=2,border=nearest", "box:width=15,border=wrap", "box:width=5,nan=ignore,nodata=0"}});
     ops.push_back({"sharpen", "linear", "sharpen: identity plus strength times the 4-neighbour Laplacian",
                    "3x3 weights [0 -s 0; -s 1+4s -s; 0 -s 0] with s = strength (s=1: the classic [0 -1 0; -1 5 -1; 0 -1 0]).",
                    with({{"strength", ParamKind::number, "1", "s >= 0", 0, 1000}}, false),
@@ -144,16 +182,17 @@ void add_linear_operations(std::vector<OpInfo>& ops) {
                        "Equivalent to correlate with (1+amount)*delta - amount*G where G is the gaussian op's mask; "
                        "run as a separable blur and a pixel-wise combination.",
                        params, [](const OpArgs& a) {
-                           OpProgram blur = linear_program(gaussian_mask(a), a);
-                           auto& s = std::get<LinearStep>(blur.steps[0].action);
+                           OpProgram blur = volume_program(gaussian_mask(a), gaussian_depth(a), a);
+                           auto& s = std::get<LinearStep>(blur.steps.back().action);
                            s.scale = 1;
                            s.delta = 0;
                            const double amount = a.number("amount");
-                           Step combine{CombineStep{(1 + amount) * a.number("scale"), -amount * a.number("scale"), a.number("delta")}, op_input, 0};
+                           Step combine{CombineStep{(1 + amount) * a.number("scale"), -amount * a.number("scale"), a.number("delta")},
+                                        op_input, int(blur.steps.size()) - 1};
                            blur.steps.push_back(combine);
                            return blur;
                        },
-                   {"unsharp:sigma=1.5,amount=0.7", "unsharp:sigma=1,amount=2,border=wrap"}});
+                   {"unsharp:sigma=1.5,amount=0.7", "unsharp:sigma=1,amount=2,border=wrap", "unsharp:sigma=1,sigma_z=0.8,amount=1"}});
     }
     ops.push_back({"emboss", "linear", "emboss (relief) 3x3",
                    "Weights [-2 -1 0; -1 1 1; 0 1 2], which sum to 1: flat areas keep their value and edges rise or fall "

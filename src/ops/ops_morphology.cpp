@@ -1,5 +1,7 @@
 // Morphology with flat structuring elements: erode, dilate and OpenCV's morphologyEx family.
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -11,6 +13,9 @@
 
 namespace apron {
 namespace {
+
+// A volume's element spans at most this many planes (each plane of it is one step along z per part).
+constexpr int max_volume_element_depth = 255;
 
 [[noreturn]] void bad_element(std::string_view spec, const std::string& problem) {
     throw Error("structuring element '" + std::string(spec) + "': " + problem);
@@ -107,10 +112,132 @@ Mask grown_rectangle(const Mask& e, int passes) {
     return g;
 }
 
+// A structuring element of a volume (SPEC.md "Volumes"): its planes, plane k at dz = k - anchor_z (a plane
+// with no cell set is an empty Mask).
+struct VolumeElement {
+    std::vector<Mask> planes;
+    int anchor_z = 0;
+};
+
+Mask empty_plane() { return Mask(); }
+
+// Cells (dx, dy, dz) about the centre of a W x H x D box where `inside` holds, as planes.
+template <class Inside>
+VolumeElement element_of(int w, int h, int d, Inside inside) {
+    VolumeElement e;
+    e.anchor_z = d / 2;
+    for (int k = 0; k < d; ++k) {
+        Mask m(w, h, std::vector<double>(std::size_t(w) * h, 0.0));
+        bool any = false;
+        for (int j = 0; j < h; ++j)
+            for (int i = 0; i < w; ++i)
+                if (inside(i - w / 2, j - h / 2, k - d / 2)) m.at(i, j) = 1, any = true;
+        e.planes.push_back(any ? std::move(m) : empty_plane());
+    }
+    return e;
+}
+
+// "WxHxD": three sides.
+std::array<int, 3> parse_volume_size(std::string_view s, std::string_view spec) {
+    const char* syntax = "WxHxD (e.g. rect:5x5x3)";
+    std::array<int, 3> v{};
+    for (int k = 0; k < 3; ++k) {
+        const auto x = s.find('x');
+        if ((k < 2) == (x == std::string_view::npos)) bad_element(spec, std::string("expected ") + syntax);
+        v[std::size_t(k)] = parse_count(s.substr(0, x), spec, 1, k == 2 ? max_volume_element_depth : max_mask_side, syntax, "sides");
+        s = k < 2 ? s.substr(x + 1) : std::string_view{};
+    }
+    return v;
+}
+
+// A volume's element from its text: rect:WxHxD, cross:WxHxD (the three axes' lines through the centre),
+// ellipsoid:WxHxD, ball:R (scikit-image's morphology.ball: x^2 + y^2 + z^2 <= R^2); nullopt for a plane's.
+std::optional<VolumeElement> volume_element(std::string_view spec) {
+    const std::string s(spec);
+    const auto colon = s.find(':');
+    if (colon == std::string::npos) return std::nullopt;
+    const std::string shape = s.substr(0, colon);
+    const std::string_view rest = std::string_view(s).substr(colon + 1);
+    if (shape == "ball") {
+        const int r = parse_count(rest, spec, 0, (max_volume_element_depth - 1) / 2, "a radius R (ball:R)", "the radius",
+                                  " (the ball is (2R+1)^3, at most 255 planes deep)");
+        const std::int64_t r2 = std::int64_t(r) * r;
+        return element_of(2 * r + 1, 2 * r + 1, 2 * r + 1, [r2](std::int64_t x, std::int64_t y, std::int64_t z) {
+            return x * x + y * y + z * z <= r2;
+        });
+    }
+    if ((shape != "rect" && shape != "cross" && shape != "ellipsoid") || std::count(rest.begin(), rest.end(), 'x') != 2)
+        return std::nullopt;
+    const auto [w, h, d] = parse_volume_size(rest, spec);
+    if (shape == "rect") return element_of(w, h, d, [](int, int, int) { return true; });
+    if (shape == "cross")
+        return element_of(w, h, d, [](int x, int y, int z) { return (x == 0) + (y == 0) + (z == 0) >= 2; });
+    // Semi-axes (side - 1) / 2 about the centre (a side of 1: that axis's offset 0 alone).
+    const double a = (w - 1) / 2.0, b = (h - 1) / 2.0, c = (d - 1) / 2.0;
+    auto term = [](int v, double semi) { return semi > 0 ? (v / semi) * (v / semi) : (v == 0 ? 0.0 : 2.0); };
+    return element_of(w, h, d, [=](int x, int y, int z) { return term(x, a) + term(y, b) + term(z, c) <= 1.0 + 1e-12; });
+}
+
+bool same_mask(const Mask& p, const Mask& q) {
+    return p.width == q.width && p.height == q.height && p.anchor_x == q.anchor_x && p.anchor_y == q.anchor_y &&
+           p.weights == q.weights;
+}
+
+// One erosion or dilation by a volume's element, as steps (SPEC.md "Volumes"): the planes with the same
+// element form a part; each part is that element on every plane, then along z the column of its planes'
+// offsets (skipped where it is a single point at the centre), and the parts' results meet in a max (dilate)
+// or min (erode). A rect:WxHxD is one part: a plane rectangle and a column of D. Returns the result's index.
+int append_volume_morph(std::vector<Step>& steps, MorphStep m, const VolumeElement& e, int input) {
+    const int d = int(e.planes.size());
+    std::vector<std::pair<Mask, std::vector<int>>> parts;  // a plane element, the planes (k) that have it
+    for (int k = 0; k < d; ++k) {
+        const Mask& plane = e.planes[std::size_t(k)];
+        if (plane.weights.empty()) continue;
+        auto it = std::find_if(parts.begin(), parts.end(), [&](const auto& part) { return same_mask(part.first, plane); });
+        if (it == parts.end()) parts.push_back({plane, {k}});
+        else it->second.push_back(k);
+    }
+    int result = -1;
+    for (const auto& [plane, ks] : parts) {
+        int at = input;
+        if (!(plane.width == 1 && plane.height == 1)) {  // a single cell at its anchor reads the sample itself
+            MorphStep s = m;
+            s.element = plane;
+            steps.push_back(Step{s, at});
+            at = int(steps.size()) - 1;
+        }
+        if (!(ks.size() == 1 && ks[0] == e.anchor_z)) {
+            std::vector<double> column(std::size_t(d), 0.0);
+            for (const int k : ks) column[std::size_t(k)] = 1;
+            MorphStep s = m;
+            s.element = Mask(1, d, std::move(column));
+            s.element.anchor_y = e.anchor_z;
+            steps.push_back(Step{s, at, no_operand, Axes::depth});
+            at = int(steps.size()) - 1;
+        }
+        if (at == input) {  // the element is the centre alone: the input as it is
+            steps.push_back(Step{CombineStep{1, 0, 0}, input});
+            at = int(steps.size()) - 1;
+        }
+        if (result >= 0) {
+            CombineStep meet{1, 1, 0, m.kind == MorphKind::dilate ? CombineForm::max : CombineForm::min};
+            steps.push_back(Step{meet, result, at});
+            at = int(steps.size()) - 1;
+        }
+        result = at;
+    }
+    return result;
+}
+
 // n times `m` (with the given kind) on the result of the previous step (or `input`); consecutive passes of a
-// full rectangle with ignored borders become fewer, larger rectangles (passes_per_merged_step).
-void repeat(std::vector<Step>& steps, MorphStep m, MorphKind kind, int n, int input) {
+// full rectangle with ignored borders become fewer, larger rectangles (passes_per_merged_step). With a
+// volume's element, each pass is append_volume_morph's steps.
+void repeat(std::vector<Step>& steps, MorphStep m, MorphKind kind, int n, int input, const std::optional<VolumeElement>& volume) {
     m.kind = kind;
+    if (volume) {
+        for (int j = 0; j < n; ++j) input = append_volume_morph(steps, m, *volume, input);
+        return;
+    }
     const int k = passes_per_merged_step(m, n);
     if (k > 1) {
         MorphStep full = m, rest = m;
@@ -123,37 +250,38 @@ void repeat(std::vector<Step>& steps, MorphStep m, MorphKind kind, int n, int in
     for (int j = 0; j < n; ++j) steps.push_back(Step{m, j == 0 ? input : int(steps.size()) - 1});
 }
 
-using Builder = OpProgram (*)(const MorphStep&, int iterations);
+using Volume = std::optional<VolumeElement>;
+using Builder = OpProgram (*)(const MorphStep&, const Volume&, int iterations);
 
-OpProgram build_erode(const MorphStep& m, int n) { OpProgram p; repeat(p.steps, m, MorphKind::erode, n, op_input); return p; }
-OpProgram build_dilate(const MorphStep& m, int n) { OpProgram p; repeat(p.steps, m, MorphKind::dilate, n, op_input); return p; }
-OpProgram build_open(const MorphStep& m, int n) {
+OpProgram build_erode(const MorphStep& m, const Volume& v, int n) { OpProgram p; repeat(p.steps, m, MorphKind::erode, n, op_input, v); return p; }
+OpProgram build_dilate(const MorphStep& m, const Volume& v, int n) { OpProgram p; repeat(p.steps, m, MorphKind::dilate, n, op_input, v); return p; }
+OpProgram build_open(const MorphStep& m, const Volume& v, int n) {
     OpProgram p;
-    repeat(p.steps, m, MorphKind::erode, n, op_input);
-    repeat(p.steps, m, MorphKind::dilate, n, int(p.steps.size()) - 1);
+    repeat(p.steps, m, MorphKind::erode, n, op_input, v);
+    repeat(p.steps, m, MorphKind::dilate, n, int(p.steps.size()) - 1, v);
     return p;
 }
-OpProgram build_close(const MorphStep& m, int n) {
+OpProgram build_close(const MorphStep& m, const Volume& v, int n) {
     OpProgram p;
-    repeat(p.steps, m, MorphKind::dilate, n, op_input);
-    repeat(p.steps, m, MorphKind::erode, n, int(p.steps.size()) - 1);
+    repeat(p.steps, m, MorphKind::dilate, n, op_input, v);
+    repeat(p.steps, m, MorphKind::erode, n, int(p.steps.size()) - 1, v);
     return p;
 }
-OpProgram build_gradient(const MorphStep& m, int n) {
+OpProgram build_gradient(const MorphStep& m, const Volume& v, int n) {
     OpProgram p;
-    repeat(p.steps, m, MorphKind::dilate, n, op_input);
+    repeat(p.steps, m, MorphKind::dilate, n, op_input, v);
     const int dilated = int(p.steps.size()) - 1;
-    repeat(p.steps, m, MorphKind::erode, n, op_input);
+    repeat(p.steps, m, MorphKind::erode, n, op_input, v);
     p.steps.push_back(Step{CombineStep{1, -1, 0}, dilated, int(p.steps.size()) - 1});
     return p;
 }
-OpProgram build_tophat(const MorphStep& m, int n) {
-    OpProgram p = build_open(m, n);
+OpProgram build_tophat(const MorphStep& m, const Volume& v, int n) {
+    OpProgram p = build_open(m, v, n);
     p.steps.push_back(Step{CombineStep{1, -1, 0}, op_input, int(p.steps.size()) - 1});
     return p;
 }
-OpProgram build_blackhat(const MorphStep& m, int n) {
-    OpProgram p = build_close(m, n);
+OpProgram build_blackhat(const MorphStep& m, const Volume& v, int n) {
+    OpProgram p = build_close(m, v, n);
     p.steps.push_back(Step{CombineStep{1, -1, 0}, int(p.steps.size()) - 1, op_input});
     return p;
 }
@@ -198,7 +326,8 @@ Mask checked_element(Mask m, const std::string& source) {
 void add_morphology_operations(std::vector<OpInfo>& ops) {
     const std::vector<ParamSpec> params = {
         {"se", ParamKind::element, "rect:3x3",
-         "structuring element: rect:WxH, cross:WxH, ellipse:WxH (sides 1..4097), disk:R (0..2048), or a 0/1 mask file"},
+         "structuring element: rect:WxH, cross:WxH, ellipse:WxH (sides 1..4097), disk:R (0..2048), or a 0/1 mask file; "
+         "on volumes rect:WxHxD, cross:WxHxD, ellipsoid:WxHxD (D 1..255) or ball:R (0..127)"},
         {"iterations", ParamKind::integer, "1",
          "times each erosion/dilation is applied (the passes share one element table; n passes of a full W x H rectangle with border=ignore run as one rectangle of n(W-1)+1 x n(H-1)+1, as OpenCV does)", 1, 1000},
         {"border", ParamKind::text, "ignore", "ignore (pixels outside the image do not count) or a border mode"},
@@ -233,11 +362,18 @@ void add_morphology_operations(std::vector<OpInfo>& ops) {
                            MorphStep m;
                            m.border = morph_border(a);  // first, for a clear message
                            m.border_value = a.number("value");
-                           m.element = a.element("se");
+                           // A volume's element (rect:WxHxD, ball:R, ...) or a plane's.
+                           std::optional<VolumeElement> volume;
+                           try {
+                               volume = volume_element(a.text("se"));
+                           } catch (const Error& e) {
+                               a.fail("se", e.what());
+                           }
+                           if (!volume) m.element = a.element("se");
                            // Every pass shares this element's table (SharedValues), so iterations cost
                            // time, not memory.
                            const int n = a.integer("iterations");
-                           return build(m, n);
+                           return build(m, volume, n);
                        },
                        examples(e.name)});
     }

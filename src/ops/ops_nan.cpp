@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <variant>
 #include <string>
 #include <vector>
 
@@ -75,9 +76,18 @@ public:
     OpProgram run(const OpProgram& old) {
         std::vector<int> result_of;  // old step -> new step holding its result
         auto operand = [&](int k) { return k < 0 ? k : result_of.at(std::size_t(k)); };
-        for (const Step& step : old.steps) {
-            if (const auto* linear = std::get_if<LinearStep>(&step.action)) {
-                result_of.push_back(add_linear(*linear, operand(step.input)));
+        for (std::size_t k = 0; k < old.steps.size(); ++k) {
+            const Step& step = old.steps[k];
+            if (std::holds_alternative<LinearStep>(step.action)) {
+                // A chain of linear steps, each read by the next alone (a volume's plane pass and its pass
+                // along z), is one linear filter: its missing samples are handled once, over the whole chain.
+                std::vector<Step> chain = {step};
+                while (k + 1 < old.steps.size() && std::holds_alternative<LinearStep>(old.steps[k + 1].action) &&
+                       old.steps[k + 1].input == int(k) && read_once(old, k)) {
+                    chain.push_back(old.steps[++k]);
+                    result_of.push_back(-3);  // inside the chain: read by its next step alone
+                }
+                result_of.push_back(add_linear(chain, operand(step.input)));
                 continue;
             }
             Step s = step;
@@ -139,13 +149,39 @@ private:
         return v;
     }
 
-    int add_linear(const LinearStep& l, int source) {
+    // Whether step k's result is read by one later step at most.
+    static bool read_once(const OpProgram& p, std::size_t k) {
+        int readers = 0;
+        for (const Step& s : p.steps) readers += (s.input == int(k)) + (s.second == int(k));
+        return readers <= 1;
+    }
+
+    // The chain's steps in order from `source`, the last one's delta set to `delta` when given; returns the
+    // last's index.
+    int push_chain(const std::vector<Step>& chain, int source, std::optional<double> delta = std::nullopt) {
+        int at = source;
+        for (std::size_t j = 0; j < chain.size(); ++j) {
+            Step s = chain[j];
+            s.input = at;
+            if (delta && j + 1 == chain.size()) std::get<LinearStep>(s.action).delta = *delta;
+            at = push(std::move(s));
+        }
+        return at;
+    }
+
+    int add_linear(const std::vector<Step>& chain, int source) {
         switch (o_.mode) {
-        case NanMode::propagate: return push(Step{l, source == op_input ? input_for_pointwise() : source});
-        case NanMode::fill: return push(Step{l, filled(source)});
+        case NanMode::propagate: return push_chain(chain, source == op_input ? input_for_pointwise() : source);
+        case NanMode::fill: return push_chain(chain, filled(source));
         case NanMode::ignore: break;
         }
-        const double sum = l.mask.sum(), abs_sum = l.mask.abs_sum();
+        // The chain's weights are the product of its masks' (a volume's passes): so are their sums.
+        double sum = 1, abs_sum = 1;
+        for (const Step& s : chain) {
+            const Mask& m = std::get<LinearStep>(s.action).mask;
+            sum *= m.sum(), abs_sum *= m.abs_sum();
+        }
+        const LinearStep& l = std::get<LinearStep>(chain.back().action);
         if (!(std::fabs(sum) >= min_sum_fraction * abs_sum)) {
             const std::string name = args_.op().substr(0, args_.op().find(':'));
             char near[96];
@@ -156,15 +192,18 @@ private:
         }
         if (l.normalise == Normalise::book && sum < 0)
             args_.fail("nan", "nan=ignore with normalize=book needs weights with a positive sum (use normalize=sum or none)");
-        LinearStep data = l;
-        data.delta = 0;
-        const int weighted = push(Step{data, filled(source)});
-        LinearStep weights;
-        weights.mask = l.mask;
-        weights.border = l.border;
-        weights.border_value = 1;  // the constant border is a valid sample
-        weights.normalise = Normalise::sum;
-        const int valid_weight = push(Step{weights, validity(source)});
+        const int weighted = push_chain(chain, filled(source), 0.0);
+        std::vector<Step> weight_chain = chain;
+        for (Step& s : weight_chain) {
+            const LinearStep& data = std::get<LinearStep>(s.action);
+            LinearStep weights;
+            weights.mask = data.mask;
+            weights.border = data.border;
+            weights.border_value = 1;  // the constant border is a valid sample
+            weights.normalise = Normalise::sum;
+            s.action = weights;
+        }
+        const int valid_weight = push_chain(weight_chain, validity(source));
         CombineStep ratio = pointwise(CombineForm::ratio, 1, min_valid_fraction * abs_sum / std::fabs(sum), l.delta);
         return push(Step{ratio, weighted, valid_weight});
     }

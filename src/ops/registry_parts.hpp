@@ -20,6 +20,11 @@ void add_missing_sample_parameters(OpInfo& op);
 std::vector<ParamSpec> linear_params(bool with_normalise, const char* default_border = "reflect");
 // A one-step program from a mask and the shared linear parameters.
 OpProgram linear_program(Mask mask, const OpArgs& args);
+// A linear filter of a volume whose weights are plane(i, j) * depth[k] (SPEC.md "Volumes"): a plane step of
+// `plane`'s raw sums, then a step along z with `depth` (centred) that applies the shared linear parameters.
+// Empty `depth`: linear_program(plane). The constant border reads as value `value` in every voxel outside,
+// so the z step's border is value * sum(plane): the plane sums of an outside plane.
+OpProgram volume_program(Mask plane, const std::vector<double>& depth, const OpArgs& args);
 // The rank-1 mask column (x) row: weight(i, j) = column[j] * row[i].
 Mask outer_mask(const std::vector<double>& column, const std::vector<double>& row);
 // A 3x3 mask from its nine weights, row by row.

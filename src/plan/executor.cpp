@@ -15,7 +15,7 @@ Buffer Executor::allocate(const ImageShape& shape) {
 namespace {
 void copy_rows(ConstImageView from, ImageView to) {
     if (!(from.shape == to.shape)) fail("copy", "image shapes differ");
-    for (int y = 0; y < from.height(); ++y) std::memcpy(to.row_bytes(y), from.row_bytes(y), from.shape.row_bytes());
+    for (int y = 0; y < int(from.shape.rows()); ++y) std::memcpy(to.row_bytes(y), from.row_bytes(y), from.shape.row_bytes());
 }
 } // namespace
 

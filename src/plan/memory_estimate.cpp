@@ -37,9 +37,11 @@ const ImageShape& input_shape(const StepPlan& s, const OperationPlan& op, const 
 } // namespace
 
 MemoryEstimate estimate_memory(const ExecutionPlan& plan, int threads, bool output_allocated, int rows) {
+    // `rows` of a volume are the tall image's (a slab of whole planes).
     auto image_bytes = [rows](ImageShape s) {
-        if (rows > 0) s.height = rows;
-        return std::uint64_t(s.row_bytes()) * std::uint64_t(s.height);
+        if (rows > 0 && s.depth > 1) s.depth = int((std::int64_t(rows) + s.height - 1) / s.height);
+        else if (rows > 0) s.height = rows;
+        return std::uint64_t(s.row_bytes()) * std::uint64_t(s.rows());
     };
     MemoryEstimate e;
     std::set<const void*> seen;

@@ -118,9 +118,10 @@ struct PathEstimate {
 struct StepPlan {
     std::variant<LinearPlan, MorphPlan, CombinePlan, RankPlan> what;
     int input = op_input, second = no_operand;
-    ImageShape out_shape;
+    ImageShape out_shape;  // the whole result (a volume's every plane)
     std::string label;  // for --timing and `apron plan`
     std::vector<PathEstimate> estimates;  // linear steps: every path considered (`apron plan`)
+    Axes axes = Axes::plane;  // on a volume: run on each plane, or along z (the program step's; apron/ops.hpp)
 };
 
 struct OperationPlan {
@@ -130,7 +131,7 @@ struct OperationPlan {
 
 struct ExecutionPlan {
     Backend backend = Backend::cpu;
-    ImageShape input, output;
+    ImageShape input, output;  // depth > 1: a volume (steps run per plane or along z, StepPlan::axes)
     std::vector<OperationPlan> operations;
     std::string cost_source;  // the calibration table the estimates come from ("" when none)
     std::string overrides;    // environment overrides that changed the backend's choices ("" when none)

@@ -13,6 +13,7 @@ namespace apron {
 int PlanContext::add(StepPlan step, PixelType out, const std::string& note) {
     step.out_shape = image;
     step.out_shape.type = out;
+    step.axes = axes;
     step.label = label_of(step) + note;
     steps.push_back(std::move(step));
     produced.push_back(out);

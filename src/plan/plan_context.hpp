@@ -76,6 +76,10 @@ struct PlanContext {
     PixelType op_in;              // the operation's input type
     int input = op_input, second = no_operand;  // this step's operands, as plan step indices
     bool last = false;            // the operation's last program step
+    // The image one run of this step's kernel sees: `image` for a 2-D image; on a volume one plane (plane
+    // steps) or the volume's z view, a row per plane of every plane's pixels (depth steps).
+    ImageShape step_image;
+    Axes axes = Axes::plane;      // this step's (Step::axes)
 
     PixelType type_of(int index) const { return index == op_input ? op_in : produced.at(std::size_t(index)); }
     // Appends a step writing `out` (label: the kind's, with `note`); returns its index.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string_view>
@@ -42,13 +43,42 @@ std::optional<Backend> parse_backend(std::string_view name) {
 
 namespace {
 
+// The image one call of a step's kernel sees (PlanContext::step_image): a 2-D image whole; a volume's plane
+// for a plane step, its z view for a depth step (a row per plane: every plane's pixels, width x height) and
+// all its rows for a pointwise one.
+ImageShape step_image(const ImageShape& image, Axes axes, bool pointwise) {
+    if (image.depth == 1) return image;
+    ImageShape s = image.plane();
+    if (pointwise) {
+        s.height = int(image.rows());
+    } else if (axes == Axes::depth) {
+        s.width = int(std::min<std::int64_t>(std::int64_t(image.width) * image.height, std::numeric_limits<int>::max()));
+        s.height = image.depth;
+    }
+    return s;
+}
+
 // The kernel of every step, from the backend's capabilities, shown at the end of its label.
 void choose_kernels(std::vector<StepPlan>& steps, const ImageShape& shape, const BackendCaps& caps) {
     for (StepPlan& sp : steps) {
+        const ImageShape seen = step_image(shape, sp.axes, std::holds_alternative<CombinePlan>(sp.what));
         const KernelChoice& kernel =
-            on_kind(sp, [&](auto k, auto& p) -> const KernelChoice& { return decltype(k)::choose_kernel(p, caps, shape, sp.label); });
+            on_kind(sp, [&](auto k, auto& p) -> const KernelChoice& { return decltype(k)::choose_kernel(p, caps, seen, sp.label); });
         sp.label += " kernel=" + kernel.name();
     }
+}
+
+// A depth step's mask or element is one column: its rows weigh planes (apron/ops.hpp, Axes).
+void check_depth_step(const Step& step, const std::string& spec) {
+    const Mask* m = std::visit(
+        [](const auto& a) -> const Mask* {
+            using A = std::decay_t<decltype(a)>;
+            if constexpr (std::is_same_v<A, LinearStep>) return &a.mask;
+            else if constexpr (std::is_same_v<A, MorphStep> || std::is_same_v<A, RankStep>) return &a.element;
+            else return nullptr;
+        },
+        step.action);
+    if (m && m->width != 1) fail(spec, "internal: a step along z has a mask " + std::to_string(m->width) + " wide (a column expected)");
 }
 
 } // namespace
@@ -92,6 +122,9 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
             context.input = plan_index(step.input);
             context.second = plan_index(step.second);
             context.last = k + 1 == op.steps.size();
+            context.axes = step.axes;
+            context.step_image = step_image(input, step.axes, std::holds_alternative<CombineStep>(step.action));
+            if (step.axes == Axes::depth) check_depth_step(step, op.spec);
             index_of.push_back(on_kind(step, [&](auto kind, const auto& action) { return decltype(kind)::plan(action, context); }));
         }
         // Morphology keeps its type; if the op must end in another type, convert once at the end.
@@ -114,14 +147,16 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
 std::string ExecutionPlan::describe(bool with_estimates) const {
     std::ostringstream o;
     o << "backend " << to_string(backend) << ", input " << input.width << 'x' << input.height << 'x'
-      << input.channels << ' ' << to_string(input.type) << ", output " << to_string(output.type) << '\n';
+      << input.channels << ' ' << to_string(input.type);
+    if (input.depth > 1) o << " volume of " << input.depth << " planes";
+    o << ", output " << to_string(output.type) << '\n';
     if (with_estimates)
         o << "cost model: " << (cost_source.empty() ? "none for this backend (fixed preferences)" : cost_source) << '\n';
     if (!overrides.empty()) o << "overrides: " << overrides << '\n';
     for (const auto& op : operations) {
         o << op.spec << '\n';
         for (std::size_t k = 0; k < op.steps.size(); ++k) {
-            o << "  step " << k << ": " << op.steps[k].label << '\n';
+            o << "  step " << k << ": " << (op.steps[k].axes == Axes::depth ? "along z: " : "") << op.steps[k].label << '\n';
             if (!with_estimates) continue;
             for (const PathEstimate& e : op.steps[k].estimates) {
                 char line[96];

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -202,12 +203,16 @@ std::uint64_t PreparedPipeline::memory(int rows, bool result_allocated) const {
 
 // Each step's reach added: an upper bound of the longest chain through an operation's steps, on either side
 // whichever way the executor orients the mask or element.
+// On a volume, rows are the tall image's (apron/image.hpp): a step along z reaches its planes' every row, a
+// plane step none beyond its plane; on a 2-D image a step along z reads its own row alone.
 RowReach PreparedPipeline::reach() const {
     RowReach r;
+    const ImageShape& in = state_->plan.input;
     for (const auto& op : state_->plan.operations)
         for (const auto& s : op.steps) {
+            if ((in.depth > 1) != (s.axes == Axes::depth)) continue;
             const Reach k = reach_of(s);  // the step kind's (an FFT step's: its tile rows)
-            const int both = std::max(k.top, k.bottom);
+            const int both = std::max(k.top, k.bottom) * (in.depth > 1 ? in.height : 1);
             r.above += both, r.below += both;
             r.wraps = r.wraps || wraps(s);
         }
@@ -223,7 +228,8 @@ void PreparedPipeline::run(ConstImageView input, ImageView output) const { run(i
 namespace {
 
 std::string shape_text(const ImageShape& s) {
-    return std::to_string(s.width) + "x" + std::to_string(s.height) + "x" + std::to_string(s.channels) + " " + to_string(s.type);
+    return std::to_string(s.width) + "x" + std::to_string(s.height) + (s.depth > 1 ? "x" + std::to_string(s.depth) + " (depth)" : "") +
+           "x" + std::to_string(s.channels) + " " + to_string(s.type);
 }
 
 // What a call may not change: the options the plan was made under, and the input's shape.
@@ -252,7 +258,8 @@ void PreparedPipeline::run(ConstImageView input, ImageView output, const RunOpti
     require_memory(state_->into_output.total(), options.memory_budget, "pipeline", state_->into_output.describe());
     const ImageShape& want = plan.output;
     if (!(output.shape == want)) fail("output image", "is " + shape_text(output.shape) + ", the result is " + shape_text(want));
-    if (overlaps(input, ConstImageView(output))) fail("output image", "overlaps the input (apron does not filter in place)");
+    if (overlaps(input.all_rows(), ConstImageView(output).all_rows()))
+        fail("output image", "overlaps the input (apron does not filter in place)");
     auto executor = make_executor(plan.backend, options.threads, options.cuda_stream);
     Executor& ex = *executor;
     for (const ConstImageView v : {input, ConstImageView(output)})
@@ -261,7 +268,8 @@ void PreparedPipeline::run(ConstImageView input, ImageView output, const RunOpti
 
     // One step from pinned host memory to pinned host memory: copies overlap with compute.
     if (ex.memory() == Memory::device && input.memory == Memory::host && output.memory == Memory::host &&
-        plan.operations.size() == 1 && plan.operations[0].steps.size() == 1) {
+        plan.operations.size() == 1 && plan.operations[0].steps.size() == 1 && input.shape.depth == 1 &&
+        plan.operations[0].steps[0].axes == Axes::plane) {
         bool done = false;
         timed(options, ex, "host to host [" + plan.operations[0].steps[0].label + ", overlapped]", [&] {
             done = on_kind(plan.operations[0].steps[0],
@@ -310,15 +318,57 @@ std::optional<FusedOperand> fused_operand(const OperationPlan& op, std::size_t k
 // Whether two host images hold the same bytes (NaN included: equal bytes, equal results).
 bool same_pixels(ConstImageView a, ConstImageView b) {
     const std::size_t row = a.shape.row_bytes();
-    for (int y = 0; y < a.height(); ++y)
+    for (int y = 0; y < int(a.shape.rows()); ++y)
         if (std::memcmp(a.row_bytes(y), b.row_bytes(y), row) != 0) return false;
     return true;
+}
+
+// A step's operand seen as `axes` run it (for the z view: row r of every plane when `row` >= 0, else every
+// plane's pixels in one row per plane, rows being packed).
+template <class View>
+View z_view(View v, int row) {
+    ImageShape s = v.shape.plane();
+    s.height = v.shape.depth;
+    const std::size_t plane = v.pitch * std::size_t(v.shape.height);
+    if (row >= 0) return View{v.data + std::size_t(row) * v.pitch, s, plane, v.memory};
+    s.width = v.shape.width * v.shape.height;
+    return View{v.data, s, plane, v.memory};
+}
+
+bool packed(ConstImageView v) { return v.data == nullptr || v.pitch == v.shape.row_bytes(); }
+
+// One step on a volume, or on an image with a step along z (a volume of one plane), through `runner`: a
+// pointwise step on all rows at once; a plane step on each plane; a depth step on the z view, in one call
+// where every operand's rows are packed and a plane's pixels fit an int, else once per row of the planes.
+void run_volume_step(const StepRunner& runner, Executor& ex, const StepPlan& step, ConstImageView in, ConstImageView second,
+                     ImageView out) {
+    if (std::holds_alternative<CombinePlan>(step.what)) {
+        runner(ex, step, in.all_rows(), second.data ? second.all_rows() : second, out.all_rows());
+        return;
+    }
+    if (step.axes == Axes::plane) {
+        for (int z = 0; z < in.shape.depth; ++z)
+            runner(ex, step, in.plane(z), second.data ? second.plane(z) : second, out.plane(z));
+        return;
+    }
+    const bool one_call = packed(in) && packed(second) && packed(as_const(out)) &&
+                          std::int64_t(in.shape.width) * in.shape.height <= std::numeric_limits<int>::max() / 4;
+    if (one_call) {
+        runner(ex, step, z_view(in, -1), second.data ? z_view(second, -1) : second, z_view(out, -1));
+        return;
+    }
+    for (int r = 0; r < in.shape.height; ++r)
+        runner(ex, step, z_view(in, r), second.data ? z_view(second, r) : second, z_view(out, r));
 }
 
 }  // namespace
 
 void run_plan(const ExecutionPlan& plan, Executor& ex, ConstImageView input, ImageView output, const RunOptions& options,
               const StepRunner& runner) {
+    // A volume, or a step along z: steps run plane by plane or along z (run_volume_step); no step fused.
+    bool volume = input.shape.depth > 1;
+    for (const OperationPlan& op : plan.operations)
+        for (const StepPlan& s : op.steps) volume = volume || s.axes == Axes::depth;
     // An erosion or dilation whose result equals its input gives that same result every time it is repeated:
     // the repeats of `iterations` stop there (dilate:se=disk:2048,iterations=1000 saturates after one).
     // Host memory only (the check reads the images), and only with the plain step runner, whose step is a
@@ -358,11 +408,13 @@ void run_plan(const ExecutionPlan& plan, Executor& ex, ConstImageView input, Ima
         // (gradient, top-hat, black-hat): the result itself is never written. Plain runs only (a band runner
         // may cut steps apart). True when done: results hold both steps' (step k's empty).
         auto run_fused = [&](std::size_t k) {
-            const std::optional<FusedOperand> f = plain && *plain == &run_step ? fused_operand(op, k, last_reader) : std::nullopt;
+            const std::optional<FusedOperand> f =
+                plain && *plain == &run_step && !volume ? fused_operand(op, k, last_reader) : std::nullopt;
             if (!f) return false;
             const StepPlan &step = op.steps[k], &next = op.steps[k + 1];
             ImageShape shape = next.out_shape;
             shape.height = input.height();
+            shape.depth = input.shape.depth;
             Buffer out = is_last(k + 1) && write_in_place ? Buffer{output, nullptr} : ex.allocate(shape);
             bool done = false;
             timed(options, ex, op.spec + " [" + step.label + " + " + next.label + "]", [&] {
@@ -399,10 +451,13 @@ void run_plan(const ExecutionPlan& plan, Executor& ex, ConstImageView input, Ima
                 fixed_point = int(k);
             } else {
                 ImageShape shape = step.out_shape;
-                shape.height = input.height();  // a band of the image the plan was made for
+                shape.height = input.height();  // a band of the image the plan was made for (a slab of a volume's planes)
+                shape.depth = input.shape.depth;
                 Buffer out = last && write_in_place ? Buffer{output, nullptr} : ex.allocate(shape);
-                timed(options, ex, op.spec + " [" + step.label + "]",
-                      [&] { runner(ex, step, view_of(step.input), view_of(step.second), out.view); });
+                timed(options, ex, op.spec + " [" + step.label + "]", [&] {
+                    if (volume) run_volume_step(runner, ex, step, view_of(step.input), view_of(step.second), out.view);
+                    else runner(ex, step, view_of(step.input), view_of(step.second), out.view);
+                });
                 // Compared only where a repeat of this step follows.
                 if (skip_fixed_points && k + 1 < op.steps.size() && repeats(step, op.steps[k + 1], int(k))) {
                     ex.synchronize();

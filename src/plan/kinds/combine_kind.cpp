@@ -20,6 +20,8 @@ const char* to_string(CombineForm f) {
     case CombineForm::valid: return "valid";
     case CombineForm::ratio: return "ratio";
     case CombineForm::mark: return "mark";
+    case CombineForm::max: return "max";
+    case CombineForm::min: return "min";
     }
     return "?";
 }
@@ -66,6 +68,11 @@ int CombineStepKind::plan(const CombineStep& step, PlanContext& context) {
     // A fill that keeps every sample of an integer image an integer of its type stays in that type, so the
     // linear step after it takes the exact integer path, as on the image with the value written in.
     if (c.form == CombineForm::fill && !context.last && is_integer(in) && holds(in, c.c)) out = in;
+    // The larger or smaller of two samples of one type is one of them: exact in that type (the parts of a
+    // 3-D element's erosion or dilation stay in the image's type, as morphology does).
+    if ((c.form == CombineForm::max || c.form == CombineForm::min) && !context.last &&
+        (context.second == no_operand || context.type_of(context.second) == in))
+        out = in;
     StepPlan sp;
     sp.what = CombinePlan{c, in, context.second != no_operand ? context.type_of(context.second) : in, out};
     sp.input = context.input;
@@ -111,6 +118,8 @@ std::string CombineStepKind::label(const CombinePlan& c) {
     case CombineForm::valid: o << "combine valid" << nodata; break;
     case CombineForm::ratio: o << "combine ratio " << s.a << "*A/B + " << s.c << " where B > " << s.b << nodata; break;
     case CombineForm::mark: o << "combine mark missing" << (s.b != 0 ? " where A is NaN or B missing" : " where A is NaN") << nodata; break;
+    case CombineForm::max: o << "combine max(A, B)"; break;
+    case CombineForm::min: o << "combine min(A, B)"; break;
     }
     o << ' ' << to_string(c.a_type) << ',' << to_string(c.b_type) << "->" << to_string(c.out);
     return o.str();

@@ -237,7 +237,10 @@ int LinearStepKind::plan(const LinearStep& step, PlanContext& context) {
     check_border_value(context.spec, step.border, step.border_value, in);
     const PixelType out = context.last ? context.out_type : PixelType::f32;
     PlannedLinear planned = plan_linear(step, in, out, context.memo);
-    LinearChoice choice = choose_linear_path(std::move(planned.plan), context.image, context.caps, context.algorithm,
+    // A pass along z is a column of taps over a row per plane: direct (an FFT's tiles or a separable split of
+    // one column have nothing to gain), whatever --algo forces on the planes' steps.
+    const Algorithm algorithm = context.axes == Axes::depth ? Algorithm::direct : context.algorithm;
+    LinearChoice choice = choose_linear_path(std::move(planned.plan), context.step_image, context.caps, algorithm,
                                              context.table, context.spec);
     int result;
     if (choice.low_rank) {
