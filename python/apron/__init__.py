@@ -8,9 +8,10 @@
     p = apron.Pipeline(["gaussian:sigma=2", "dilate:se=ellipse:7x7"]); out = p.run(img)
 
 Every operation of apron's registry is a function here (apron.operations() lists them); NumPy arrays run
-on the CPU, CuPy arrays and torch CUDA tensors on the GPU without copies, on the caller's current stream.
+on the CPU, CuPy arrays and torch CUDA tensors on the GPU without copies, on the caller's current stream;
+float16 (and torch's bfloat16) arrays are computed in float32 and returned in their type (one rounding).
 apron.ndimage has scipy.ndimage's filters with SciPy's names, signatures, defaults and results
-(``import apron.ndimage as ndi``). Errors: ValueError (parameters, shapes, layouts), TypeError (dtypes,
+(``import apron.ndimage as ndi``), and takes dask arrays too (lazily, block by block, the same bits). Errors: ValueError (parameters, shapes, layouts), TypeError (dtypes,
 array kinds), OSError (files), MemoryError (the memory budget); their messages name the function and the
 keyword ("gaussian(): sigma: ..."). See docs/python.md.
 

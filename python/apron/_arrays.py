@@ -21,12 +21,51 @@ _DTYPE_OF_CODE = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32))
 _ITEMSIZE = (1, 2, 4)
 _TYPE_NAMES = {"u8": 0, "uint8": 0, "u16": 1, "uint16": 1, "f32": 2, "float32": 2}
 _SUPPORTED = "uint8, uint16 or float32"
+# 16-bit floats: taken and returned, computed in float32 (run_half). apron's kernels read u8, u16 and f32 only,
+# so a float16 or bfloat16 array is converted once (a copy: no view of it is possible) and the float32 result
+# rounded to the 16-bit type (to nearest, ties to even) once.
+HALF_NAMES = {"f16": "float16", "float16": "float16", "half": "float16", "bf16": "bfloat16", "bfloat16": "bfloat16"}
+F32 = 2
 
 
-def type_code(out_type, what: str = "out_type") -> int:
-    """-1 for None (the input's type), else apron's code for a NumPy/torch dtype or a name ('u8', 'f32')."""
+def half_name(dtype):
+    """'float16' or 'bfloat16' for a 16-bit float dtype (NumPy, CuPy or torch) or its name ('f16', 'bf16'), else
+    None."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, str):
+        return HALF_NAMES.get(dtype.replace("torch.", ""))
+    if type(dtype).__module__ == "torch":  # a torch.dtype
+        return HALF_NAMES.get(str(dtype).replace("torch.", ""))
+    try:
+        return "float16" if np.dtype(dtype) == np.float16 else None
+    except TypeError:
+        return None
+
+
+_HALF_OF_DTYPE = {np.dtype(np.float16): "float16"}
+
+
+def array_half(a):
+    """half_name of an array's dtype (None for other dtypes and for objects that are not arrays); on every call's
+    path, so a dictionary look-up for NumPy's and CuPy's dtypes."""
+    dtype = getattr(a, "dtype", None)
+    try:
+        name = _HALF_OF_DTYPE.get(dtype)
+    except TypeError:  # an unhashable dtype attribute: not an array apron knows
+        return None
+    if name is None and type(dtype).__module__ == "torch":
+        name = HALF_NAMES.get(str(dtype)[6:])
+    return name
+
+
+def type_code(out_type, what: str = "out_type", half_as_f32: bool = False) -> int:
+    """-1 for None (the input's type), else apron's code for a NumPy/torch dtype or a name ('u8', 'f32');
+    half_as_f32: a 16-bit float type is the float32 it is computed in (plans, memory estimates)."""
     if out_type is None:
         return -1
+    if half_as_f32 and half_name(out_type):
+        return F32
     if isinstance(out_type, str):
         code = _TYPE_NAMES.get(out_type)
     else:
@@ -35,7 +74,8 @@ def type_code(out_type, what: str = "out_type") -> int:
         except TypeError:
             code = _TYPE_NAMES.get(str(out_type).replace("torch.", ""))
     if code is None:
-        raise TypeError(f"{what}: {out_type!r} is not a pixel type apron writes ({_SUPPORTED}, or 'u8', 'u16', 'f32')")
+        raise TypeError(f"{what}: {out_type!r} is not a pixel type apron writes ({_SUPPORTED}, or 'u8', 'u16', 'f32'; "
+                        f"float16 and bfloat16 through float32)")
     return code
 
 
@@ -259,16 +299,30 @@ def current_stream(v: View) -> int:
 # layout= names: (axes of the stack, dimensions of each image). Each image of a stack is run alike; a stack's
 # images are never told apart by guessing from the shape.
 LAYOUTS = {"hw": (0, 2), "hwc": (0, 3), "chw": (1, 2), "nhw": (1, 2), "nchw": (2, 2), "nhwc": (1, 3)}
+# Volumes (docs/volumes.md): (Z, Y, X) and (Z, Y, X, C), filtered in 3-D where an operation reads along z.
+VOLUME_LAYOUTS = {"zyx": 3, "zyxc": 4}
 
 
 def run(pipeline, img, out=None, out_type=None, backend="auto", algorithm="auto", threads=0, memory_budget=0,
         layout=None):
     """Runs a compiled _apron.Pipeline on one array, or on each image of a stack (layout=); returns the result
     array (`out` when given)."""
+    if array_half(img) or (out is not None and array_half(out)) or (out_type is not None and half_name(out_type)):
+        return run_half(pipeline, img, out, out_type, backend, algorithm, threads, memory_budget, layout)
+    how = (backend, algorithm, threads, memory_budget)
+    if isinstance(layout, str) and layout.lower() in VOLUME_LAYOUTS:
+        dims = VOLUME_LAYOUTS[layout.lower()]
+        if len(tuple(getattr(img, "shape", ()))) != dims:
+            raise ValueError(f"layout: '{layout}' reads a {dims}-D array, img has shape {tuple(getattr(img, 'shape', ()))}")
+        return _run_volume(pipeline, img, out, out_type, 1, how)
     if layout is not None:
         stack = _stack_axes(img, layout)
         if stack:
-            return _run_stack(pipeline, img, out, out_type, stack, (backend, algorithm, threads, memory_budget))
+            # A stack of planes of one size is one volume of planes (one call, every step's planes at once),
+            # unless a step reads along z: then each image alone, as a volume of one plane.
+            if not pipeline.along_z():
+                return _run_volume(pipeline, img, out, out_type, stack, how)
+            return _run_stack(pipeline, img, out, out_type, stack, how)
     src = view_of(img, "img")
     code = type_code(out_type)
     if out is None:
@@ -305,12 +359,80 @@ def run(pipeline, img, out=None, out_type=None, backend="auto", algorithm="auto"
 def _stack_axes(img, layout) -> int:
     """How many leading axes of img stack its images under `layout` (checked against img's dimensions)."""
     if not isinstance(layout, str) or layout.lower() not in LAYOUTS:
-        raise ValueError(f"layout: {layout!r} is not one of {', '.join(map(repr, LAYOUTS))} (or None)")
+        raise ValueError(f"layout: {layout!r} is not one of {', '.join(map(repr, [*LAYOUTS, *VOLUME_LAYOUTS]))} (or None)")
     stack, dims = LAYOUTS[layout.lower()]
     shape = tuple(getattr(img, "shape", ()))
     if len(shape) != stack + dims:
         raise ValueError(f"layout: '{layout}' reads a {stack + dims}-D array, img has shape {shape}")
     return stack
+
+
+def _contiguous(a):
+    """The array with its planes one after another (C order), copied only where they are not."""
+    kind = _kind(a)
+    if kind.startswith("torch"):
+        return a.contiguous()
+    if kind == "cupy":
+        import cupy
+
+        return cupy.ascontiguousarray(a)
+    return np.ascontiguousarray(a)
+
+
+def _planes_follow(v: View, a, stack: int) -> bool:
+    """Whether the images of the first `stack` axes of `a` follow one another every height * pitch bytes."""
+    torch_like = _kind(a).startswith("torch")
+    strides = [int(s) * a.element_size() for s in a.stride()] if torch_like else [int(s) for s in a.strides]
+    step = v.height * v.pitch
+    for axis in range(stack - 1, -1, -1):
+        if a.shape[axis] > 1 and strides[axis] != step:
+            return False
+        step *= a.shape[axis]
+    return True
+
+
+def _run_volume(pipeline, img, out, out_type, stack, how):
+    """img's first `stack` axes as the planes of one volume (a (Z, Y, X[, C]) array: stack 1), in one call."""
+    shape = tuple(img.shape)
+    if any(n == 0 for n in shape[:stack]):
+        raise ValueError(f"img: an empty stack of shape {shape}; apron needs at least one plane")
+    depth = int(np.prod(shape[:stack]))
+    first = view_of(img[(0,) * stack], "img")
+    if not _planes_follow(first, img, stack):
+        img = _contiguous(img)
+        first = view_of(img[(0,) * stack], "img")
+    code = type_code(out_type)
+    if out is None:
+        out = allocate_like(first, first.code if code < 0 else code, shape)
+    elif tuple(out.shape) != shape:
+        raise ValueError(f"out: shape {tuple(out.shape)} but the result is {shape}")
+    dst = view_of(out[(0,) * stack], "out", writable=True)
+    if not _planes_follow(dst, out, stack):
+        raise ValueError(f"out: its planes do not follow one another (strides {getattr(out, 'strides', None)}); pass a "
+                         f"C-contiguous array")
+    if dst.kind != first.kind:
+        raise ValueError(f"out: a {dst.kind} array for a {first.kind} input; out must be the same kind of array as img")
+    if code >= 0 and code != dst.code:
+        raise ValueError(f"out: dtype {dst_dtype(dst)} but out_type asks for {_DTYPE_OF_CODE[code]}")
+    backend, algorithm, threads, memory_budget = how
+    budget = memory_size(memory_budget)
+    threads = int_arg("threads", threads, -INT_MAX - 1, INT_MAX)
+    backend, algorithm = text_arg("backend", backend), text_arg("algorithm", algorithm)
+    if first.device and dst.device_id != first.device_id:
+        raise ValueError(f"out: on CUDA device {dst.device_id} but img is on CUDA device {first.device_id}")
+    try:
+        if first.device:
+            pipeline.run_volume(first.ptr, True, depth, first.height, first.width, first.channels, first.code, first.pitch,
+                                dst.ptr, True, dst.code, dst.pitch, backend, algorithm, threads, budget,
+                                current_stream(first), first.device_id)
+        else:
+            pipeline.run_volume(first.ptr, False, depth, first.height, first.width, first.channels, first.code, first.pitch,
+                                dst.ptr, False, dst.code, dst.pitch, backend, algorithm, threads, budget, 0, -1)
+    except (ValueError, MemoryError, OSError) as e:
+        from ._ops import translated
+
+        raise translated(e, pipeline.specs()) from None
+    return out
 
 
 def _run_stack(pipeline, img, out, out_type, stack, how):
@@ -345,3 +467,86 @@ def memory_size(budget) -> int:
     if budget > UINT64_MAX:
         raise ValueError(f"memory_budget: {int(budget)} bytes is over the largest budget, 2**64 - 1")
     return int(budget)
+
+
+# ---- 16-bit floats: float16 (NumPy, CuPy, torch) and torch's bfloat16 --------------------------------------
+
+def _to_float32(a, kind):
+    if kind == "torch":
+        return a.detach().float()
+    return a.astype(np.float32)
+
+
+def _to_half(r, name, kind):
+    """The float32 result rounded to the 16-bit type: to nearest, ties to even (NumPy's, CuPy's and torch's
+    conversion), one rounding."""
+    if kind == "torch":
+        import torch
+
+        return r.to(getattr(torch, name))
+    return r.astype(name)
+
+
+def run_half(pipeline, img, out, out_type, backend, algorithm, threads, memory_budget, layout):
+    """run() where the input, out= or out_type is a 16-bit float: the input converted to float32 once (apron's
+    kernels read u8, u16 and f32; no view of a 16-bit array is possible, so this is a copy), the pipeline run in
+    float32 (or into the integer out_type asked for), and a 16-bit result rounded once from the float32 one."""
+    kind = _kind(img)
+    if kind == "torch-cpu":
+        raise TypeError("img: a torch CPU tensor; pass tensor.numpy() (no copy; bfloat16: tensor.float().numpy()) "
+                        "or a CUDA tensor")
+    if kind == "other":
+        view_of(img, "img")  # raises its TypeError naming the object
+    src_half = array_half(img)
+    out_half = array_half(out) if out is not None else None
+    want_half = half_name(out_type) if out_type is not None else None
+    if out is not None:
+        okind = _kind(out)
+        if okind != kind:
+            raise ValueError(f"out: a {okind} array for a {kind} input; out must be the same kind of array as img")
+        if out_type is not None:
+            asked = want_half or _DTYPE_OF_CODE[type_code(out_type)].name
+            have = out_half or str(out.dtype).replace("torch.", "")
+            if asked != have:
+                raise ValueError(f"out: dtype {have} but out_type asks for {asked}")
+        if kind == "torch" and out.device != img.device:
+            raise ValueError(f"out: on {out.device} but img is on {img.device}")
+        if kind == "cupy" and out.device.id != img.device.id:
+            raise ValueError(f"out: on CUDA device {out.device.id} but img is on CUDA device {img.device.id}")
+    result_half = out_half if out is not None else (want_half if out_type is not None else src_half)
+    work = _to_float32(img, kind) if src_half else img
+    if not result_half:  # an integer or float32 result: apron writes it (into out= too)
+        return run(pipeline, work, out, out_type, backend, algorithm, threads, memory_budget, layout)
+    if kind != "torch" and result_half == "bfloat16":
+        raise TypeError("out_type: bfloat16 results are made for torch tensors only (NumPy and CuPy have no bfloat16)")
+    if out is not None:
+        if _image_shape(out.shape) != _image_shape(img.shape):
+            raise ValueError(f"out: shape {tuple(out.shape)} but the result is {tuple(img.shape)}")
+        if kind != "torch" and any(s < 0 for s in out.strides):
+            raise ValueError(f"out: negative strides (strides {out.strides}); pass an array with positive strides")
+        if kind == "numpy" and not out.flags.writeable:
+            raise ValueError("out: the array is read-only")
+        if kind != "torch" and _may_overlap(out, img, kind):
+            raise ValueError("out: it overlaps img; apron does not filter in place")
+    r = run(pipeline, work, None, "f32", backend, algorithm, threads, memory_budget, layout)
+    if out is None:
+        return _to_half(r, result_half, kind)
+    if kind == "torch":
+        out.copy_(r.reshape(out.shape))  # torch's copy rounds float32 to the 16-bit type to nearest even
+    else:
+        out[...] = r.reshape(out.shape)  # NumPy's and CuPy's casting: the same rounding
+    return out
+
+
+def _image_shape(shape):
+    """(H, W) and (H, W, 1) are the same image (as for out= of the other types)."""
+    shape = tuple(shape)
+    return shape[:-1] if len(shape) == 3 and shape[-1] == 1 else shape
+
+
+def _may_overlap(a, b, kind) -> bool:
+    if kind == "cupy":
+        import cupy
+
+        return bool(cupy.may_share_memory(a, b))
+    return bool(np.may_share_memory(a, b))

@@ -57,15 +57,23 @@ class Pipeline:
         h, w, c, code, device = _shape(img)
         backend, algorithm = _arrays.text_arg("backend", backend), _arrays.text_arg("algorithm", algorithm)
         with _python_errors(self):
-            return self._pipeline.describe(h, w, c, code, _arrays.type_code(out_type), backend, algorithm,
-                                           bool(candidates), device)
+            return self._pipeline.describe(h, w, c, code, _arrays.type_code(out_type, half_as_f32=True), backend,
+                                           algorithm, bool(candidates), device)
 
     def memory_needed(self, img, out_type=None, backend="auto") -> int:
         """Host bytes run() would take on this image (or (shape, dtype)), estimated from the plan."""
         h, w, c, code, device = _shape(img)
         backend = _arrays.text_arg("backend", backend)
         with _python_errors(self):
-            return self._pipeline.memory_needed(h, w, c, code, _arrays.type_code(out_type), backend, device)
+            need = self._pipeline.memory_needed(h, w, c, code, _arrays.type_code(out_type, half_as_f32=True), backend,
+                                                device)
+        if device < 0:  # 16-bit floats on the host: the float32 copy of the input, the 16-bit result
+            pixels = h * w * c
+            if _half_of(img):
+                need += 4 * pixels
+            if (_arrays.half_name(out_type) if out_type is not None else _half_of(img)):
+                need += 2 * pixels
+        return need
 
 
 @contextlib.contextmanager
@@ -78,19 +86,41 @@ def _python_errors(pipeline):
         raise _ops.translated(e, pipeline.specs) from None
 
 
+def _half_of(img):
+    """'float16' or 'bfloat16' when img (an array or a (shape, dtype) pair) holds 16-bit floats, else None."""
+    if isinstance(img, tuple) and len(img) == 2 and isinstance(img[0], tuple):
+        return _arrays.half_name(img[1])
+    return _arrays.array_half(img)
+
+
 def _shape(img):
     """(height, width, channels, type code, CUDA device) of an array (device -1 for host arrays), or of a
-    (shape, dtype) pair (device -1: plans on the current device, as a host array's run does)."""
+    (shape, dtype) pair (device -1: plans on the current device, as a host array's run does). A 16-bit float
+    image is described as the float32 image it is computed in."""
     if isinstance(img, tuple) and len(img) == 2 and isinstance(img[0], tuple):
         shape, dtype = img
-        code = _arrays.type_code(dtype, "dtype")
+        code = _arrays.type_code(dtype, "dtype", half_as_f32=True)
         if len(shape) not in (2, 3):
             raise ValueError(f"shape: {shape} is not (H, W) or (H, W, C)")
         sides = [_arrays.int_arg(f"shape: {side}", n, 1, _arrays.INT_MAX)
                  for side, n in zip(("height", "width", "channels"), shape)]
         return sides[0], sides[1], sides[2] if len(shape) == 3 else 1, code, -1
+    if _arrays.array_half(img):
+        shape = tuple(img.shape)
+        kind = _arrays._kind(img)
+        contiguous = tuple(int(_prod(shape[i + 1:])) * 4 for i in range(len(shape)))
+        h, w, c, _ = _arrays._layout(shape, contiguous, 4, "img")
+        device = img.device.id if kind == "cupy" else img.device.index if kind == "torch" else -1
+        return h, w, c, _arrays.F32, device
     v = _arrays.view_of(img, "img")
     return v.height, v.width, v.channels, v.code, v.device_id
+
+
+def _prod(values):
+    n = 1
+    for v in values:
+        n *= v
+    return n
 
 
 def plan(ops, img, out_type=None, backend="auto", algorithm="auto", candidates=True) -> str:

@@ -142,6 +142,36 @@ void bind_pipeline(nb::module_& m) {
                  o.between_steps = check_python_signals;
                  run_interruptible([&] { p.run(in, out, o); });
              })
+        // A volume of `depth` planes of height x width (apron/image.hpp: plane z's row y is row z * height + y
+        // of one pitch): a (Z, Y, X[, C]) array, or a contiguous stack of images run as planes in one call.
+        .def("run_volume",
+             [](const Pipeline& p, std::uintptr_t in_ptr, bool in_device, int depth, int height, int width, int channels,
+                int in_type, std::size_t in_pitch, std::uintptr_t out_ptr, bool out_device, int out_type, std::size_t out_pitch,
+                const std::string& backend, const std::string& algorithm, int threads, std::uint64_t memory_budget,
+                std::uintptr_t stream, int device) {
+                 ImageShape in_shape = shape_of(height, width, channels, in_type);
+                 in_shape.depth = depth;
+                 validate_shape(in_shape, "input image");
+                 ImageShape out_shape = in_shape;
+                 out_shape.type = type_of(out_type);
+                 const ConstImageView in{reinterpret_cast<const std::byte*>(in_ptr), in_shape, in_pitch,
+                                         in_device ? Memory::device : Memory::host};
+                 const ImageView out{reinterpret_cast<std::byte*>(out_ptr), out_shape, out_pitch,
+                                     out_device ? Memory::device : Memory::host};
+                 RunOptions o = run_options(out_type, backend, algorithm, threads, memory_budget, stream);
+                 o.cuda_device = device;
+                 o.between_steps = check_python_signals;
+                 run_interruptible([&] { p.run(in, out, o); });
+             })
+        // Whether a step reads along z (sigma_z, depth, dz, 3-D elements): a stack of images then runs image by
+        // image, never as one volume whose z step would mix them.
+        .def("along_z",
+             [](const Pipeline& p) {
+                 for (const auto& op : p.operations())
+                     for (const auto& step : op.steps)
+                         if (step.axes == Axes::depth) return true;
+                 return false;
+             })
         // The same run `iterations` times in C++ (no Python in the loop): host seconds per call, the best of
         // `repeats` rounds. bench/python_overhead.py subtracts it from a Python call's time. With device views
         // and a stream, run() only queues the work, so this times what the host spends per call.

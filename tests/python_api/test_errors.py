@@ -54,7 +54,7 @@ def test_cuda_backend_missing_is_a_value_error():
     (lambda: apron.box(IMG, width=True), "width: a bool"),
     (lambda: apron.box(IMG, width=[3]), "width: list"),
     (lambda: apron.Pipeline([42]), "is not an operation"),
-    (lambda: apron.op("box", depth=2), "unexpected keyword argument 'depth'"),
+    (lambda: apron.op("box", dpeth=2), "unexpected keyword argument 'dpeth'"),
     (lambda: apron.box(IMG, memory_budget=-5), "memory_budget"),
 ])
 def test_type_errors(call, match):

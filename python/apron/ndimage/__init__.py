@@ -37,6 +37,11 @@ Pixel types (the result is the input's dtype unless output= says otherwise, as i
                              else within SPEC's float tolerance)
     complex                  TypeError
 
+Dask arrays: every function takes a dask.array.Array (of NumPy chunks, or CuPy chunks for the GPU) and returns
+a lazy dask array, computed block by block with dask.array.map_overlap over exactly the halo the call reads along
+each axis; blocks on the array's edge apply the function's own mode at the true edge, so the result equals the
+whole-array result bit for bit (see _dask.py and docs/python.md "Dask"). output= may be None or a dtype there.
+
 Storing into an integer type (an integer input's result, or output= an integer dtype): apron rounds half to
 even and saturates to the type's range (NaN -> 0). SciPy truncates toward zero and wraps around, and its
 separable filters (gaussian_filter, uniform_filter, sobel, prewitt, ...) store each 1-D pass in the integer
@@ -58,6 +63,17 @@ from ._morphology import (
     grey_dilation, grey_erosion, grey_opening, grey_closing, white_tophat, black_tophat,
     morphological_gradient,
 )
+
+from . import _dask
+
+# Every function also takes a dask array (NumPy or CuPy chunks) and returns a lazy dask array (_dask.py).
+for _name in ("correlate", "convolve", "correlate1d", "convolve1d", "gaussian_filter", "gaussian_filter1d",
+              "uniform_filter", "uniform_filter1d", "sobel", "prewitt", "laplace", "minimum_filter", "maximum_filter",
+              "minimum_filter1d", "maximum_filter1d", "median_filter", "percentile_filter", "rank_filter",
+              "grey_dilation", "grey_erosion", "grey_opening", "grey_closing", "white_tophat", "black_tophat",
+              "morphological_gradient"):
+    globals()[_name] = _dask.takes_dask(globals()[_name])
+del _name
 
 __all__ = [
     "correlate", "convolve", "correlate1d", "convolve1d",

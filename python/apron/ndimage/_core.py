@@ -58,7 +58,12 @@ class _NumpyLike:
         return a.astype(name)
 
     def contiguous(self, a):
-        return self.xp.ascontiguousarray(a)
+        a = self.xp.ascontiguousarray(a)
+        if self.kind == "numpy" and not a.flags.aligned:
+            # ascontiguousarray keeps a buffer whose pixels are not aligned to their size (an array made over
+            # bytes at an odd offset, as dask.distributed hands out received blocks): apron reads aligned pixels
+            a = a.copy()
+        return a
 
     def stack(self, parts):
         return self.xp.stack(parts)
