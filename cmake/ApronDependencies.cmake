@@ -23,6 +23,14 @@ find_package(TIFF)                    # libtiff-dev (optional: TIFF files)
 set(APRON_HAVE_TIFF ${TIFF_FOUND})
 message(STATUS "apron: TIFF support ${APRON_HAVE_TIFF}")
 
+pkg_check_modules(CFITSIO IMPORTED_TARGET cfitsio)  # libcfitsio-dev (optional: FITS images and cubes)
+if(CFITSIO_FOUND)
+  set(APRON_HAVE_FITS ON)
+else()
+  set(APRON_HAVE_FITS OFF)
+endif()
+message(STATUS "apron: FITS support ${APRON_HAVE_FITS}")
+
 # The CUDA backend. ON builds it wherever the toolkit is (the kernels need no GPU to compile: CI checks them
 # so); OFF never; AUTO, the default, only where a GPU is found as well, because its 67 translation units are
 # most of a build (2,458 s of CPU for sm_90, against 159 s for the quick start's CPU build) and give nothing

@@ -8,7 +8,8 @@
 //
 // Each input is probed too (probe_image, the header alone): whatever decodes must probe, to the same shape.
 // Its metadata is read too (read_metadata never throws for a damaged file: it returns what it could read),
-// and written back with the image, so the Exif and profile paths of both directions see hostile bytes.
+// and written back with the image, so the Exif, profile and FITS card paths of both directions see hostile
+// bytes.
 // The targets differ by their seed corpus (fuzz/corpus/<target>), which steers each one into its own
 // format's reader.
 #include <cstddef>
@@ -44,8 +45,8 @@ inline int decode(const std::uint8_t* data, std::size_t size, const char* name) 
         if (!metadata.empty() && image.width() * image.height() <= 4096) {
             WriteOptions write;
             write.metadata = metadata;
-            for (ImageFormat f : {ImageFormat::jpeg, ImageFormat::png, ImageFormat::tiff})
-                if (can_store(f, image.shape()) && (f != ImageFormat::tiff || supported_formats().find("tiff") != std::string::npos)) {
+            for (ImageFormat f : {ImageFormat::jpeg, ImageFormat::png, ImageFormat::tiff, ImageFormat::fits})
+                if (can_store(f, image.shape()) && supported_formats().find(to_string(f)) != std::string::npos) {
                     const std::vector<std::uint8_t> file = encode_image(f, image.view(), name, write);
                     const ImageMetadata again = read_metadata(file, name, options);
                     // A profile may be left out where the format refuses it (PNG checks it); never changed.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 
 #include "io/row_stream.hpp"
 #include "test_io_hostile_support.hpp"
@@ -552,6 +553,28 @@ TEST(ImageIoCorpus, DISABLED_WriteFuzzSeeds) {
     converted("bilevel-white.tif", {.width = 11, .height = 2, .bits = 1, .photometric = PHOTOMETRIC_MINISWHITE, .layout = {}});
     converted("signed16-tiled.tif", {.width = 3, .height = 2, .spp = 2, .bits = 16, .format = SAMPLEFORMAT_INT,
                                      .layout = {.tiled = true}});
+#endif
+#if APRON_HAVE_FITS
+    // (fuzz_fits/compressed-rice.fits, rice-u8.fits, rice-f32-quantized.fits, gzip2-i16.fits and
+    // extension-i16.fits, images in the first extension, tile-compressed but the last, were written by astropy
+    // (CompImageHDU, ImageHDU): apron writes no compressed FITS.)
+    WriteOptions cards;
+    cards.metadata.fits_cards = {"OBJECT  = 'seed    '", "CRPIX1  =                  1.5", "BLANK   =                    0",
+                                 "HISTORY  a seed", "LONGSTR = 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx&'",
+                                 "CONTINUE  'yy'"};
+    put("fuzz_fits", "u8.fits", encode_image(ImageFormat::fits, random_image(3, 2, 1, PixelType::u8, 16), "", cards));
+    put("fuzz_fits", "u16.fits", encode_image(ImageFormat::fits, random_image(2, 3, 1, PixelType::u16, 17), ""));
+    Image nan_f32 = random_image(4, 2, 1, PixelType::f32, 18);
+    nan_f32.row<float>(1)[2] = std::numeric_limits<float>::quiet_NaN();
+    put("fuzz_fits", "f32.fits", encode_image(ImageFormat::fits, nan_f32.view(), ""));
+    {
+        ScratchDir fits_dir;
+        const Image a = random_image(2, 2, 1, PixelType::u16, 19), b = random_image(2, 2, 1, PixelType::u16, 20);
+        const std::vector<ConstImageView> planes = {a.view(), b.view()};
+        write_pages(fits_dir.file("cube.fits"), planes);
+        const std::string cube = read_text(fits_dir.file("cube.fits"));
+        put("fuzz_fits", "cube.fits", ByteVec(cube.begin(), cube.end()));
+    }
 #endif
 }
 

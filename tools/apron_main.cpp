@@ -24,6 +24,7 @@
 #include "apron/devices.hpp"
 #include "apron/errors.hpp"
 #include "apron/io.hpp"
+#include "apron/volume_io.hpp"
 #include "apron/memory.hpp"
 #include "apron/ops.hpp"
 #include "apron/pipeline.hpp"
@@ -61,6 +62,8 @@ struct FilterArgs {
     int band_rows = 0, tile = 256, io_threads = 0;
     std::string compression = "none";
     bool compression_given = false, tile_given = false, quality_given = false;
+    int page = -1;  // --page: one page of a multi-page TIFF or plane of a FITS cube (-1: not given)
+    bool volume = false;  // --volume: every page (plane) as one volume's planes
 };
 
 // The lower-case extension of an output path ("" when it has none).
@@ -86,7 +89,7 @@ void check_output_options(const FilterArgs& a) {
         throw apron::Error("--quality: " + a.output + " is not a JPEG file (--quality applies to .jpg/.jpeg output)");
 }
 
-std::uint64_t image_bytes(const apron::ImageShape& s) { return std::uint64_t(s.row_bytes()) * std::uint64_t(s.height); }
+std::uint64_t image_bytes(const apron::ImageShape& s) { return std::uint64_t(s.row_bytes()) * std::uint64_t(s.rows()); }
 
 // The reference backend sums every tap in double precision, one pixel at a time: a large mask on a large
 // image takes minutes or hours. Say so before starting rather than appear to hang.
@@ -263,10 +266,11 @@ int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, co
     return 0;
 }
 
-// A multi-page TIFF filtered whole, page by page, every page written to the TIFF output, each with its own
-// metadata. The budget holds every page read, every result, and the largest page's filtering.
+// A multi-page TIFF or a FITS cube filtered whole, page by page, every page written to the output (a TIFF,
+// each page with its own metadata; a FITS cube, whose pages must share one shape and type). The budget holds
+// every page read, every result, and the largest page's filtering.
 int run_filter_pages(const FilterArgs& a, const apron::Pipeline& pipeline, apron::RunOptions options,
-                     const apron::ReadOptions& read, int pages, bool keep_metadata) {
+                     const apron::ReadOptions& read, int pages, bool keep_metadata, apron::ImageFormat out_format) {
     std::vector<apron::ImageMetadata> metadata;
     if (keep_metadata || a.auto_orient) metadata = apron::read_pages_metadata(a.input, read);
     metadata.resize(std::size_t(pages));
@@ -274,12 +278,24 @@ int run_filter_pages(const FilterArgs& a, const apron::Pipeline& pipeline, apron
     const std::vector<apron::ImageShape> stored = apron::probe_pages(a.input, read);
     apron::ImageShape largest{};
     if (int(stored.size()) != pages) throw apron::Error(a.input + ": the file changed while it was read");
+    std::optional<apron::ImageShape> first_out;
     for (int p = 0; p < pages; ++p) {
         apron::ImageShape in = stored[std::size_t(p)];
         const int turn = a.auto_orient ? metadata[std::size_t(p)].orientation : 0;
         if (turn >= 5) std::swap(in.width, in.height);
         apron::ImageShape out = in;
         out.type = options.out_type.value_or(in.type);
+        // The output's refusals before any page is filtered: what the format cannot store, and a FITS cube's
+        // pages of different shapes.
+        std::string why;
+        if (!apron::can_store(out_format, out, &why)) throw apron::Error(a.output + " (page " + std::to_string(p) + "): " + why);
+        if (out_format == apron::ImageFormat::fits && first_out && !(out == *first_out))
+            throw apron::Error(a.output + ": a FITS cube holds planes of one size and type, and page " + std::to_string(p) + " of " +
+                               a.input + " gives " + std::to_string(out.width) + "x" + std::to_string(out.height) + " " +
+                               apron::to_string(out.type) + " where page 0 gives " + std::to_string(first_out->width) + "x" +
+                               std::to_string(first_out->height) + " " + apron::to_string(first_out->type) +
+                               " (write .tif to keep pages of different shapes)");
+        if (!first_out) first_out = out;
         held += image_bytes(in) + image_bytes(out);
         if (image_bytes(in) > image_bytes(largest)) largest = in;
         work = std::max(work, pipeline.memory_needed(in, options) + (turn >= 2 ? image_bytes(in) : 0));
@@ -297,6 +313,8 @@ int run_filter_pages(const FilterArgs& a, const apron::Pipeline& pipeline, apron
     std::vector<apron::Image> results;
     std::vector<std::string> notes;
     warn_of_long_reference_run(pipeline, largest, options);  // once, for the largest page
+    // A FITS cube has one header for all its planes: what an output cannot keep of it is said once.
+    const bool one_header = !metadata.empty() && !metadata[0].fits_cards.empty();
     for (int p = 0; p < pages; ++p) {
         apron::ImageMetadata& m = metadata[std::size_t(p)];
         if (a.auto_orient) apron::turn_upright(inputs[std::size_t(p)], m);
@@ -304,9 +322,9 @@ int run_filter_pages(const FilterArgs& a, const apron::Pipeline& pipeline, apron
         results.push_back(pipeline.run(inputs[std::size_t(p)], options));
         inputs[std::size_t(p)] = apron::Image();  // the page's memory goes back before the next
         if (!keep_metadata) m = {};
-        std::string note = apron::fit_metadata(m, apron::ImageFormat::tiff, a.output + " (page " + std::to_string(p) + ")",
+        std::string note = apron::fit_metadata(m, out_format, one_header ? a.output : a.output + " (page " + std::to_string(p) + ")",
                                                stored[std::size_t(p)], results.back().shape());
-        if (!note.empty()) notes.push_back(std::move(note));
+        if (!note.empty() && !(one_header && p > 0)) notes.push_back(std::move(note));
     }
     for (const std::string& note : notes) say_not_carried(note);
     t = Clock::now();
@@ -317,6 +335,59 @@ int run_filter_pages(const FilterArgs& a, const apron::Pipeline& pipeline, apron
     if (a.compression_given) wo.tiff_compression = a.compression;
     if (a.tile_given) wo.tiff_tile = a.tile;
     apron::write_pages(a.output, views, wo, metadata);
+    stages.push_back({"write " + a.output, ms_since(t)});
+    if (a.timing) print_timing(stages);
+    return 0;
+}
+
+// --volume: every page of a multi-page TIFF or plane of a FITS cube as the planes of one volume
+// (docs/volumes.md), filtered whole in 3-D, written as the pages of a TIFF or a FITS cube, each page with its
+// metadata. The budget holds the volume, its result and the run.
+int run_filter_volume(const FilterArgs& a, const apron::Pipeline& pipeline, apron::RunOptions options,
+                      const apron::ReadOptions& read, bool keep_metadata, apron::ImageFormat out_format) {
+    if (out_format != apron::ImageFormat::tiff && out_format != apron::ImageFormat::fits)
+        throw apron::Error(a.output + ": --volume writes the volume's planes as the pages of a .tif or a FITS cube (.fits)");
+    const std::vector<apron::ImageShape> stored = apron::probe_pages(a.input, read);
+    if (stored.empty()) throw apron::Error(a.input + ": holds no image");
+    apron::ImageShape in = stored[0];
+    in.depth = int(stored.size());
+    for (std::size_t z = 1; z < stored.size(); ++z)
+        if (!(stored[z] == stored[0]))
+            throw apron::Error(a.input + ": --volume: page " + std::to_string(z) + " differs from page 0 in size or type (a volume's "
+                               "planes share both; without --volume each page is filtered alone)");
+    apron::ImageShape out = in;
+    out.type = options.out_type.value_or(in.type);
+    std::string why;
+    if (!apron::can_store(out_format, out.plane(), &why)) throw apron::Error(a.output + ": " + why);
+    if (a.plan_only) return std::cout << pipeline.describe(in, options), 0;
+    apron::require_memory(image_bytes(in) + pipeline.memory_needed(in, options), options.memory_budget, a.input,
+                          "the volume " + apron::format_bytes(image_bytes(in)) + " and its filtering");
+    std::vector<apron::StageTiming> stages;
+    auto t = Clock::now();
+    apron::ReadOptions whole = read;
+    whole.memory_budget = 0;  // checked above with the run
+    const apron::Image volume = apron::read_volume(a.input, whole);
+    stages.push_back({"read " + a.input + " (" + std::to_string(in.depth) + " planes)", ms_since(t)});
+    warn_of_long_reference_run(pipeline, in, options);
+    options.timings = &stages;
+    const apron::Image result = pipeline.run(volume, options);
+    std::vector<apron::ImageMetadata> metadata;
+    if (keep_metadata) metadata = apron::read_pages_metadata(a.input, read);
+    metadata.resize(std::size_t(in.depth));
+    // A FITS cube has one header for its planes, a TIFF one set of tags a page: what the output cannot keep is
+    // said once.
+    std::string note;
+    for (std::size_t z = 0; z < metadata.size(); ++z) {
+        std::string n = apron::fit_metadata(metadata[z], out_format, a.output, in.plane(), out.plane());
+        if (note.empty()) note = std::move(n);
+    }
+    if (!note.empty()) say_not_carried(note);
+    t = Clock::now();
+    apron::WriteOptions wo;
+    wo.jpeg_quality = a.quality;
+    if (a.compression_given) wo.tiff_compression = a.compression;
+    if (a.tile_given) wo.tiff_tile = a.tile;
+    apron::write_volume(a.output, result, wo, metadata);
     stages.push_back({"write " + a.output, ms_since(t)});
     if (a.timing) print_timing(stages);
     return 0;
@@ -352,16 +423,36 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
     const auto refuse_auto_orient = [&](const std::string& why) {
         if (a.auto_orient) throw apron::Error("--auto-orient: needs a whole-image run, and this one is " + why);
     };
-    // A multi-page TIFF is filtered whole, every page, into a TIFF: never its first page alone.
-    if (const int pages = a.raw.empty() ? apron::count_pages(a.input, read) : 1; pages > 1) {
-        const std::string what = a.input + ": a TIFF file of " + std::to_string(pages) + " pages";
+    // --page: one page of a multi-page file, filtered as a one-image input, whole.
+    if (a.page < -1) throw apron::Error("--page: must be 0 or more (pages count from 0)");
+    if (a.page >= 0) {
+        if (!a.raw.empty()) throw apron::Error("--page: --raw samples hold one image");
         if ((world && world->size > 1) || a.stream == "on" || a.resume)
-            throw apron::Error(what + "; a streamed run filters one image (filter it whole, without --stream on, --resume or MPI ranks, to keep every page)");
+            throw apron::Error("--page: picks a page of a whole-image run, not of a streamed one (--stream on, --resume or MPI ranks)");
+        read.page = a.page;
+    }
+    if (a.volume) {
+        if (!a.raw.empty()) throw apron::Error("--volume: raw samples give their depth in --raw WxHxDxC:TYPE (and stream)");
+        if (a.page >= 0) throw apron::Error("--volume: reads every page (not --page)");
+        if ((world && world->size > 1) || a.stream == "on" || a.resume)
+            throw apron::Error("--volume: filters the volume whole (not --stream on, --resume or MPI ranks; raw volumes stream)");
+        refuse_auto_orient("a volume's");
+        return run_filter_volume(a, pipeline, options, read, keep_metadata, apron::format_for_path(a.output));
+    }
+    // A multi-page TIFF or a FITS cube is filtered whole, every page, into a TIFF or FITS: never its first page
+    // alone.
+    if (const int pages = a.raw.empty() && a.page < 0 ? apron::count_pages(a.input, read) : 1; pages > 1) {
+        const bool fits = apron::format_of_file(a.input) == apron::ImageFormat::fits;
+        const std::string what = a.input + (fits ? ": a FITS cube of " + std::to_string(pages) + " planes"
+                                                 : ": a TIFF file of " + std::to_string(pages) + " pages");
+        if ((world && world->size > 1) || a.stream == "on" || a.resume)
+            throw apron::Error(what + "; a streamed run filters one image (filter it whole, without --stream on, --resume or MPI ranks, "
+                                      "to keep every page, or pick one with --page)");
         const apron::ImageFormat format = apron::format_for_path(a.output);
-        if (format != apron::ImageFormat::tiff)
+        if (format != apron::ImageFormat::tiff && format != apron::ImageFormat::fits)
             throw apron::Error(a.output + ": " + what + ", and " + apron::to_string(format) +
-                               " holds one image; a .tif output keeps every page");
-        return run_filter_pages(a, pipeline, options, read, pages, keep_metadata);
+                               " holds one image; a .tif or .fits output keeps every page (or pick one with --page)");
+        return run_filter_pages(a, pipeline, options, read, pages, keep_metadata, format);
     }
     if (world && world->size > 1) {
         if (a.stream == "off") throw apron::Error("--stream off: several MPI ranks filter one image only by streaming it");
@@ -381,6 +472,9 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
         const bool too_many = !a.max_pixels_given && shape.pixels() > read.max_pixels;
         if (too_many || apron::needs_streaming(shape, pipeline, options)) {
             refuse_auto_orient("streamed (the image is larger than --max-pixels or --memory allows whole)");
+            if (a.page >= 0)
+                throw apron::Error("--page: picks a page of a whole-image run, and this image is larger than --max-pixels or "
+                                   "--memory allows whole (raise them, or extract the page first)");
             return run_filter_streamed(a, pipeline, options,
                                        too_many ? "streamed: the image has more pixels than a whole-image run takes (--max-pixels)"
                                                 : "streamed: the whole-image run would not fit in the memory budget (--memory)",
@@ -388,7 +482,7 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
         }
         // It fits, but bands may still be faster: a large PNM or PFM in and out (stream/faster_streamed.hpp).
         // Turning the pixels upright needs the whole image.
-        if (!a.auto_orient && std::uint64_t(shape.row_bytes()) * std::uint64_t(shape.height) >= apron::stream::stream_above_bytes) {
+        if (!a.auto_orient && a.page < 0 && std::uint64_t(shape.row_bytes()) * std::uint64_t(shape.height) >= apron::stream::stream_above_bytes) {
             apron::io::refuse_directory(a.output);  // what the whole-image run would say first
             const apron::stream::FasterStreamed fast =
                 apron::stream::faster_streamed(a.input, a.output, pipeline, stream_options(a, options));
@@ -644,7 +738,7 @@ int main(int argc, char** argv) {
 
     FilterArgs fa;
     auto* filter = app.add_subcommand("filter", "run operations on an image: apron filter IN OUT --op OP [--op OP ...]");
-    filter->add_option("input", fa.input, "input image (PGM/PPM, PFM, PNG, JPEG, TIFF)")->required()->type_name("FILE");
+    filter->add_option("input", fa.input, "input image (PGM/PPM, PFM, PNG, JPEG, TIFF, FITS)")->required()->type_name("FILE");
     filter->add_option("output", fa.output, "output image; the format follows the extension")->required()->type_name("FILE");
     filter->add_option("--op", fa.ops, "NAME[:key=value,...], applied in order (see `apron ops`)")->required();
     filter->add_option("--out-type", fa.out_type, "u8, u16 or f32 (default: the input's type)")->type_name(type_values);
@@ -661,6 +755,14 @@ int main(int argc, char** argv) {
                      "turn the pixels upright by the input's Exif orientation before filtering (as OpenCV's imread "
                      "does); the output is then marked upright");
     filter->add_flag("--timing", fa.timing, "print the time of each stage (read, each operation, write) to stderr");
+    filter->add_flag("--volume", fa.volume,
+                     "read every page of a multi-page TIFF (OME-TIFF) or plane of a FITS cube as one volume: operations "
+                     "along z (sigma_z, depth, dz, ball:R, rect:WxHxD) read across the planes; written as the pages of a "
+                     ".tif or a FITS cube");
+    filter->add_option("--page", fa.page,
+                       "filter only this page (from 0) of a multi-page TIFF or plane of a FITS cube, as a one-image input "
+                       "(default: every page, into a .tif or .fits output)")
+        ->type_name("N");
     filter->add_option("--algo", fa.algo, "force a path on every linear step: auto, direct, separable, low-rank, fft or tensor")
         ->capture_default_str()
         ->type_name(algo_values);

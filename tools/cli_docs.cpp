@@ -134,7 +134,8 @@ std::string man_page(const CLI::App& app, const std::string& version) {
          "apron filters images by correlation, convolution and morphology, on the CPU (threads and SIMD) or on\n"
          "CUDA GPUs, with results defined exactly: integer images give the same bits on every backend.\n"
          "It reads and writes PGM/PPM/PAM, PFM, PNG, JPEG and TIFF in 8 and 16 bits and 32-bit float, with 1 to 4\n"
-         "channels. Images larger than memory are filtered in bands with halos, bit-identical to one pass.\n"
+         "channels, and FITS images and cubes (one channel; a cube's planes are pages). Images larger than memory\n"
+         "are filtered in bands with halos, bit-identical to one pass.\n"
          ".PP\nOperations are given as \\fB\\-\\-op\\fR \\fINAME\\fR[:\\fIkey\\fR=\\fIvalue\\fR,...] and applied in order;\n"
          "the section OPERATIONS lists them with their parameters.\n"
          ".SH OPTIONS\n";

@@ -23,7 +23,7 @@ inline constexpr const char* byte_order_values = "big|little";
 inline constexpr const char* metadata_values = "keep|strip";
 inline constexpr const char* metadata_help =
     "keep: the input's colour profile and Exif block (orientation) go into the output where its format has a "
-    "place (JPEG, PNG, TIFF); strip: none";
+    "place (JPEG, PNG, TIFF), a FITS header into FITS; strip: none";
 
 inline apron::Backend backend_option(const std::string& name) {
     auto backend = apron::parse_backend(name);

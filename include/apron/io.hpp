@@ -1,6 +1,7 @@
 #pragma once
 // Image files. The format follows the file's content on read (magic bytes) and the extension on write:
-// .pgm .ppm .pnm (Netpbm P2/P3/P5/P6), .pfm (Pf/PF), .png, .jpg/.jpeg, .tif/.tiff (when built with libtiff).
+// .pgm .ppm .pnm (Netpbm P2/P3/P5/P6), .pfm (Pf/PF), .png, .jpg/.jpeg, .tif/.tiff (when built with libtiff),
+// .fits/.fit/.fts (when built with cfitsio; the content's magic is "SIMPLE  " at byte 0).
 // Every reader refuses malformed, truncated or absurd files with an apron::Error naming the file.
 // Every writer writes a temporary file beside the target and renames it, so no partial output remains.
 //
@@ -48,6 +49,18 @@
 //         Reduced-resolution pages (NewSubfileType bit 0: pyramid levels, overviews), transparency-mask
 //         pages (bit 2) and SubIFDs are refused by name: filtering a pyramid level as an image of its own
 //         would write it back as a page, and dropping it would lose data silently.
+//   FITS  the image of the primary HDU, or of the first extension when the primary HDU holds no data (an
+//         IMAGE extension, or a tile-compressed image, which cfitsio decompresses): BITPIX 8 -> u8, BITPIX
+//         16 with BZERO 32768 -> u16, BITPIX -32 -> f32 (NaN kept), and, converted exactly, BITPIX 16
+//         without BZERO (signed) and BITPIX 8 with BZERO -128 -> f32. NAXIS 2 is one image (width NAXIS1,
+//         height NAXIS2), NAXIS 3 a cube of NAXIS3 planes, each a page (read_pages; read_image refuses a
+//         cube unless ReadOptions::page picks a plane), even when NAXIS3 is 2 to 4: planes are never
+//         channels. Rows are kept in the file's order (row 0 is the file's first, which FITS viewers draw
+//         at the bottom). Refused by name: BITPIX 32, 64 and -64 (f32 would lose precision), scaled data
+//         (BSCALE other than 1, BZERO other than the above), NAXIS 1 and above 3, and no image at all.
+//         BLANK (integer images' missing value) is not applied: the samples keep their values and the
+//         card is carried. -> u8 (BITPIX 8), u16 (BITPIX 16, BZERO 32768), f32 (BITPIX -32), 1 channel,
+//         uncompressed; several pages of one shape and type as one cube (write_pages).
 // Multi-byte samples are native-endian in memory.
 //
 // Metadata (read_metadata, WriteOptions::metadata): the colour profile and the Exif block of JPEG, PNG and
@@ -58,6 +71,8 @@
 // Artist, Copyright, the GeoTIFF tags (33550, 33922, 34264, 34735, 34736, 34737) and GDAL's (42112, 42113):
 // all into a TIFF output (which keeps its own size, samples and compression tags); the resolution into
 // PNG pHYs and JPEG JFIF density, the description into PNG iTXt and a JPEG comment, where they fit.
+// From a FITS file its header cards but the structural ones (ImageMetadata::fits_cards: OBJECT, DATE-OBS,
+// the WCS, HISTORY, COMMENT, ...) into a FITS output, after the output's own structural cards.
 // fit_metadata says in one line what an output cannot hold.
 #include <cstdint>
 #include <span>
@@ -79,9 +94,9 @@ struct ReadOptions {
     // either is allocated). 0: no limit but max_pixels. The CLI passes its --memory budget here.
     std::uint64_t memory_budget = 0;
     ByteOrder pnm_byte_order = ByteOrder::big;  // 16-bit binary PNM samples (P5/P6/P7)
-    // Which image of a multi-page TIFF: -1 (the default) the file's only one, refusing a file of several
-    // pages by name (never page 0 alone, silently); 0.. that page (other formats have page 0 only).
-    // read_metadata with -1 gives the first page's.
+    // Which image of a multi-page TIFF or plane of a FITS cube: -1 (the default) the file's only one,
+    // refusing a file of several pages by name (never page 0 alone, silently); 0.. that page (other
+    // formats have page 0 only). read_metadata with -1 gives the first page's.
     int page = -1;
 };
 
@@ -121,10 +136,16 @@ struct ImageMetadata {
     // Other tags of a TIFF's page that no output carries (Make, Model, PageName, XMP, the Exif directory...),
     // as "Name (number)": fit_metadata names them, so that none is dropped unsaid.
     std::vector<std::string> tiff_tags_not_carried;
+    // A FITS header's cards, each one 80-column card as text without its trailing blanks, in the header's
+    // order (long strings keep their CONTINUE cards): every card but the structural ones a FITS writer
+    // writes anew (SIMPLE, XTENSION, BITPIX, NAXIS, NAXISn, EXTEND, BZERO, BSCALE, PCOUNT, GCOUNT, END) and
+    // CHECKSUM/DATASUM, which the new data would contradict, and the COMMENT cards on the FITS standard that
+    // cfitsio writes into every header (apron's FITS outputs have their own). Carried only into FITS outputs.
+    std::vector<std::string> fits_cards;
 
     bool empty() const {
         return icc_profile.empty() && exif.empty() && orientation == 0 && x_resolution == 0 && y_resolution == 0 &&
-               description.empty() && tiff_tags.empty() && tiff_tags_not_carried.empty();
+               description.empty() && tiff_tags.empty() && tiff_tags_not_carried.empty() && fits_cards.empty();
     }
 };
 
@@ -138,24 +159,25 @@ struct WriteOptions {
     std::string tiff_compression = "deflate";
     int tiff_tile = 0;
     // Written where the format has a place: JPEG (an Exif block over 64 KiB, JPEG's segment limit, is
-    // reduced to its orientation), PNG, TIFF (the profile, the orientation and the carried tags). PNM and
-    // PFM have none. fit_metadata first, to say what is left out.
+    // reduced to its orientation), PNG, TIFF (the profile, the orientation and the carried tags), FITS (the
+    // FITS cards). PNM and PFM have none. fit_metadata first, to say what is left out.
     ImageMetadata metadata;
 };
 
-enum class ImageFormat { pnm, pfm, png, jpeg, tiff };
+enum class ImageFormat { pnm, pfm, png, jpeg, tiff, fits };
 const char* to_string(ImageFormat f);
 
-// The image of a file (options.page: which page of a multi-page TIFF; a file of several pages without it
-// is refused, naming the file and its page count).
+// The image of a file (options.page: which page of a multi-page TIFF or plane of a FITS cube; a file of
+// several pages without it is refused, naming the file and its page count).
 Image read_image(const std::string& path, const ReadOptions& options = {});
-// Every page of a file, each an image of its own (pages may differ in size and type); one page for formats
-// other than TIFF. The file and all the pages must fit options.memory_budget together. options.page is
-// ignored.
+// Every page of a file, each an image of its own (a TIFF's pages may differ in size and type; a FITS
+// cube's planes share theirs); one page for other formats. The file and all the pages must fit
+// options.memory_budget together. options.page is ignored.
 std::vector<Image> read_pages(const std::string& path, const ReadOptions& options = {});
 // The metadata of every page (read_metadata of each), as read_pages reads them.
 std::vector<ImageMetadata> read_pages_metadata(const std::string& path, const ReadOptions& options = {});
-// How many pages the file holds (a TIFF's directories; 1 for other formats), from its directories alone.
+// How many pages the file holds (a TIFF's directories, a FITS cube's NAXIS3; 1 for other formats), from its
+// directories or header alone.
 int count_pages(const std::string& path, const ReadOptions& options = {});
 // The shape of every page (probe_image of each, in one pass over the directories).
 std::vector<ImageShape> probe_pages(const std::string& path, const ReadOptions& options = {});
@@ -171,7 +193,7 @@ ImageShape probe_image(const std::string& path, const ReadOptions& options = {})
 ImageShape probe_image(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options = {});
 
 // The colour profile, Exif block and orientation of a JPEG, PNG or TIFF file, from the segments before its
-// pixels; other formats have none. Metadata is a courtesy: a damaged profile or Exif block is left out, not
+// pixels, and a FITS file's header cards; other formats have none. Metadata is a courtesy: a damaged profile or Exif block is left out, not
 // an error (the image's own reader judges the file). Bounded by options.memory_budget like a read.
 ImageMetadata read_metadata(const std::string& path, const ReadOptions& options = {});
 ImageMetadata read_metadata(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options = {});
@@ -187,15 +209,18 @@ void turn_upright(Image& image, ImageMetadata& metadata, HostMemory memory = Hos
 
 void write_image(const std::string& path, ConstImageView image, const WriteOptions& options = {});
 // Several images as the pages of one file, each its own TIFF directory with its own metadata (metadata[i],
-// or options.metadata for every page when metadata is empty). Only TIFF holds several images: another
-// format is refused by name unless there is one page.
+// or options.metadata for every page when metadata is empty), or the planes of one FITS cube (NAXIS 3):
+// its pages must share one size and type, and the cube's one header carries metadata[0]'s FITS cards.
+// Only TIFF and FITS hold several images: another format is refused by name unless there is one page.
 void write_pages(const std::string& path, std::span<const ConstImageView> pages, const WriteOptions& options = {},
                  std::span<const ImageMetadata> metadata = {});
 
 // Fits metadata read from an input (whose image had shape `from`) to an output in `format` whose image
 // has shape `to`, and says what it could not keep: removes what the format has no place for (GeoTIFF tags
-// outside TIFF; everything in PNM and PFM; a resolution JPEG's 16-bit density cannot state), and an
-// OME-XML description that would state another pixel type or size than the output's. Returns one line
+// outside TIFF; FITS cards outside FITS; everything in PNM and PFM, and all but the FITS cards in FITS; a
+// resolution JPEG's 16-bit density cannot state), an OME-XML description that would state another pixel
+// type or size than the output's, and a FITS BLANK card where the output's samples are no longer the
+// input's integers (another type, or f32, which FITS marks missing with NaN). Returns one line
 // for the caller to print on stderr, e.g. "out.png: GeoTIFF georeferencing (tags 33550, 33922, 34735) not
 // carried: PNG has no place for it; write .tif to keep it", or "" when everything is carried. `streamed`:
 // the output is written by rows (apron/stream.hpp): the TIFF and PNG sinks write what write_image writes,
@@ -207,9 +232,12 @@ std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image,
 
 // The format written for a path, from its extension; throws apron::Error for an unknown extension.
 ImageFormat format_for_path(const std::string& path);
+// The format of the file at `path` from its first bytes, as read_image tells it; throws apron::Error naming
+// the file for content no reader of this build knows (or a file that cannot be read).
+ImageFormat format_of_file(const std::string& path);
 // Whether `format` can store `shape` (type and channels); the message says why not and what to use.
 bool can_store(ImageFormat format, const ImageShape& shape, std::string* why = nullptr);
-// Formats compiled into this build, e.g. "pnm pfm png jpeg tiff".
+// Formats compiled into this build, e.g. "pnm pfm png jpeg tiff fits".
 std::string supported_formats();
 
 // Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync, then rename.

@@ -24,8 +24,8 @@ namespace fs = std::filesystem;
 constexpr std::size_t max_input_file_bytes = std::size_t(4) << 30;  // job and list files
 
 // The extensions apron reads (io.hpp); other files of a directory are skipped.
-constexpr std::array<std::string_view, 12> image_extensions = {"pgm", "ppm", "pnm", "pbm", "pam", "pfm",
-                                                               "png", "jpg", "jpeg", "jpe", "tif", "tiff"};
+constexpr std::array<std::string_view, 15> image_extensions = {"pgm", "ppm", "pnm", "pbm", "pam", "pfm", "png", "jpg",
+                                                               "jpeg", "jpe", "tif", "tiff", "fits", "fit", "fts"};
 
 bool is_image_name(const fs::path& name) {
     std::string ext = name.extension().string();
@@ -60,7 +60,7 @@ void add_directory(InputSet& set, const std::string& dir) {
     }
     if (ec) fail(dir, "cannot list directory: " + ec.message());
     if (names.empty())
-        fail(dir, "directory holds no image files (.pgm .ppm .pnm .pbm .pam .pfm .png .jpg .jpeg .jpe .tif .tiff)");
+        fail(dir, "directory holds no image files (.pgm .ppm .pnm .pbm .pam .pfm .png .jpg .jpeg .jpe .tif .tiff .fits .fit .fts)");
     std::sort(names.begin(), names.end());  // byte order: the same on every machine and locale
     for (const auto& name : names) set.items.push_back({(fs::path(dir) / name).string(), 0, 0});
 }

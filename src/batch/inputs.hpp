@@ -25,7 +25,7 @@ struct InputSet {
 };
 
 // Each spec is, by `kind` or (automatic) by what it is:
-//   a directory   its regular image files (extensions pgm ppm pnm pbm pam pfm png jpg jpeg jpe tif tiff, any
+//   a directory   its regular image files (extensions pgm ppm pnm pbm pam pfm png jpg jpeg jpe tif tiff fits fit fts, any
 //                 case; not recursive), sorted by name (byte order); a directory without one is an error;
 //   a pattern     with * ? or [ that names no existing path: glob(3), sorted, regular files only; a pattern
 //                 matching none is an error;

@@ -101,6 +101,9 @@ std::optional<std::string> writable_extension(const std::string& ext) {
 #if APRON_HAVE_TIFF
     if (ext == "tif" || ext == "tiff") return "tif";
 #endif
+#if APRON_HAVE_FITS
+    if (ext == "fits" || ext == "fit" || ext == "fts") return ext;
+#endif
     if (ext == "pbm") return "pgm";
     return std::nullopt;
 }
@@ -193,6 +196,7 @@ const char* extension_of(ImageFormat format) {
     case ImageFormat::png: return "png";
     case ImageFormat::jpeg: return "jpg";
     case ImageFormat::tiff: return "tif";
+    case ImageFormat::fits: return "fits";
     }
     return "png";
 }
@@ -204,6 +208,7 @@ std::optional<ImageFormat> parse_format(const std::string& name) {
     if (n == "pfm") return ImageFormat::pfm;
     if (n == "jpg" || n == "jpeg") return ImageFormat::jpeg;
     if (n == "tif" || n == "tiff") return ImageFormat::tiff;
+    if (n == "fits" || n == "fit" || n == "fts") return ImageFormat::fits;
     return std::nullopt;
 }
 

@@ -8,9 +8,9 @@
 // The default pattern is "{stem}.{ext}". The output format is, first that applies:
 //   1. `format` (--format);
 //   2. the pattern's literal extension ("{stem}_blur.png");
-//   3. the input's own format when apron writes it: .pgm .ppm .pnm .pfm .png .jpg .tif keep their extension;
-//      .jpeg and .jpe become .jpg, .tiff becomes .tif (PNG when TIFF is not built in), and .pbm becomes .pgm
-//      (bitmaps are read as 8-bit gray);
+//   3. the input's own format when apron writes it: .pgm .ppm .pnm .pfm .png .jpg .tif .fits .fit .fts keep
+//      their extension; .jpeg and .jpe become .jpg, .tiff becomes .tif (PNG when TIFF or FITS is not built
+//      in), and .pbm becomes .pgm (bitmaps are read as 8-bit gray);
 //   4. PNG (e.g. for .pam, whose 2- or 4-channel images PNM cannot write).
 // {ext} keeps the input's spelling when the input is of the output format (a .ppm stays .ppm under
 // --format pnm), else it is extension_of(format) (so a color input under --format pnm gives .pgm holding P6).

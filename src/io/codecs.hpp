@@ -92,6 +92,9 @@ struct FixedRows {
     // PNM: a maxval below the type's largest value (255 or 65535), which every sample read must respect as
     // the whole-image reader checks it; 0: nothing to check.
     std::uint32_t maxval = 0;
+    // FITS unsigned 16-bit samples, stored signed with BZERO 32768: the top bit of every u16 sample read is
+    // flipped (v + 32768 modulo 2^16).
+    bool offset_binary = false;
 };
 // Refuses a sample of `rows` (native order, rows y0 and on of the image) above `maxval`, in the words of the
 // whole-image PNM reader.
@@ -120,11 +123,18 @@ std::unique_ptr<RowSource> open_tiff_rows(std::unique_ptr<ByteSource> file, cons
 std::unique_ptr<RowSource> open_png_rows(std::unique_ptr<ByteSource> file, const std::string& name,
                                          const ReadOptions& options);
 
+// FITS rows at fixed offsets (an uncompressed image or cube plane, options.page as read_image takes it),
+// read straight from the file as read_image reads them (fits.cpp); null for a tile-compressed image, which
+// cfitsio decompresses whole (the caller decodes it whole).
+std::unique_ptr<RowSource> open_fits_rows(std::unique_ptr<ByteSource> file, const std::string& name,
+                                          const ReadOptions& options, int threads);
+
 Image decode_pnm(Bytes bytes, const std::string& name, const ReadOptions& options);
 Image decode_pfm(Bytes bytes, const std::string& name, const ReadOptions& options);
 Image decode_png(Bytes bytes, const std::string& name, const ReadOptions& options);
 Image decode_jpeg(Bytes bytes, const std::string& name, const ReadOptions& options);
 Image decode_tiff(Bytes bytes, const std::string& name, const ReadOptions& options);
+Image decode_fits(Bytes bytes, const std::string& name, const ReadOptions& options);
 
 // The same, from a file read on demand (read_image): no copy of the whole file is made. Binary PNM (P5,
 // P6, P7) and PFM read their rows straight into the image, in parallel parts (read_fixed_rows); PNG, JPEG and
@@ -136,6 +146,9 @@ Image decode_pfm(const ByteSource& file, const std::string& name, const ReadOpti
 Image decode_png(const ByteSource& file, const std::string& name, const ReadOptions& options);
 Image decode_jpeg(const ByteSource& file, const std::string& name, const ReadOptions& options);
 Image decode_tiff(const ByteSource& file, const std::string& name, const ReadOptions& options);
+// FITS: an uncompressed image's rows straight from the file (as binary PNM's); a tile-compressed one reads
+// the file whole and lets cfitsio decompress it.
+Image decode_fits(const ByteSource& file, const std::string& name, const ReadOptions& options);
 
 // The shape decode_X would return, from the header alone, after check_image.
 ImageShape probe_pnm(const ByteSource& source, const std::string& name, const ReadOptions& options);
@@ -143,6 +156,7 @@ ImageShape probe_pfm(const ByteSource& source, const std::string& name, const Re
 ImageShape probe_png(const ByteSource& source, const std::string& name, const ReadOptions& options);
 ImageShape probe_jpeg(const ByteSource& source, const std::string& name, const ReadOptions& options);
 ImageShape probe_tiff(const ByteSource& source, const std::string& name, const ReadOptions& options);
+ImageShape probe_fits(const ByteSource& source, const std::string& name, const ReadOptions& options);
 
 // Multi-page TIFF: every page (decode_tiff_pages: the file and every page within options.memory_budget),
 // the number of pages, every page's metadata, and pages written as one directory each.
@@ -152,6 +166,16 @@ std::vector<ImageShape> probe_tiff_pages(const ByteSource& source, const std::st
 std::vector<ImageMetadata> metadata_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options);
 Buffer encode_tiff_pages(std::span<const ConstImageView> pages, std::span<const ImageMetadata> metadata,
                          const std::string& name, const WriteOptions& options);
+
+// FITS cubes: every plane (as pages), their number (NAXIS3, 1 for an image), their shapes, and the header's
+// metadata (one header: every plane's), from fits.cpp; planes of one shape and type written as one cube
+// whose header carries `metadata`'s FITS cards.
+std::vector<Image> decode_fits_pages(const ByteSource& file, const std::string& name, const ReadOptions& options);
+int count_fits_pages(const ByteSource& source, const std::string& name, const ReadOptions& options);
+std::vector<ImageShape> probe_fits_pages(const ByteSource& source, const std::string& name, const ReadOptions& options);
+ImageMetadata metadata_fits(const ByteSource& source, const std::string& name, const ReadOptions& options);
+Buffer encode_fits_pages(std::span<const ConstImageView> pages, const ImageMetadata& metadata, const std::string& name,
+                         const WriteOptions& options);
 
 // The colour profile and Exif block of a file (and a TIFF's orientation tag), from its segments before the
 // pixels (read_metadata takes the orientation from the Exif block otherwise); errors as the decoder's, for a
@@ -167,6 +191,7 @@ Buffer encode_pfm(ConstImageView image, const std::string& name, const WriteOpti
 Buffer encode_png(ConstImageView image, const std::string& name, const WriteOptions& options);
 Buffer encode_jpeg(ConstImageView image, const std::string& name, const WriteOptions& options);
 Buffer encode_tiff(ConstImageView image, const std::string& name, const WriteOptions& options);
+Buffer encode_fits(ConstImageView image, const std::string& name, const WriteOptions& options);
 
 // Binary PNM (P5/P6, as encode_pnm without pnm_ascii) and PFM (as encode_pfm) written straight from the
 // image's rows into the file, atomically (write_file_atomically_with): the header, then parts of about

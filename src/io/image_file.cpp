@@ -53,16 +53,20 @@ const char* to_string(ImageFormat f) {
     case ImageFormat::png: return "png";
     case ImageFormat::jpeg: return "jpeg";
     case ImageFormat::tiff: return "tiff";
+    case ImageFormat::fits: return "fits";
     }
     return "?";
 }
 
 std::string supported_formats() {
+    std::string formats = "pnm pfm png jpeg";
 #if APRON_HAVE_TIFF
-    return "pnm pfm png jpeg tiff";
-#else
-    return "pnm pfm png jpeg";
+    formats += " tiff";
 #endif
+#if APRON_HAVE_FITS
+    formats += " fits";
+#endif
+    return formats;
 }
 
 ImageFormat format_for_path(const std::string& path) {
@@ -78,10 +82,20 @@ ImageFormat format_for_path(const std::string& path) {
         fail(path, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 #endif
     }
+    if (ext == "fits" || ext == "fit" || ext == "fts") {
+#if APRON_HAVE_FITS
+        return ImageFormat::fits;
+#else
+        fail(path, "FITS support is not built in (install libcfitsio-dev and rebuild apron)");
+#endif
+    }
     fail(path, (ext.empty() ? std::string("no file extension") : "unknown image file extension '." + ext + "'") +
                    " (apron writes .pgm .ppm .pnm .pfm .png .jpg .jpeg" +
 #if APRON_HAVE_TIFF
                    " .tif .tiff" +
+#endif
+#if APRON_HAVE_FITS
+                   " .fits .fit .fts" +
 #endif
                    ")");
 }
@@ -119,6 +133,15 @@ bool can_store(ImageFormat format, const ImageShape& shape, std::string* why) {
         return true;
 #else
         return no("TIFF support is not built in (install libtiff-dev and rebuild apron)");
+#endif
+    case ImageFormat::fits:
+#if APRON_HAVE_FITS
+        if (shape.channels != 1)
+            return no("FITS images have one channel here (a cube's planes are pages, not channels); write colour images as "
+                      ".tif or .png");
+        return true;
+#else
+        return no("FITS support is not built in (install libcfitsio-dev and rebuild apron)");
 #endif
     }
     return no("unknown format");
@@ -213,7 +236,7 @@ io::Buffer io::read_prefix(const ByteSource& source, std::size_t n) {
 namespace {
 
 // The format a file's first bytes announce.
-enum class Magic { pnm, pfm, png, jpeg, tiff, unknown };
+enum class Magic { pnm, pfm, png, jpeg, tiff, fits, unknown };
 
 Magic magic_of(io::Bytes bytes) {
     if (bytes.size() >= 2 && bytes[0] == 'P') {
@@ -226,6 +249,8 @@ Magic magic_of(io::Bytes bytes) {
     if (starts_with(bytes, {'I', 'I', 42, 0}) || starts_with(bytes, {'M', 'M', 0, 42}) ||
         starts_with(bytes, {'I', 'I', 43, 0}) || starts_with(bytes, {'M', 'M', 0, 43}))
         return Magic::tiff;
+    // FITS: the keyword SIMPLE of the primary header's first card (its 8 columns; cfitsio checks the rest).
+    if (starts_with(bytes, {'S', 'I', 'M', 'P', 'L', 'E', ' ', ' '})) return Magic::fits;
     return Magic::unknown;
 }
 
@@ -237,6 +262,13 @@ Magic magic_of(io::Bytes bytes) {
 [[noreturn, maybe_unused]] void tiff_not_built(const std::string& name) {
     fail(name, "TIFF file, but TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
+
+[[noreturn, maybe_unused]] void fits_not_built(const std::string& name) {
+    fail(name, "FITS file, but FITS support is not built in (install libcfitsio-dev and rebuild apron)");
+}
+
+// Whether pages beyond the first can be asked of the format: a TIFF's directories, a FITS cube's planes.
+bool has_pages(Magic magic) { return magic == Magic::tiff || magic == Magic::fits; }
 
 // A file read on demand, for probing.
 class FileSource final : public io::ByteSource {
@@ -273,10 +305,10 @@ private:
     FileSource source_;
 };
 
-// Only a TIFF has pages beyond the first.
+// Only a TIFF and a FITS cube have pages beyond the first.
 void check_page(Magic magic, const std::string& name, const ReadOptions& options) {
-    if (options.page > 0 && magic != Magic::tiff && magic != Magic::unknown)
-        fail(name, "no page " + std::to_string(options.page) + " (only a TIFF holds several images)");
+    if (options.page > 0 && !has_pages(magic) && magic != Magic::unknown)
+        fail(name, "no page " + std::to_string(options.page) + " (only a TIFF or a FITS cube holds several images)");
 }
 
 ImageShape probe_source(const io::ByteSource& source, const std::string& name, const ReadOptions& options) {
@@ -293,6 +325,12 @@ ImageShape probe_source(const io::ByteSource& source, const std::string& name, c
 #else
         tiff_not_built(name);
 #endif
+    case Magic::fits:
+#if APRON_HAVE_FITS
+        return io::probe_fits(source, name, options);
+#else
+        fits_not_built(name);
+#endif
     case Magic::unknown: break;
     }
     unknown_format(first, name);
@@ -305,6 +343,12 @@ ImageMetadata metadata_by_format(const io::ByteSource& source, const std::string
     case Magic::tiff:
 #if APRON_HAVE_TIFF
         return io::metadata_tiff(source, name, options);
+#else
+        break;
+#endif
+    case Magic::fits:
+#if APRON_HAVE_FITS
+        return io::metadata_fits(source, name, options);
 #else
         break;
 #endif
@@ -364,14 +408,21 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name,
 #else
         tiff_not_built(name);
 #endif
+    case Magic::fits:
+#if APRON_HAVE_FITS
+        return io::decode_fits(bytes, name, options);
+#else
+        fits_not_built(name);
+#endif
     case Magic::unknown: break;
     }
     unknown_format(bytes, name);
 }
 
-// The file is never copied whole into memory where its format can do without: binary PNM and PFM rows are
-// read straight into the image (several threads at once), PNG, JPEG and TIFF decode from reads of the file
-// as their decoders ask. Only ASCII and bitmap Netpbm files are read whole, then parsed.
+// The file is never copied whole into memory where its format can do without: binary PNM, PFM and
+// uncompressed FITS rows are read straight into the image (several threads at once), PNG, JPEG and TIFF
+// decode from reads of the file as their decoders ask. Only ASCII and bitmap Netpbm files and tile-compressed
+// FITS images are read whole, then parsed.
 Image read_image(const std::string& path, const ReadOptions& options) {
     const io::InputFile file(path);
     check_file_budget(path, file.size(), options);
@@ -392,6 +443,12 @@ Image read_image(const std::string& path, const ReadOptions& options) {
 #else
         tiff_not_built(path);
 #endif
+    case Magic::fits:
+#if APRON_HAVE_FITS
+        return io::decode_fits(source, path, options);
+#else
+        fits_not_built(path);
+#endif
     case Magic::unknown: unknown_format(first, path);
     }
     const std::string bytes = file.read_all();
@@ -400,15 +457,23 @@ Image read_image(const std::string& path, const ReadOptions& options) {
 
 namespace {
 
-// The pages of a file: a TIFF's through `tiff` (refused where TIFF support is not built), any other format's
-// one image through `single`, which reads it as page 0 (`one`).
-template <class Tiff, class Single>
-auto by_pages(bool tiff_file, [[maybe_unused]] const std::string& name, const ReadOptions& options, Tiff&& tiff, Single&& single) {
-    if (tiff_file) {
+// The pages of a file: a TIFF's through `tiff`, a FITS cube's through `fits` (each refused where its support
+// is not built), any other format's one image through `single`, which reads it as page 0 (`one`).
+template <class Tiff, class Fits, class Single>
+auto by_pages(Magic magic, [[maybe_unused]] const std::string& name, const ReadOptions& options, Tiff&& tiff, Fits&& fits,
+              Single&& single) {
+    if (magic == Magic::tiff) {
 #if APRON_HAVE_TIFF
         return tiff();
 #else
         tiff_not_built(name);
+#endif
+    }
+    if (magic == Magic::fits) {
+#if APRON_HAVE_FITS
+        return fits();
+#else
+        fits_not_built(name);
 #endif
     }
     ReadOptions one = options;
@@ -419,13 +484,14 @@ auto by_pages(bool tiff_file, [[maybe_unused]] const std::string& name, const Re
 } // namespace
 
 std::vector<Image> read_pages(const std::string& path, const ReadOptions& options) {
-    // A TIFF's pages decode from reads of the file (no copy of it); any other format is read_image's one page.
+    // A TIFF's pages and a FITS cube's planes decode from reads of the file (no copy of it); any other format is
+    // read_image's one page.
     const io::InputFile file(path);
     check_file_budget(path, file.size(), options);
     const FileSource source(file);
-    const bool tiff_file = magic_of(io::read_prefix(source, 8)) == Magic::tiff;
     return by_pages(
-        tiff_file, path, options, [&] { return io::decode_tiff_pages(source, path, options); },
+        magic_of(io::read_prefix(source, 8)), path, options, [&] { return io::decode_tiff_pages(source, path, options); },
+        [&] { return io::decode_fits_pages(source, path, options); },
         [&](const ReadOptions& one) {
             std::vector<Image> pages;
             pages.push_back(read_image(path, one));  // Image moves only
@@ -436,23 +502,24 @@ std::vector<Image> read_pages(const std::string& path, const ReadOptions& option
 int count_pages(const std::string& path, const ReadOptions& options) {
     return read_file_header(path, options, [](const io::ByteSource& source, const std::string& name, const ReadOptions& o) {
         return by_pages(
-            magic_of(io::read_prefix(source, 8)) == Magic::tiff, name, o,
-            [&] { return io::count_tiff_pages(source, name, o); }, [](const ReadOptions&) { return 1; });
+            magic_of(io::read_prefix(source, 8)), name, o, [&] { return io::count_tiff_pages(source, name, o); },
+            [&] { return io::count_fits_pages(source, name, o); }, [](const ReadOptions&) { return 1; });
     });
 }
 
 std::vector<ImageShape> probe_pages(const std::string& path, const ReadOptions& options) {
     return read_file_header(path, options, [](const io::ByteSource& source, const std::string& name, const ReadOptions& o) {
         return by_pages(
-            magic_of(io::read_prefix(source, 8)) == Magic::tiff, name, o,
-            [&] { return io::probe_tiff_pages(source, name, o); },
+            magic_of(io::read_prefix(source, 8)), name, o, [&] { return io::probe_tiff_pages(source, name, o); },
+            [&] { return io::probe_fits_pages(source, name, o); },
             [&](const ReadOptions& one) { return std::vector<ImageShape>{probe_source(source, name, one)}; });
     });
 }
 
 std::vector<ImageMetadata> read_pages_metadata(const std::string& path, const ReadOptions& options) {
     return read_file_header(path, options, [](const io::ByteSource& source, const std::string& name, const ReadOptions& o) {
-        if (magic_of(io::read_prefix(source, 8)) == Magic::tiff) {
+        const Magic magic = magic_of(io::read_prefix(source, 8));
+        if (magic == Magic::tiff) {
 #if APRON_HAVE_TIFF
             try {
                 std::vector<ImageMetadata> pages = io::metadata_tiff_pages(source, name, o);
@@ -463,6 +530,16 @@ std::vector<ImageMetadata> read_pages_metadata(const std::string& path, const Re
                 return pages;
             } catch (const Error&) {
                 // metadata is a courtesy: read_pages judges the file
+            }
+#endif
+        }
+        if (magic == Magic::fits) {
+#if APRON_HAVE_FITS
+            try {
+                // One header for every plane of a cube.
+                return std::vector<ImageMetadata>(std::size_t(io::count_fits_pages(source, name, o)), io::metadata_fits(source, name, o));
+            } catch (const Error&) {
+                // as above
             }
 #endif
         }
@@ -481,9 +558,9 @@ void write_pages(const std::string& path, std::span<const ConstImageView> pages,
         if (!metadata.empty()) one.metadata = metadata[0];
         return write_image(path, pages[0], one);
     }
-    if (format != ImageFormat::tiff)
+    if (format != ImageFormat::tiff && format != ImageFormat::fits)
         fail(path, std::string(to_string(format)) + " holds one image, and there are " + std::to_string(pages.size()) +
-                       " pages (write .tif to keep them all)");
+                       " pages (write .tif, or .fits for planes of one size and type, to keep them all)");
     std::vector<ImageMetadata> each;
     for (std::size_t p = 0; p < pages.size(); ++p) {
         const std::string name = path + " (page " + std::to_string(p) + ")";
@@ -494,7 +571,34 @@ void write_pages(const std::string& path, std::span<const ConstImageView> pages,
         if (image.pitch < image.shape.row_bytes()) fail(name, "image view has a row pitch smaller than a row");
         each.push_back(metadata.empty() ? options.metadata : metadata[p]);
     }
+    if (format == ImageFormat::fits) return write_file_atomically(path, io::encode_fits_pages(pages, each[0], path, options));
     write_file_atomically(path, io::encode_tiff_pages(pages, each, path, options));
+}
+
+ImageFormat format_of_file(const std::string& path) {
+    const io::InputFile file(path);
+    const FileSource source(file);
+    const io::Buffer first = io::read_prefix(source, 8);
+    switch (magic_of(first)) {
+    case Magic::pnm: return ImageFormat::pnm;
+    case Magic::pfm: return ImageFormat::pfm;
+    case Magic::png: return ImageFormat::png;
+    case Magic::jpeg: return ImageFormat::jpeg;
+    case Magic::tiff:
+#if APRON_HAVE_TIFF
+        return ImageFormat::tiff;
+#else
+        tiff_not_built(path);
+#endif
+    case Magic::fits:
+#if APRON_HAVE_FITS
+        return ImageFormat::fits;
+#else
+        fits_not_built(path);
+#endif
+    case Magic::unknown: break;
+    }
+    unknown_format(first, path);
 }
 
 ImageShape probe_image(std::span<const std::uint8_t> bytes, const std::string& name, const ReadOptions& options) {
@@ -538,6 +642,7 @@ std::vector<std::uint8_t> encode_image(ImageFormat format, ConstImageView image,
     case ImageFormat::png: return io::encode_png(image, name, options);
     case ImageFormat::jpeg: return io::encode_jpeg(image, name, options);
     case ImageFormat::tiff: return io::encode_tiff(image, name, options);
+    case ImageFormat::fits: return io::encode_fits(image, name, options);
     }
     fail(name, "unknown image format");
 }

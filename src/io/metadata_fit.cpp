@@ -81,6 +81,21 @@ std::vector<TiffTag> tiff_directory_tags(const ImageMetadata& m) {
     return tags;
 }
 
+std::string fits_keyword(const std::string& card) {
+    std::string keyword = card.substr(0, std::min<std::size_t>(card.size(), 8));
+    while (!keyword.empty() && keyword.back() == ' ') keyword.pop_back();
+    return keyword;
+}
+
+bool is_structural_fits_card(const std::string& card) {
+    const std::string k = fits_keyword(card);
+    for (const char* structural : {"SIMPLE", "XTENSION", "BITPIX", "NAXIS", "EXTEND", "BZERO", "BSCALE", "PCOUNT", "GCOUNT",
+                                   "END", "CHECKSUM", "DATASUM"})
+        if (k == structural) return true;
+    return k.size() > 5 && k.starts_with("NAXIS") &&
+           std::all_of(k.begin() + 5, k.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 namespace {
 
 const char* tag_name(std::uint16_t tag) {
@@ -131,13 +146,56 @@ std::string fit_metadata(ImageMetadata& m, ImageFormat format, const std::string
                        std::to_string(from.width) + "x" + std::to_string(from.height) + ", not the output's " +
                        to_string(to.type) + " " + std::to_string(to.width) + "x" + std::to_string(to.height) + ")");
     }
-    const char* format_name = format == ImageFormat::pnm ? "PNM" : format == ImageFormat::pfm ? "PFM" : format == ImageFormat::png ? "PNG" : format == ImageFormat::jpeg ? "JPEG" : "TIFF";
+    const char* format_name = format == ImageFormat::pnm    ? "PNM"
+                              : format == ImageFormat::pfm  ? "PFM"
+                              : format == ImageFormat::png  ? "PNG"
+                              : format == ImageFormat::jpeg ? "JPEG"
+                              : format == ImageFormat::fits ? "FITS"
+                                                            : "TIFF";
     // A streamed run writes metadata into TIFF and PNG as a whole-image run does (the sinks write the
-    // directory, the chunks before IDAT); PNM, PFM and raw hold none. JPEG is never written by rows.
+    // directory, the chunks before IDAT); PNM, PFM and raw hold none. JPEG and FITS are never written by
+    // rows. FITS holds its own header cards, and none of the rest.
     const bool nothing = (streamed && format != ImageFormat::tiff && format != ImageFormat::png) || format == ImageFormat::pnm ||
-                         format == ImageFormat::pfm;
+                         format == ImageFormat::pfm || format == ImageFormat::fits;
+    // A FITS header goes only into a FITS output. Its BLANK card names the stored integer that marks a
+    // missing sample: where the output's samples are not the input's integers (another type, or f32, where
+    // FITS marks missing samples with NaN) it would mark the wrong ones.
+    bool lost_fits = false, lost_blank = false;
+    if (!m.fits_cards.empty()) {
+        if (format == ImageFormat::fits && !streamed) {
+            if (to.type == PixelType::f32 || from.type != to.type) {
+                std::string value;
+                std::erase_if(m.fits_cards, [&](const std::string& card) {
+                    if (fits_keyword(card) != "BLANK") return false;
+                    const std::size_t eq = card.find('=');
+                    value = eq == std::string::npos ? "" : card.substr(eq + 1, card.find('/', eq) - eq - 1);
+                    value.erase(0, value.find_first_not_of(' '));
+                    value.erase(value.find_last_not_of(' ') + 1);
+                    lost_blank = true;
+                    return true;
+                });
+                if (lost_blank)
+                    lost.push_back("the BLANK card (BLANK = " + value + " marks missing integer samples of the input, and the output's samples are " +
+                                   (to.type == PixelType::f32 ? std::string("f32") : std::string(to_string(to.type)) + ", not " + to_string(from.type)) +
+                                   ")");
+            }
+        } else {
+            std::vector<std::string> keywords;
+            for (const std::string& card : m.fits_cards) {
+                const std::string k = fits_keyword(card);
+                if (!k.empty() && k != "CONTINUE" && std::find(keywords.begin(), keywords.end(), k) == keywords.end()) keywords.push_back(k);
+            }
+            std::string named;
+            for (std::size_t i = 0; i < std::min<std::size_t>(keywords.size(), 6); ++i) named += (i ? ", " : "") + keywords[i];
+            if (keywords.size() > 6) named += ", ...";
+            lost.push_back("the FITS header (" + std::to_string(m.fits_cards.size()) + " card" + (m.fits_cards.size() > 1 ? "s" : "") +
+                           (named.empty() ? "" : ": " + named) + ")");
+            m.fits_cards.clear();
+            lost_fits = true;
+        }
+    }
     // What a TIFF output would not keep either: then the line does not send the user to .tif.
-    const bool tiff_would_lose = (nothing && !m.exif.empty()) || !m.tiff_tags_not_carried.empty();
+    const bool tiff_would_lose = (nothing && !m.exif.empty()) || !m.tiff_tags_not_carried.empty() || lost_fits;
     if (nothing) {
         if (!m.icc_profile.empty()) lost.push_back("the colour profile");
         if (!m.exif.empty()) lost.push_back("the Exif block");
@@ -201,14 +259,18 @@ std::string fit_metadata(ImageMetadata& m, ImageFormat format, const std::string
         m.tiff_tags_not_carried.clear();
     }
     if (lost.empty()) return {};
-    std::string line = output + ": " + join(lost) + " not carried: ";
+    std::string line = output + ": " + join(lost) + " not carried";
+    // The FITS header alone: a whole-image run into .fits keeps it.
+    const std::string keep_fits = lost_fits && lost.size() == 1 && !streamed ? "; write .fits to keep it" : "";
     if (nothing && streamed) {
-        line += "a streamed run writes metadata only into .tif and .png outputs";
-    } else if (format == ImageFormat::tiff) {
-        line.resize(line.size() - 2);
+        line += ": a streamed run writes metadata only into .tif and .png outputs";
+    } else if (format == ImageFormat::tiff || (format == ImageFormat::fits && lost_blank && lost.size() == 1)) {
+        // The parts say why (the Exif block, an OME-XML description, the BLANK card) where TIFF or FITS drops them.
+        if (lost_fits && lost.size() == 1) line += ": TIFF has no place for it" + keep_fits;
     } else {
-        line += std::string(format_name) + " has no place for " + (lost.size() > 1 ? "them" : "it");
+        line += ": " + std::string(format_name) + " has no place for " + (lost.size() > 1 ? "them" : "it");
         if (!tiff_would_lose) line += std::string("; write .tif to keep ") + (lost.size() > 1 ? "them" : "it");
+        line += keep_fits;
     }
     return line;
 }

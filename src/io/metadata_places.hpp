@@ -42,6 +42,13 @@ const char* png_keyword_of(std::uint16_t tiff_tag);
 // NUL, RATIONAL as two LONGs, values in this machine's byte order. The tiled TIFF row sink uses them.
 std::vector<TiffTag> tiff_directory_tags(const ImageMetadata& m);
 
+// The keyword of a FITS card (its first 8 columns without trailing blanks: "OBJECT", "DATE-OBS", "HISTORY",
+// "" for a blank card).
+std::string fits_keyword(const std::string& card);
+// Whether a FITS writer writes the card anew (SIMPLE, XTENSION, BITPIX, NAXIS, NAXISn, EXTEND, BZERO, BSCALE,
+// PCOUNT, GCOUNT, END) or the new data would contradict it (CHECKSUM, DATASUM): never carried.
+bool is_structural_fits_card(const std::string& card);
+
 // A JPEG comment holds at most 65533 bytes.
 constexpr std::size_t max_jpeg_comment = 65533;
 

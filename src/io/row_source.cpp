@@ -1,7 +1,7 @@
-// Row sources (row_stream.hpp): binary PNM/PAM, PFM and raw samples read row by row with pread at fixed
-// offsets; TIFF through libtiff a row of tiles or a strip at a time (tiff.cpp); non-interlaced PNG a row at a
-// time (png_rows.cpp); other formats (interlaced PNG, JPEG, ASCII and bitmap PNM) decoded whole, within the
-// memory budget, then handed out by rows.
+// Row sources (row_stream.hpp): binary PNM/PAM, PFM, uncompressed FITS (fits.cpp) and raw samples read row
+// by row with pread at fixed offsets; TIFF through libtiff a row of tiles or a strip at a time (tiff.cpp);
+// non-interlaced PNG a row at a time (png_rows.cpp); other formats (interlaced PNG, JPEG, ASCII and bitmap
+// PNM, tile-compressed FITS) decoded whole, within the memory budget, then handed out by rows.
 #include <algorithm>
 #include <bit>
 #include <charconv>
@@ -19,18 +19,22 @@ namespace apron::io {
 
 RawLayout parse_raw_layout(const std::string& text, const std::string& what) {
     auto bad = [&](const std::string& why) -> RawLayout {
-        fail(what, "'" + text + "': " + why + " (expected WIDTHxHEIGHTxCHANNELS:TYPE[:little|big], e.g. 4096x4096x1:u16)");
+        fail(what, "'" + text + "': " + why +
+                       " (expected WIDTHxHEIGHTxCHANNELS:TYPE[:little|big], e.g. 4096x4096x1:u16, or a volume's "
+                       "WIDTHxHEIGHTxDEPTHxCHANNELS:TYPE, e.g. 1024x1024x256x1:u16)");
     };
     RawLayout r;
     const std::size_t colon = text.find(':');
     if (colon == std::string::npos) return bad("no pixel type");
     const std::string dims = text.substr(0, colon);
     std::string rest = text.substr(colon + 1);
-    long long v[3] = {0, 0, 0};
+    // Three numbers, or four (a volume: the depth third).
+    const int n = int(std::count(dims.begin(), dims.end(), 'x')) == 3 ? 4 : 3;
+    long long v[4] = {0, 0, 0, 0};
     std::size_t pos = 0;
-    for (int k = 0; k < 3; ++k) {
-        const std::size_t end = k < 2 ? dims.find('x', pos) : dims.size();
-        if (end == std::string::npos) return bad("the size needs three numbers");
+    for (int k = 0; k < n; ++k) {
+        const std::size_t end = k < n - 1 ? dims.find('x', pos) : dims.size();
+        if (end == std::string::npos) return bad("the size needs three numbers (four for a volume)");
         const char* first = dims.data() + pos;
         const char* last = dims.data() + end;
         const auto [p, ec] = std::from_chars(first, last, v[k]);
@@ -40,8 +44,15 @@ RawLayout parse_raw_layout(const std::string& text, const std::string& what) {
         }
         pos = end + 1;
     }
+    if (n == 4) {  // W x H x D x C: the depth moves out of the channels' place
+        r.depth = 0;
+        if (v[2] < 1 || v[1] * v[2] > (1LL << 31) - 1) return bad("the depth must be 1 or more, and height x depth at most 2^31-1");
+        r.depth = int(v[2]);
+        v[2] = v[3];
+    }
     if (v[0] < 1 || v[1] < 1 || v[0] > (1LL << 31) - 1 || v[1] > (1LL << 31) - 1) return bad("width and height must be 1 to 2^31-1");
     if (v[2] < 1 || v[2] > max_channels) return bad("channels must be 1 to 4");
+    v[1] *= r.depth;  // the file's rows: every plane's
     const std::size_t colon2 = rest.find(':');
     const std::string type = rest.substr(0, colon2);
     const auto t = parse_pixel_type(type);
@@ -141,6 +152,11 @@ void read_fixed_rows(const ByteSource& file, const std::string& name, const Fixe
                 for (int r = r0; r < r0 + n; ++r)
                     to_native(reinterpret_cast<std::uint8_t*>(band.row_bytes(r)), row_bytes, layout.shape.type, layout.byte_order);
         }
+        if (layout.offset_binary && layout.shape.type == PixelType::u16)
+            for (int r = r0; r < r0 + n; ++r) {
+                auto* v = reinterpret_cast<std::uint16_t*>(band.row_bytes(r));
+                for (std::size_t i = 0; i < row_bytes / 2; ++i) v[i] ^= 0x8000;
+            }
         if (layout.maxval) check_pnm_samples(name, as_const(band).roi(0, r0, band.width(), n), y, layout.maxval);
     });
 }
@@ -179,6 +195,9 @@ std::unique_ptr<RowSource> open_row_source(const std::string& path, const Source
         return std::make_unique<FixedRowsSource>(std::move(file), path, layout, options.threads);
     }
     if (tiff) return open_tiff_rows(std::move(file), path, read);
+    static constexpr std::uint8_t fits_signature[8] = {'S', 'I', 'M', 'P', 'L', 'E', ' ', ' '};
+    if (magic.size() == 8 && std::equal(magic.begin(), magic.end(), fits_signature))
+        if (auto rows = open_fits_rows(std::move(file), path, read, options.threads)) return rows;  // null: tile-compressed, decoded whole
     static constexpr std::uint8_t png_signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     if (magic.size() == 8 && std::equal(magic.begin(), magic.end(), png_signature))
         if (auto rows = open_png_rows(std::move(file), path, read)) return rows;  // null: interlaced, decoded whole

@@ -28,11 +28,12 @@ public:
 
 // Raw samples without a header: `--raw WxHxC:type[:endianness]`, e.g. "65536x65536x1:u16:little".
 struct RawLayout {
-    ImageShape shape;
+    ImageShape shape;  // a volume's: its planes' rows one after another (height = H * D), depth 1
     ByteOrder byte_order = ByteOrder::little;
+    int depth = 1;     // "WxHxDxC": the planes of a volume (shape.height / depth rows each)
 };
-// Parses "WxHxC:type[:endianness]" (C 1-4, type u8/u16/f32, endianness little (default) or big); throws
-// apron::Error naming `what` ("--raw: ...").
+// Parses "WxHxC:type[:endianness]" or a volume's "WxHxDxC:type[:endianness]" (C 1-4, type u8/u16/f32,
+// endianness little (default) or big); throws apron::Error naming `what` ("--raw: ...").
 RawLayout parse_raw_layout(const std::string& text, const std::string& what = "--raw");
 
 class RowSource {

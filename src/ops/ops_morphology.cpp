@@ -178,6 +178,22 @@ std::optional<VolumeElement> volume_element(std::string_view spec) {
     return element_of(w, h, d, [=](int x, int y, int z) { return term(x, a) + term(y, b) + term(z, c) <= 1.0 + 1e-12; });
 }
 
+// The element within the box of its set cells, its anchor kept on the same cell (ball:R's planes are
+// (2R+1)^2 masks holding smaller disks: each part then reads no more than its own disk).
+Mask cropped(const Mask& m) {
+    int x0 = m.width, y0 = m.height, x1 = -1, y1 = -1;
+    for (int j = 0; j < m.height; ++j)
+        for (int i = 0; i < m.width; ++i)
+            if (m.at(i, j) != 0) x0 = std::min(x0, i), x1 = std::max(x1, i), y0 = std::min(y0, j), y1 = std::max(y1, j);
+    std::vector<double> w;
+    for (int j = y0; j <= y1; ++j)
+        for (int i = x0; i <= x1; ++i) w.push_back(m.at(i, j));
+    Mask c(x1 - x0 + 1, y1 - y0 + 1, std::move(w));
+    c.anchor_x = m.anchor_x - x0;
+    c.anchor_y = m.anchor_y - y0;
+    return c;
+}
+
 bool same_mask(const Mask& p, const Mask& q) {
     return p.width == q.width && p.height == q.height && p.anchor_x == q.anchor_x && p.anchor_y == q.anchor_y &&
            p.weights == q.weights;
@@ -191,8 +207,8 @@ int append_volume_morph(std::vector<Step>& steps, MorphStep m, const VolumeEleme
     const int d = int(e.planes.size());
     std::vector<std::pair<Mask, std::vector<int>>> parts;  // a plane element, the planes (k) that have it
     for (int k = 0; k < d; ++k) {
-        const Mask& plane = e.planes[std::size_t(k)];
-        if (plane.weights.empty()) continue;
+        if (e.planes[std::size_t(k)].weights.empty()) continue;
+        const Mask plane = cropped(e.planes[std::size_t(k)]);
         auto it = std::find_if(parts.begin(), parts.end(), [&](const auto& part) { return same_mask(part.first, plane); });
         if (it == parts.end()) parts.push_back({plane, {k}});
         else it->second.push_back(k);
@@ -200,7 +216,7 @@ int append_volume_morph(std::vector<Step>& steps, MorphStep m, const VolumeEleme
     int result = -1;
     for (const auto& [plane, ks] : parts) {
         int at = input;
-        if (!(plane.width == 1 && plane.height == 1)) {  // a single cell at its anchor reads the sample itself
+        if (!(plane.width == 1 && plane.height == 1 && plane.anchor_x == 0 && plane.anchor_y == 0)) {  // the cell itself
             MorphStep s = m;
             s.element = plane;
             steps.push_back(Step{s, at});

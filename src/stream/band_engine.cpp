@@ -33,6 +33,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <set>
@@ -303,6 +304,44 @@ StepRunner band_runner(const BandBuffer& buf, int image_height) {
     };
 }
 
+// A volume streamed in z-slabs (raw WxHxDxC): the file's rows are every plane's one after another, a band is
+// whole planes, and its steps see the band as a volume of its planes (apron/image.hpp). Steps along z split
+// at a wrap seam as the image's do (in planes); plane steps see whole planes, so nothing is placed in a band.
+StepRunner volume_band_runner(const BandBuffer& buf, int plane_rows) {
+    const int seam = buf.seam / plane_rows;
+    return [seam](Executor& ex, const StepPlan& step, ConstImageView in, ConstImageView second, ImageView out) {
+        const Reach reach = reach_of(step);
+        if (step.axes != Axes::depth || seam <= 0 || seam >= in.height() || wraps(step) || (reach.top == 0 && reach.bottom == 0))
+            return run_step(ex, step, in, second, out);
+        const int w = in.width(), h = in.height();  // the z view: a row per plane
+        for (const auto& [y, n] : {std::pair{0, seam}, std::pair{seam, h - seam}})
+            run_step(ex, step, in.roi(0, y, w, n), second.data ? second.roi(0, y, w, n) : second, out.roi(0, y, w, n));
+    };
+}
+
+// The planes of a volume's file (raw WxHxDxC), 1 for an image.
+int volume_depth(const StreamOptions& o) { return o.raw.empty() ? 1 : io::parse_raw_layout(o.raw).depth; }
+
+// The volume a file of these rows holds (depth planes), and back.
+ImageShape as_volume(ImageShape rows, int depth) {
+    if (depth > 1) rows.height /= depth, rows.depth = depth;
+    return rows;
+}
+ImageShape as_rows(ImageShape volume) {
+    volume.height = int(volume.rows());
+    volume.depth = 1;
+    return volume;
+}
+template <class View>
+View band_volume(View band, int plane_rows) {
+    band.shape.depth = band.shape.height / plane_rows;
+    band.shape.height = plane_rows;
+    return band;
+}
+
+// A volume's bands hold whole planes: the sink's granularity and the plane's rows, both.
+int volume_granularity(int granularity, int plane_rows) { return std::lcm(std::max(1, granularity), plane_rows); }
+
 // Bands of plan `b` whose rows the entries cover in full.
 std::set<int> covered_bands(const BandPlan& b, const ImageShape& in, const std::vector<stream::JournalEntry>& entries) {
     const std::vector<std::pair<int, int>> runs = stream::covered_rows(entries);
@@ -329,9 +368,15 @@ void say(std::vector<std::string>& notes, const std::string& output, const std::
 
 std::string describe_bands(const BandPlan& b, const ImageShape& in, const ExecutionPlan& plan) {
     std::ostringstream s;
-    s << "streamed: " << in.width << "x" << in.height << "x" << in.channels << " " << to_string(in.type) << " in "
-      << b.bands << " band" << (b.bands == 1 ? "" : "s") << " of " << b.rows << " rows (halo " << b.top << " above, "
-      << b.bottom << " below" << (b.wrap ? ", wrapping" : "") << "), " << format_bytes(b.bytes) << " of host memory in flight, backend "
+    const int planes = plan.input.depth, plane_rows = plan.input.height;
+    if (planes > 1)  // a volume's slabs: whole planes
+        s << "streamed: " << in.width << "x" << plane_rows << "x" << planes << "x" << in.channels << " " << to_string(in.type)
+          << " volume in " << b.bands << " slab" << (b.bands == 1 ? "" : "s") << " of " << b.rows / plane_rows << " planes (halo "
+          << b.top / plane_rows << " above, " << b.bottom / plane_rows << " below";
+    else
+        s << "streamed: " << in.width << "x" << in.height << "x" << in.channels << " " << to_string(in.type) << " in " << b.bands
+          << " band" << (b.bands == 1 ? "" : "s") << " of " << b.rows << " rows (halo " << b.top << " above, " << b.bottom << " below";
+    s << (b.wrap ? ", wrapping" : "") << "), " << format_bytes(b.bytes) << " of host memory in flight, backend "
       << b.backend << (b.workers > bands_per_gpu ? " on " + std::to_string(b.workers / bands_per_gpu) + " GPUs" : "")
       << (b.workers > 1 ? ", " + std::to_string(b.workers) + " bands at once" : "") << "\n";
     s << plan.describe(false);
@@ -398,15 +443,18 @@ std::string describe_stream(const std::string& input, const std::string& output,
                             const StreamOptions& options) {
     auto source = io::open_row_source(input, source_options(options));
     const ImageShape in = source->shape();
-    const PreparedPipeline prepared = pipeline.prepare(in, options.run);
+    const int depth = volume_depth(options);
+    const PreparedPipeline prepared = pipeline.prepare(as_volume(in, depth), options.run);
     const ExecutionPlan& plan = prepared.state().plan;
     const RowReach reach = prepared.reach();
     source->retain_rows(reach.above + reach.below);
     const io::SinkOptions sink_options = sink_options_for(options);
-    const int granularity = io::sink_row_granularity(output, sink_options);
-    const int threads = fit_io_threads(io_threads(options), plan.output, granularity, options.run);
+    int granularity = io::sink_row_granularity(output, sink_options);
+    if (depth > 1) granularity = volume_granularity(granularity, plan.input.height);
+    const ImageShape out = as_rows(plan.output);
+    const int threads = fit_io_threads(io_threads(options), out, granularity, options.run);
     const BandPlan b = plan_bands(prepared, in, options.run, granularity,
-                                  io_buffer_bytes(*source, plan.output, granularity, threads), options.band_rows,
+                                  io_buffer_bytes(*source, out, granularity, threads), options.band_rows,
                                   workers_for(plan, options), options.team ? options.team->size : 1);
     return describe_bands(b, in, plan);
 }
@@ -497,10 +545,15 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     const auto started = std::chrono::steady_clock::now();
     auto source = io::open_row_source(input, source_options(options));
     const ImageShape in = source->shape();
-    // Planned once for the run: every band runs this plan, and the band search asks it for memory.
-    const PreparedPipeline prepared = pipeline.prepare(in, options.run);
+    // Planned once for the run: every band runs this plan, and the band search asks it for memory. A volume's
+    // file (raw WxHxDxC) is planned as the volume, and streamed in slabs of whole planes.
+    const int depth = volume_depth(options);
+    const PreparedPipeline prepared = pipeline.prepare(as_volume(in, depth), options.run);
     const ExecutionPlan& plan = prepared.state().plan;
-    const ImageShape out = plan.output;
+    const ImageShape out = as_rows(plan.output);  // the rows written
+    const int plane_rows = plan.input.height;
+    if (depth > 1 && extension_of(output) != "raw")
+        throw Error(output + ": a volume (--raw WxHxDxC) streams into raw samples, a .raw output");
 
     const RowReach reach = prepared.reach();
     source->retain_rows(reach.above + reach.below);  // the rows consecutive bands' halos share
@@ -520,7 +573,8 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
     const bool resumable = random_access && resumable_asked;
     if (!resumable_asked && (options.resume || team)) throw Error("internal: a run streamed for speed resumed or shared");
     sink_options.keep_partial = resumable;  // an interrupted run leaves it for --resume
-    const int granularity = io::sink_row_granularity(output, sink_options);
+    int granularity = io::sink_row_granularity(output, sink_options);
+    if (depth > 1) granularity = volume_granularity(granularity, plane_rows);
     sink_options.threads = fit_io_threads(io_threads(options), out, granularity, options.run);
     const std::uint64_t io_buffers = io_buffer_bytes(*source, out, granularity, sink_options.threads);
     const int gpus = plan.backend == Backend::cuda ? workers_for(plan, options) / bands_per_gpu : 0;
@@ -768,7 +822,11 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
                 ImageShape result_shape = out;
                 result_shape.height = buf->rows;
                 Image result = results.take(result_shape);
-                run_plan(plan, *executor, buf->pixels.view(), result.view(), options.run, band_runner(*buf, in.height));
+                if (depth > 1)
+                    run_plan(plan, *executor, band_volume(buf->pixels.view(), plane_rows), band_volume(result.view(), plane_rows),
+                             options.run, volume_band_runner(*buf, plane_rows));
+                else
+                    run_plan(plan, *executor, buf->pixels.view(), result.view(), options.run, band_runner(*buf, in.height));
                 inputs.give(std::move(buf->pixels));
                 buf->pixels = std::move(result);  // the band's rows start at buf->core
                 to_compute.done(lane);

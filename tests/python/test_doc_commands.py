@@ -29,7 +29,7 @@ DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 RUN_TIMEOUT_S = 300
 
 # Sizes the docs use for huge images, and what the scratch copies of them are.
-SHRINK = {"65536x65536x1:u16": "640x480x1:u16"}
+SHRINK = {"65536x65536x1:u16": "640x480x1:u16", "1024x1024x256x1:u16": "64x48x8x1:u16"}
 
 # Lines that cannot run on a machine like CI's, by a piece of their text, with the reason.
 NEEDS = {
@@ -128,6 +128,18 @@ def scratch(apron, tmp_path_factory) -> Path:
         write_pnm(d / "raw" / f"r{k}.pgm", np.roll(gray, 11 * k, axis=0))
     (d / "list.txt").write_text("in.pgm\n")
     (d / "steps.json").write_text('{"ops": ["gaussian:sigma=2", {"op": "dilate", "se": "ellipse:5x5"}], "out_type": "u8"}\n')
+    # FITS (docs/formats.md): an image with a header, and a cube of f32 planes, as astropy writes them.
+    from astropy.io import fits
+
+    header = fits.Header({"OBJECT": "sample", "DATE-OBS": "2026-11-26T20:00:00"})
+    fits.PrimaryHDU(gray.astype(np.uint16) * 200, header=header).writeto(d / "in.fits")
+    fits.PrimaryHDU(rng.random((3, 48, 64), dtype=np.float32)).writeto(d / "cube.fits")
+    # Volumes (docs/volumes.md): a multi-page OME-TIFF z-stack and a raw u16 volume (shrunk by SHRINK).
+    import tifffile
+
+    tifffile.imwrite(d / "stack.ome.tif", rng.integers(0, 4096, (6, 40, 52), dtype=np.uint16), ome=True,
+                     metadata={"axes": "ZYX", "PhysicalSizeZ": 1.0})
+    (d / "scan.raw").write_bytes(rng.integers(0, 65536, 64 * 48 * 8, dtype=np.uint16).astype("<u2").tobytes())
     return d
 
 

@@ -1,0 +1,876 @@
+// FITS images and cubes through cfitsio. The image is the primary HDU's, or the first extension's when the
+// primary HDU holds no data (an IMAGE extension, or a tile-compressed image stored in a binary table, which
+// cfitsio decompresses: the usual layout of .fits.fz files). Samples as apron's types:
+//   BITPIX 8                 -> u8
+//   BITPIX 16, BZERO 32768   -> u16 (FITS's unsigned 16-bit convention)
+//   BITPIX -32               -> f32, NaN kept
+//   BITPIX 16 (signed), BITPIX 8 with BZERO -128 (signed bytes) -> f32, every value exact
+// and BSCALE 1. Everything else (BITPIX 32 and 64, whose integers f32 cannot hold; BITPIX -64, which f32
+// would round; scaled samples, BSCALE != 1 or another BZERO) is refused by name: a precision loss is never
+// made silently. BLANK is not applied: the samples keep their stored values and the card goes with the
+// header (fit_metadata leaves it out where the output's samples are no longer the input's integers).
+//
+// NAXIS 2 is one image, NAXIS1 wide and NAXIS2 tall, its rows in the file's order (row 0 is the first row
+// of the file, which FITS viewers draw at the bottom; apron turns nothing). NAXIS 3 is a cube of NAXIS3
+// planes, each a page (decode_fits_pages, count_fits_pages): read_image refuses a cube unless
+// ReadOptions::page picks a plane, as a multi-page TIFF. A cube of 2 to 4 planes is still planes, never
+// channels. NAXIS 1, NAXIS above 3 and a file without an image are refused by name.
+//
+// The header's cards but the structural ones go into ImageMetadata::fits_cards (OBJECT, DATE-OBS, the WCS,
+// HISTORY, COMMENT, long strings with their CONTINUE cards), and a FITS output writes them back after its
+// own structural cards.
+//
+// Reading. A file in memory (decode_image, the fuzz target) is opened by cfitsio whole
+// (fits_open_memfile), and cfitsio reads the pixels. A file on disk gives cfitsio only its headers (the
+// blocks up to each END card, read here); an uncompressed image's samples lie at fixed offsets (big-endian,
+// from the data unit's start), so they are read straight into the image in parallel parts as binary PNM's
+// are (read_fixed_rows), and streamed by rows the same way (open_fits_rows). Only a tile-compressed image
+// is read whole into memory for cfitsio to decompress (the file counts against the memory budget, as a TIFF
+// file does). Writing goes through cfitsio into memory (fits_create_memfile), uncompressed: BITPIX 8, 16
+// with BZERO 32768, or -32.
+//
+// cfitsio is built reentrant on Debian (fits_is_reentrant), so the batch's reading threads may each open
+// files at once. Its messages are taken from the status code alone (fits_get_errstatus): its message
+// stack is shared by every thread.
+#include "apron/memory.hpp"
+#include "io/codecs.hpp"
+#include "io/metadata_places.hpp"
+#include "io/row_stream.hpp"
+
+#if APRON_HAVE_FITS
+
+#include <fitsio.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+
+namespace apron::io {
+
+namespace {
+
+constexpr std::uint64_t fits_block = 2880;  // FITS files are made of 2880-byte blocks
+constexpr std::size_t card_bytes = 80;
+constexpr int most_axes = 9;  // axes asked of cfitsio; NAXIS itself comes whole
+
+std::string cfitsio_text(int status) {
+    char text[FLEN_STATUS] = {};
+    fits_get_errstatus(status, text);
+    return text;
+}
+
+[[noreturn]] void bad_fits(const std::string& name, const std::string& what, int status) {
+    fail(name, "bad FITS file: " + what + " (cfitsio: " + cfitsio_text(status) + ")");
+}
+
+std::uint64_t saturating_product(std::uint64_t a, std::uint64_t b) {
+    return a != 0 && b > UINT64_MAX / a ? UINT64_MAX : a * b;
+}
+
+// A FITS file cfitsio reads from bytes in memory (never written to); closed with the object. cfitsio keeps
+// the addresses of the pointer and the size it was given: the object never moves. cfitsio reads whole
+// 2880-byte blocks, the last one too, whatever the size it was given: a file whose length is not a whole
+// number of blocks (the padding of its last one cut off) is read from a copy padded with zeros, which FITS
+// files are padded with.
+class FitsMemory {
+public:
+    FitsMemory(Bytes bytes, const std::string& name)
+        : data_(const_cast<std::uint8_t*>(bytes.data())), size_(bytes.size()) {
+        if (size_ % fits_block != 0) {
+            try {
+                padded_.assign(bytes.begin(), bytes.end());
+                padded_.resize((size_ / fits_block + 1) * fits_block, 0);
+            } catch (const std::bad_alloc&) {
+                fail(name, "out of host memory for the file (" + format_bytes(size_) + ")");
+            }
+            data_ = padded_.data();
+            size_ = padded_.size();
+        }
+        int status = 0;
+        if (fits_open_memfile(&f_, name.c_str(), READONLY, &data_, &size_, 0, nullptr, &status)) {
+            f_ = nullptr;
+            bad_fits(name, "cannot read the header", status);
+        }
+    }
+    ~FitsMemory() {
+        int status = 0;
+        if (f_) fits_close_file(f_, &status);
+    }
+    FitsMemory(const FitsMemory&) = delete;
+    FitsMemory& operator=(const FitsMemory&) = delete;
+    fitsfile* get() const { return f_; }
+
+private:
+    Buffer padded_;
+    void* data_;
+    std::size_t size_;
+    fitsfile* f_ = nullptr;
+};
+
+bool is_end_card(const std::uint8_t* card) { return std::memcmp(card, "END     ", 8) == 0; }
+
+// The commentary cards cfitsio writes into every new image header (a COMMENT citing the FITS standard), as
+// this cfitsio writes them: apron's FITS outputs carry them anyway, so they are not carried from an input
+// (where they would double with every round trip, and be reported lost from outputs that never needed them).
+const std::vector<std::string>& cfitsio_own_cards() {
+    static const std::vector<std::string> cards = [] {
+        std::vector<std::string> own;
+        void* data = std::malloc(fits_block);
+        std::size_t size = fits_block;
+        fitsfile* f = nullptr;
+        int status = 0;
+        long long axes[2] = {1, 1};
+        if (data && !fits_create_memfile(&f, &data, &size, 0, std::realloc, &status) &&
+            !fits_create_imgll(f, BYTE_IMG, 2, axes, &status)) {
+            int keys = 0;
+            fits_get_hdrspace(f, &keys, nullptr, &status);
+            for (int k = 1; k <= keys && !status; ++k) {
+                char card[FLEN_CARD] = {};
+                if (fits_read_record(f, k, card, &status)) break;
+                std::string text(card);
+                while (!text.empty() && text.back() == ' ') text.pop_back();
+                if (text.rfind("COMMENT", 0) == 0) own.push_back(std::move(text));
+            }
+        }
+        status = 0;
+        if (f) fits_close_file(f, &status);
+        std::free(data);
+        return own;
+    }();
+    return cards;
+}
+
+// The header that starts at `offset`: its blocks up to and with the one holding its END card (or up to the
+// end of the file, where cfitsio then says what is wrong).
+Buffer header_blocks(const ByteSource& source, std::uint64_t offset) {
+    Buffer out;
+    constexpr std::size_t chunk = 16 * fits_block;
+    for (std::uint64_t at = offset;; at += chunk) {
+        const std::size_t old = out.size();
+        out.resize(old + chunk);
+        const std::size_t got = source.read(at, out.data() + old, chunk);
+        out.resize(old + got);
+        for (std::size_t b = old; b + fits_block <= out.size(); b += fits_block)
+            for (std::size_t c = b; c < b + fits_block; c += card_bytes)
+                if (is_end_card(out.data() + c)) {
+                    out.resize(b + fits_block);
+                    return out;
+                }
+        if (got < chunk) return out;
+    }
+}
+
+// How the file's samples become the image's.
+enum class Stored : unsigned char { u8, u16, f32, i8, i16 };  // i8 and i16 become f32
+
+std::size_t stored_bytes(Stored s) {
+    return s == Stored::u8 || s == Stored::i8 ? 1 : s == Stored::f32 ? 4 : 2;
+}
+
+struct FitsLayout {
+    std::uint64_t width = 0, height = 0, planes = 1;
+    int naxis = 2;
+    Stored stored = Stored::u8;
+    PixelType type = PixelType::u8;
+    int hdu = 1;              // 1: the primary HDU, 2: the first extension
+    bool compressed = false;  // a tile-compressed image (a binary table cfitsio decompresses)
+    std::uint64_t data_offset = 0;  // uncompressed: the data unit's first byte
+    std::uint64_t tile_height = 1, tile_pixels = 0;  // compressed: ZTILE2, and the pixels of a whole tile
+
+    std::uint64_t plane_bytes() const { return saturating_product(width * height, stored_bytes(stored)); }
+    // Rows read through cfitsio at once (into a buffer when the image's rows are padded): about 1 MiB, and
+    // whole tiles of a compressed image, so that no tile is decompressed twice.
+    std::uint64_t chunk_rows() const {
+        const std::uint64_t row = std::max<std::uint64_t>(1, width * bytes_per_sample(type));
+        return std::clamp<std::uint64_t>(std::max<std::uint64_t>((std::uint64_t(1) << 20) / row, compressed ? tile_height : 1), 1,
+                                         height);
+    }
+};
+
+std::string axes_text(int naxis, const long long* axes) {
+    std::string s;
+    for (int k = 0; k < std::min(naxis, most_axes); ++k) s += (k ? " x " : "") + std::to_string(axes[k]);
+    if (naxis > most_axes) s += " x ...";
+    return s;
+}
+
+std::string number_text(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.17g", v);
+    return b;
+}
+
+// A keyword's value as a double; `fallback` when the header lacks it.
+double key_or(fitsfile* f, const char* key, double fallback, const std::string& name) {
+    double v = fallback;
+    int status = 0;
+    if (fits_read_key(f, TDOUBLE, key, &v, nullptr, &status)) {
+        if (status == KEY_NO_EXIST) return fallback;
+        bad_fits(name, std::string("the ") + key + " card", status);
+    }
+    return v;
+}
+
+// The samples of BITPIX `bitpix` scaled by BSCALE/BZERO as apron's, or the refusal naming what the file holds.
+Stored sample_kind(int bitpix, double bscale, double bzero, const std::string& name) {
+    const std::string reads =
+        "; apron reads BITPIX 8 (u8), 16 with BZERO 32768 (u16), -32 (f32), and 16 or 8 with BZERO -128 (signed, as f32)";
+    if (bscale == 1) {
+        if (bitpix == 8 && bzero == 0) return Stored::u8;
+        if (bitpix == 8 && bzero == -128) return Stored::i8;
+        if (bitpix == 16 && bzero == 32768) return Stored::u16;
+        if (bitpix == 16 && bzero == 0) return Stored::i16;
+        if (bitpix == -32 && bzero == 0) return Stored::f32;
+    }
+    switch (bitpix) {
+    case 32:
+    case 64:
+        fail(name, "FITS image of " + std::to_string(bitpix) + "-bit integers (BITPIX " + std::to_string(bitpix) + reads +
+                       "; f32 cannot hold every " + std::to_string(bitpix) +
+                       "-bit integer, so it is refused rather than rounded)");
+    case -64:
+        fail(name, "FITS image of 64-bit floats (BITPIX -64)" + reads +
+                       "; f64 to f32 would lose precision, so it is refused rather than rounded (write it as BITPIX -32 "
+                       "first if f32 is what you want)");
+    case 8:
+    case 16:
+    case -32:
+        fail(name, "FITS image of scaled samples (BITPIX " + std::to_string(bitpix) + ", BSCALE " + number_text(bscale) +
+                       ", BZERO " + number_text(bzero) + ")" + reads +
+                       " with BSCALE 1, as stored (write the physical values as BITPIX -32 first)");
+    default: fail(name, "bad FITS file: BITPIX " + std::to_string(bitpix) + " is not a FITS sample type");
+    }
+}
+
+// The headers of a FITS file and the layout of its image, then, on request, its pixels.
+class FitsReader {
+public:
+    FitsReader(const ByteSource& source, const std::string& name) : source_(source), name_(name) {
+        if (const Bytes whole = source.memory(); !whole.empty()) {
+            whole_ = true;
+            open(whole);
+            return;
+        }
+        // A file read on demand: cfitsio gets the primary header, and the first extension's when the primary
+        // HDU is empty (no data lies between them then).
+        bytes_ = header_blocks(source, 0);
+        std::unique_ptr<FitsMemory> primary = std::make_unique<FitsMemory>(Bytes(bytes_), name_);
+        if (primary_is_empty(primary->get()) && source.size() > bytes_.size()) {
+            primary.reset();
+            const Buffer next = header_blocks(source, bytes_.size());
+            bytes_.insert(bytes_.end(), next.begin(), next.end());
+        }
+        primary.reset();
+        open(Bytes(bytes_));
+    }
+
+    const FitsLayout& layout() const { return layout_; }
+    int planes() const { return int(layout_.planes); }
+
+    // The file (held whole when in memory or tile-compressed) and cfitsio's buffers besides the image.
+    Held held() const {
+        Held h;
+        const bool via_cfitsio = whole_ || layout_.compressed;
+        h.file_bytes = via_cfitsio ? source_.size() : 0;
+        if (via_cfitsio)
+            h.decoder_bytes = layout_.chunk_rows() * layout_.width * bytes_per_sample(layout_.type) +
+                              (layout_.compressed ? saturating_product(layout_.tile_pixels, 16) : 0);  // cfitsio's tile buffers
+        return h;
+    }
+
+    // The plane read_image reads for `page`: a cube needs one named; -1 is an image's only plane.
+    int plane_for(int page) const {
+        if (page < 0 && layout_.planes > 1)
+            fail(name_, "a FITS cube of " + std::to_string(layout_.planes) + " planes (NAXIS3 = " + std::to_string(layout_.planes) +
+                            "), and one image was asked for (apron filter writes every plane to a .fits or .tif output; the "
+                            "library reads them with read_pages, or one with ReadOptions::page)");
+        const int p = std::max(page, 0);
+        if (std::uint64_t(p) >= layout_.planes)
+            fail(name_, "no page " + std::to_string(p) + " (the FITS file has " + std::to_string(layout_.planes) +
+                            (layout_.planes == 1 ? " plane)" : " planes)"));
+        return p;
+    }
+
+    ImageShape shape(const ReadOptions& options, std::uint64_t pages_bytes = 0) const {
+        Held h = held();
+        h.pages_bytes = pages_bytes;
+        return check_image(name_, layout_.width, layout_.height, 1, layout_.type, options, h);
+    }
+
+    // Refuses an uncompressed image whose data unit the file does not hold, before any pixel is allocated.
+    void check_complete() const {
+        if (layout_.compressed) return;
+        const std::uint64_t want = saturating_product(layout_.plane_bytes(), layout_.planes);
+        const std::uint64_t size = source_.size();
+        if (layout_.data_offset > size || want > size - layout_.data_offset)
+            fail(name_, "truncated FITS file: the header promises " + std::to_string(want) + " bytes of samples from byte " +
+                            std::to_string(layout_.data_offset) + ", and the file has " + std::to_string(size) + " bytes");
+    }
+
+    // Plane `plane`, rows [y0, y0 + out.height()), into `out` (the image's type, width and one channel).
+    void read_rows(int plane, int y0, ImageView out, int threads) {
+        if (!whole_ && !layout_.compressed) return read_stored_rows(plane, y0, out, threads);
+        if (!whole_) load_whole();
+        read_through_cfitsio(plane, y0, out);
+    }
+
+    ImageMetadata metadata() const {
+        ImageMetadata m;
+        m.fits_cards = cards_;
+        return m;
+    }
+
+private:
+    static bool primary_is_empty(fitsfile* f) {
+        int status = 0, bitpix = 0, naxis = 0;
+        long long axes[most_axes] = {};
+        if (fits_get_img_paramll(f, most_axes, &bitpix, &naxis, axes, &status)) return false;  // open() says why
+        return naxis == 0 || std::any_of(axes, axes + std::min(naxis, most_axes), [](long long n) { return n == 0; });
+    }
+
+    // cfitsio over `bytes` (the whole file, or its headers), on the image's HDU, and the layout read there.
+    void open(Bytes bytes) {
+        file_.reset();
+        file_ = std::make_unique<FitsMemory>(bytes, name_);
+        fitsfile* f = file_->get();
+        int status = 0, bitpix = 0, naxis = 0;
+        long long axes[most_axes] = {};
+        if (fits_get_img_paramll(f, most_axes, &bitpix, &naxis, axes, &status)) bad_fits(name_, "the primary header", status);
+        layout_ = FitsLayout{};
+        if (primary_is_empty(f)) {
+            const std::string primary = naxis == 0 ? "NAXIS 0" : axes_text(naxis, axes);
+            int type = 0;
+            if (fits_movabs_hdu(f, 2, &type, &status)) {
+                if (status == END_OF_FILE)
+                    fail(name_, "the FITS file holds no image: its primary HDU has no data (" + primary + ") and no extension follows");
+                bad_fits(name_, "the first extension's header", status);
+            }
+            if (type != IMAGE_HDU)
+                fail(name_, "the FITS file holds no image: its primary HDU has no data (" + primary + ") and its first extension is " +
+                                (type == BINARY_TBL ? "a binary table" : "an ASCII table") +
+                                " (apron reads the image of the primary HDU, or of the first extension when the primary HDU is empty)");
+            layout_.hdu = 2;
+            if (fits_get_img_paramll(f, most_axes, &bitpix, &naxis, axes, &status)) bad_fits(name_, "the first extension's header", status);
+            if (naxis == 0 || std::any_of(axes, axes + std::min(naxis, most_axes), [](long long n) { return n == 0; }))
+                fail(name_, "the FITS file holds no image: neither its primary HDU nor its first extension has data");
+        }
+        const std::string where = layout_.hdu == 1 ? "" : " (in the first extension)";
+        if (naxis == 1)
+            fail(name_, "a one-dimensional FITS array of " + std::to_string(axes[0]) + " values (NAXIS 1)" + where +
+                            "; apron reads images (NAXIS 2) and cubes of planes (NAXIS 3)");
+        if (naxis > 3)
+            fail(name_, "a FITS array of NAXIS " + std::to_string(naxis) + " (" + axes_text(naxis, axes) + ")" + where +
+                            "; apron reads images (NAXIS 2) and cubes of planes (NAXIS 3)");
+        if (std::any_of(axes, axes + naxis, [](long long n) { return n < 0; })) fail(name_, "bad FITS file: a negative NAXISn");
+        layout_.naxis = naxis;
+        layout_.width = std::uint64_t(axes[0]);
+        layout_.height = std::uint64_t(axes[1]);
+        layout_.planes = naxis == 3 ? std::uint64_t(axes[2]) : 1;
+        if (layout_.planes > std::uint64_t(INT_MAX))
+            fail(name_, "a FITS cube of " + std::to_string(layout_.planes) + " planes, more than apron counts (" + std::to_string(INT_MAX) + ")");
+        layout_.stored = sample_kind(bitpix, key_or(f, "BSCALE", 1, name_), key_or(f, "BZERO", 0, name_), name_);
+        layout_.type = layout_.stored == Stored::u8 ? PixelType::u8 : layout_.stored == Stored::u16 ? PixelType::u16 : PixelType::f32;
+        layout_.compressed = fits_is_compressed_image(f, &status) != 0;
+        if (status) bad_fits(name_, "the image's header", status);
+        long long head = 0, data = 0, end = 0;
+        if (fits_get_hduaddrll(f, &head, &data, &end, &status)) bad_fits(name_, "the image's header", status);
+        layout_.data_offset = std::uint64_t(data);
+        if (layout_.compressed) check_tiling(f);
+        read_cards(f);
+    }
+
+    // cfitsio decodes the tiles of a compressed image without bounding every decoder by the bytes it was
+    // given: HCOMPRESS and PLIO decoders are not even given their length, and a damaged Rice stream makes
+    // the Rice decoder read past its end (a crash, found by fuzz_fits). What can be told from the header is
+    // checked here, as cfitsio read it (its FITSfile, which fitsio.h makes public): the algorithm (Rice, GZIP
+    // or none; HCOMPRESS and PLIO refused by name), tiles within the image, the Rice parameters, and the
+    // dithering seed of quantized floats (an index into cfitsio's table of random numbers). Each tile is
+    // checked before any is decoded (check_tiles).
+    void check_tiling(fitsfile* f) {
+        const FITSfile& c = *f->Fptr;
+        switch (c.compress_type) {
+        case RICE_1:
+        case GZIP_1:
+        case GZIP_2:
+        case NOCOMPRESS: break;
+        case HCOMPRESS_1:
+        case PLIO_1:
+            fail(name_, std::string("a FITS image tile-compressed with ") + (c.compress_type == PLIO_1 ? "PLIO_1" : "HCOMPRESS_1") +
+                            ", which apron does not read: cfitsio's decoder for it is not bounded by the data it is given, so a "
+                            "damaged file could crash it (apron reads RICE_1 and GZIP; decompress it first, e.g. with funpack)");
+        default:
+            fail(name_, "a FITS image tile-compressed with an algorithm apron does not read (cfitsio's code " +
+                            std::to_string(c.compress_type) + "; apron reads RICE_1 and GZIP)");
+        }
+        if (c.zndim != layout_.naxis) fail(name_, "bad FITS file: ZNAXIS " + std::to_string(c.zndim) + " for an image of NAXIS " + std::to_string(layout_.naxis));
+        std::uint64_t pixels = 1;
+        for (int d = 0; d < c.zndim; ++d) {
+            if (c.tilesize[d] < 1 || c.tilesize[d] > c.znaxis[d])
+                fail(name_, "bad FITS file: ZTILE" + std::to_string(d + 1) + " = " + std::to_string(c.tilesize[d]) +
+                                " is not a tile side within the image (ZNAXIS" + std::to_string(d + 1) + " = " +
+                                std::to_string(c.znaxis[d]) + ")");
+            pixels = saturating_product(pixels, std::uint64_t(c.tilesize[d]));
+        }
+        layout_.tile_pixels = pixels;
+        layout_.tile_height = std::uint64_t(c.tilesize[1]);
+        if (c.compress_type == RICE_1 && c.rice_blocksize < 1)
+            fail(name_, "bad FITS file: a Rice block of " + std::to_string(c.rice_blocksize) + " pixels");
+        if (c.zbitpix < 0 && (c.dither_seed < 1 || c.dither_seed > 10000))
+            fail(name_, "bad FITS file: ZDITHER0 = " + std::to_string(c.dither_seed) + " is not 1 to 10000");
+    }
+
+    // Every tile's stored bytes must lie in the table's heap, within the file, before cfitsio allocates a
+    // buffer of the size a descriptor claims; and every Rice tile's stream is walked as the decoder will
+    // read it: the first pixel as stored, then per block of rice_blocksize pixels a code of 3, 4 or 5 bits
+    // (8-, 16-, 32-bit pixels), and per pixel nothing (code 0), its raw bits (the largest code), or a unary
+    // count ended by a one and then code - 1 more bits. A stream that ends before its tile's pixels is
+    // refused before cfitsio reads past it.
+    void check_tiles(fitsfile* f) {
+        const FITSfile& c = *f->Fptr;
+        const std::uint64_t file_end = (source_.size() + fits_block - 1) / fits_block * fits_block;  // padded as read
+        const int bytes = c.rice_bytepix == 1 ? 1 : c.rice_bytepix == 2 ? 2 : 4;  // cfitsio's choice of Rice decoder
+        const int code_bits = bytes == 1 ? 3 : bytes == 2 ? 4 : 5;
+        const unsigned raw_code = bytes == 1 ? 7 : bytes == 2 ? 15 : 26;  // the code of raw pixels
+        struct Column {
+            int number;
+            std::uint64_t element_bytes;
+        };
+        std::vector<Column> columns;
+        for (const int number : {c.cn_compressed, c.cn_gzip_data, c.cn_uncompressed}) {
+            if (number <= 0) continue;
+            int type = 0, status = 0;
+            long repeat = 0, width = 0;
+            if (fits_get_coltype(f, number, &type, &repeat, &width, &status)) bad_fits(name_, "the tile table's columns", status);
+            columns.push_back({number, std::uint64_t(std::clamp<long>(width, 1, 16))});
+        }
+        long long counts[MAX_COMPRESS_DIM] = {}, index[MAX_COMPRESS_DIM] = {};
+        for (int d = 0; d < c.zndim; ++d) counts[d] = (c.znaxis[d] - 1) / c.tilesize[d] + 1;
+        Buffer stream;
+        for (long long row = 1;; ++row) {
+            std::uint64_t pixels = 1;
+            for (int d = 0; d < c.zndim; ++d)
+                pixels *= std::uint64_t(std::min<long long>(c.tilesize[d], c.znaxis[d] - index[d] * c.tilesize[d]));
+            for (const Column& column : columns) {
+                long long length = 0, heap = 0;
+                int status = 0;
+                if (fits_read_descriptll(f, column.number, row, &length, &heap, &status))
+                    bad_fits(name_, "tile " + std::to_string(row) + "'s descriptor", status);
+                const std::uint64_t stored = saturating_product(std::uint64_t(std::max(length, 0LL)), column.element_bytes);
+                const std::uint64_t at = std::uint64_t(std::max(c.datastart, 0LL)) + std::uint64_t(std::max(c.heapstart, 0LL)) +
+                                         std::uint64_t(std::max(heap, 0LL));
+                if (length < 0 || heap < 0 || length > INT_MAX || stored > std::uint64_t(std::max(c.heapsize, 0LL)) ||
+                    std::uint64_t(heap) > std::uint64_t(std::max(c.heapsize, 0LL)) - stored || at > file_end || stored > file_end - at)
+                    fail(name_, "bad FITS file: tile " + std::to_string(row) + " claims " + std::to_string(length) + " values at byte " +
+                                    std::to_string(heap) + " of a heap of " + std::to_string(c.heapsize) + " bytes in a file of " +
+                                    std::to_string(source_.size()));
+                if (c.compress_type != RICE_1 || column.number != c.cn_compressed || length == 0) continue;
+                stream.resize(std::size_t(length));
+                if (fits_read_col(f, TBYTE, column.number, row, 1, length, nullptr, stream.data(), nullptr, &status))
+                    bad_fits(name_, "tile " + std::to_string(row), status);
+                if (!rice_stream_holds(stream, pixels, bytes, code_bits, raw_code, std::uint64_t(8 * bytes),
+                                       std::uint64_t(c.rice_blocksize)))
+                    fail(name_, "bad FITS file: Rice-compressed tile " + std::to_string(row) + " (" + std::to_string(length) +
+                                    " bytes) ends before its " + std::to_string(pixels) + " pixels");
+            }
+            int d = 0;
+            for (; d < c.zndim && ++index[d] == counts[d]; ++d) index[d] = 0;
+            if (d == c.zndim) break;
+        }
+    }
+
+    static bool rice_stream_holds(const Buffer& c, std::uint64_t pixels, int bytes, int code_bits, unsigned raw_code,
+                                  std::uint64_t raw_bits, std::uint64_t block) {
+        const std::uint64_t end = std::uint64_t(c.size()) * 8;
+        std::uint64_t at = std::uint64_t(bytes) * 8;  // after the first pixel, stored as it is
+        if (c.size() < std::size_t(bytes) + 1) return false;  // the decoder loads the byte after it at once
+        const auto bit = [&](std::uint64_t p) { return (c[std::size_t(p >> 3)] >> (7 - (p & 7))) & 1u; };
+        for (std::uint64_t i = 0; i < pixels;) {
+            if (end - at < std::uint64_t(code_bits)) return false;
+            unsigned code = 0;
+            for (int k = 0; k < code_bits; ++k) code = code << 1 | bit(at++);
+            const std::uint64_t n = std::min(block, pixels - i);
+            i += n;
+            if (code == 0) continue;  // every difference zero: no bits
+            if (code == raw_code) {   // raw pixels (the 32-bit codes above it are Rice codes of code - 1 bits)
+                if ((end - at) / raw_bits < n) return false;
+                at += n * raw_bits;
+                continue;
+            }
+            const std::uint64_t low_bits = code - 1;
+            for (std::uint64_t k = 0; k < n; ++k) {
+                while (true) {  // the unary part, ended by a one
+                    if (at >= end) return false;
+                    if (bit(at++)) break;
+                }
+                if (end - at < low_bits) return false;
+                at += low_bits;
+            }
+        }
+        return true;
+    }
+
+    // The header's cards as text (a compressed image's as the image header it stands for), less the
+    // structural ones and blank cards.
+    void read_cards(fitsfile* f) {
+        cards_.clear();
+        char* text = nullptr;
+        int count = 0, status = 0;
+        if (fits_convert_hdr2str(f, 0, nullptr, 0, &text, &count, &status)) {
+            int freed = 0;  // cfitsio's calls do nothing while the status they are given holds an error
+            if (text) fits_free_memory(text, &freed);
+            bad_fits(name_, "the header's cards", status);
+        }
+        const std::unique_ptr<char, void (*)(char*)> owned(text, [](char* p) {
+            int s = 0;
+            fits_free_memory(p, &s);
+        });
+        const std::size_t length = std::strlen(text);
+        for (std::size_t at = 0; at < length; at += card_bytes) {
+            std::string card(text + at, std::min(card_bytes, length - at));
+            while (!card.empty() && card.back() == ' ') card.pop_back();
+            if (card.empty() || is_structural_fits_card(card)) continue;
+            const std::vector<std::string>& own = cfitsio_own_cards();
+            if (std::find(own.begin(), own.end(), card) != own.end()) continue;
+            cards_.push_back(std::move(card));
+        }
+    }
+
+    // A tile-compressed image from a file read on demand: cfitsio decompresses it from the whole file.
+    void load_whole() {
+        Buffer all;
+        try {
+            all.resize(source_.size());
+        } catch (const std::bad_alloc&) {
+            fail(name_, "out of host memory for the file (" + format_bytes(source_.size()) + ")");
+        }
+        if (source_.read(0, all.data(), all.size()) != all.size()) fail(name_, "cannot read the file whole: it is truncated or unreadable");
+        bytes_ = std::move(all);
+        whole_ = true;
+        const FitsLayout before = layout_;
+        open(Bytes(bytes_));
+        if (layout_.width != before.width || layout_.height != before.height || layout_.planes != before.planes ||
+            layout_.type != before.type)
+            fail(name_, "the file changed while it was read");
+    }
+
+    void read_through_cfitsio(int plane, int y0, ImageView out) {
+        if (layout_.compressed && !tiles_checked_) {
+            check_tiles(file_->get());
+            tiles_checked_ = true;
+        }
+        const int datatype = out.type() == PixelType::u8 ? TBYTE : out.type() == PixelType::u16 ? TUSHORT : TFLOAT;
+        const std::size_t row_bytes = out.shape.row_bytes();
+        const bool contiguous = out.pitch == row_bytes;
+        const int rows = contiguous ? out.height() : int(std::min<std::uint64_t>(layout_.chunk_rows(), std::uint64_t(out.height())));
+        Buffer chunk(contiguous ? 0 : row_bytes * std::size_t(rows));
+        for (int r = 0; r < out.height(); r += rows) {
+            const int n = std::min(rows, out.height() - r);
+            long long first[3] = {1, y0 + r + 1, plane + 1};
+            void* dst = contiguous ? static_cast<void*>(out.row_bytes(r)) : chunk.data();
+            int status = 0;
+            if (fits_read_pixll(file_->get(), datatype, first, static_cast<long long>(n) * out.width(), nullptr, dst, nullptr, &status))
+                bad_fits(name_, (n > 1 ? "rows " + std::to_string(y0 + r) + "-" + std::to_string(y0 + r + n - 1) : "row " + std::to_string(y0 + r)) +
+                                    (layout_.planes > 1 ? " of plane " + std::to_string(plane) : ""),
+                         status);
+            if (!contiguous)
+                for (int k = 0; k < n; ++k) std::memcpy(out.row_bytes(r + k), chunk.data() + std::size_t(k) * row_bytes, row_bytes);
+        }
+    }
+
+    // Samples at fixed offsets, big-endian: straight into the rows (signed samples land at the start of each
+    // f32 row, then widen in place from its end, so none is overwritten before it is read).
+    void read_stored_rows(int plane, int y0, ImageView out, int threads) {
+        FixedRows r;
+        r.data_offset = layout_.data_offset + std::uint64_t(plane) * layout_.plane_bytes();
+        r.byte_order = ByteOrder::big;
+        r.offset_binary = layout_.stored == Stored::u16;
+        const bool widen = layout_.stored == Stored::i8 || layout_.stored == Stored::i16;
+        r.shape = ImageShape{int(layout_.width), int(layout_.height), 1,
+                             layout_.stored == Stored::i8 ? PixelType::u8 : layout_.stored == Stored::i16 ? PixelType::u16 : out.type()};
+        const ImageView into{out.data, ImageShape{out.width(), out.height(), 1, r.shape.type}, out.pitch, out.memory};
+        read_fixed_rows(source_, name_, r, y0, into, threads);
+        if (!widen) return;
+        for (int y = 0; y < out.height(); ++y) {
+            auto* row = reinterpret_cast<std::uint8_t*>(out.row_bytes(y));
+            for (std::size_t i = std::size_t(out.width()); i-- > 0;) {
+                float v;
+                if (layout_.stored == Stored::i8) {
+                    v = float(int(row[i]) - 128);
+                } else {
+                    std::int16_t s;
+                    std::memcpy(&s, row + 2 * i, 2);
+                    v = float(s);
+                }
+                std::memcpy(row + 4 * i, &v, 4);
+            }
+        }
+    }
+
+    const ByteSource& source_;
+    std::string name_;
+    Buffer bytes_;        // the headers of a file read on demand, or the whole file once loaded
+    bool whole_ = false;  // cfitsio has the whole file (in memory from the start, or loaded)
+    bool tiles_checked_ = false;  // every tile checked (a compressed image, before its first read)
+    std::unique_ptr<FitsMemory> file_;
+    FitsLayout layout_;
+    std::vector<std::string> cards_;
+};
+
+Image decode_plane(FitsReader& reader, int plane, const std::string& name, const ReadOptions& options, std::uint64_t pages_bytes,
+                   int threads) {
+    const ImageShape shape = reader.shape(options, pages_bytes);
+    reader.check_complete();
+    Held held = reader.held();
+    held.pages_bytes = pages_bytes;
+    Image img = allocate_image(name, std::uint64_t(shape.width), std::uint64_t(shape.height), 1, shape.type, options, held);
+    reader.read_rows(plane, 0, img.view(), threads);
+    return img;
+}
+
+}  // namespace
+
+Image decode_fits(Bytes bytes, const std::string& name, const ReadOptions& options) {
+    return decode_fits(MemorySource(bytes), name, options);
+}
+
+Image decode_fits(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    FitsReader reader(source, name);
+    const int plane = reader.plane_for(options.page);
+    return decode_plane(reader, plane, name, options, 0, io_threads_for_whole_images());
+}
+
+std::vector<Image> decode_fits_pages(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    FitsReader reader(source, name);
+    reader.shape(options);  // the size refused before any plane is read
+    reader.check_complete();
+    std::vector<Image> pages;
+    std::uint64_t held_pages = 0;  // the planes decoded so far stay held with the next one
+    for (int p = 0; p < reader.planes(); ++p) {
+        Image img = decode_plane(reader, p, name, options, held_pages, io_threads_for_whole_images());
+        held_pages += image_bytes(std::uint64_t(img.width()), std::uint64_t(img.height()), 1, img.type());
+        pages.push_back(std::move(img));
+    }
+    return pages;
+}
+
+ImageShape probe_fits(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    FitsReader reader(source, name);
+    reader.plane_for(options.page);
+    return reader.shape(options);
+}
+
+std::vector<ImageShape> probe_fits_pages(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    FitsReader reader(source, name);
+    return std::vector<ImageShape>(std::size_t(reader.planes()), reader.shape(options));
+}
+
+int count_fits_pages(const ByteSource& source, const std::string& name, const ReadOptions&) {
+    return FitsReader(source, name).planes();
+}
+
+ImageMetadata metadata_fits(const ByteSource& source, const std::string& name, const ReadOptions&) {
+    return FitsReader(source, name).metadata();
+}
+
+namespace {
+
+class FitsRows final : public RowSource {
+public:
+    FitsRows(std::unique_ptr<ByteSource> file, const std::string& name, const ReadOptions& options, int threads)
+        : file_(std::move(file)), name_(name), reader_(*file_, name_), threads_(threads) {
+        plane_ = reader_.plane_for(options.page);
+        shape_ = reader_.shape(options);
+        reader_.check_complete();
+    }
+    bool compressed() const { return reader_.layout().compressed; }
+    const ImageShape& shape() const override { return shape_; }
+    const std::string& path() const override { return name_; }
+    std::uint64_t buffer_bytes() const override { return 0; }
+    void read_rows(int y0, ImageView band) override {
+        if (y0 < 0 || band.height() > shape_.height - y0) fail(name_, "rows " + std::to_string(y0) + "+ are outside the image");
+        reader_.read_rows(plane_, y0, band, threads_);
+    }
+
+private:
+    std::unique_ptr<ByteSource> file_;
+    std::string name_;
+    FitsReader reader_;
+    int threads_ = 1, plane_ = 0;
+    ImageShape shape_;
+};
+
+}  // namespace
+
+std::unique_ptr<RowSource> open_fits_rows(std::unique_ptr<ByteSource> file, const std::string& name, const ReadOptions& options,
+                                          int threads) {
+    auto rows = std::make_unique<FitsRows>(std::move(file), name, options, threads);
+    if (rows->compressed()) return nullptr;
+    return rows;
+}
+
+namespace {
+
+// cfitsio grows the file it writes in memory through a realloc-like callback without a context pointer:
+// the buffer being written is this thread's.
+thread_local Buffer* growing = nullptr;
+
+void* grow_buffer(void* p, std::size_t n) {
+    if (!growing || p != static_cast<void*>(growing->data())) return nullptr;
+    try {
+        growing->resize(std::max<std::size_t>(n, 1));
+    } catch (...) {
+        return nullptr;  // cfitsio reports a memory error; no exception may cross its C frames
+    }
+    return growing->data();
+}
+
+class FitsWriter {
+public:
+    FitsWriter(Buffer& out, const std::string& name) : out_(out), name_(name) {
+        growing = &out_;
+        data_ = out_.data();
+        size_ = out_.size();
+        int status = 0;
+        if (fits_create_memfile(&f_, &data_, &size_, 0, grow_buffer, &status)) {
+            f_ = nullptr;
+            failed("cannot create the file", status);
+        }
+    }
+    ~FitsWriter() {
+        int status = 0;
+        if (f_) fits_close_file(f_, &status);
+        growing = nullptr;
+    }
+    FitsWriter(const FitsWriter&) = delete;
+    FitsWriter& operator=(const FitsWriter&) = delete;
+
+    fitsfile* get() const { return f_; }
+    [[noreturn]] void failed(const std::string& what, int status) const {
+        fail(name_, "cannot encode FITS: " + what + " (cfitsio: " + cfitsio_text(status) + ")");
+    }
+    // Closes the file; the buffer then holds exactly its bytes.
+    void finish() {
+        int status = 0;
+        long long head = 0, data = 0, end = 0;
+        if (fits_get_hduaddrll(f_, &head, &data, &end, &status)) failed("the data unit", status);
+        if (fits_close_file(f_, &status)) failed("closing", status);
+        f_ = nullptr;
+        growing = nullptr;
+        out_.resize(std::size_t(end));
+    }
+
+private:
+    Buffer& out_;
+    std::string name_;
+    void* data_ = nullptr;
+    std::size_t size_ = 0;
+    fitsfile* f_ = nullptr;
+};
+
+}  // namespace
+
+Buffer encode_fits_pages(std::span<const ConstImageView> pages, const ImageMetadata& metadata, const std::string& name,
+                         const WriteOptions&) {
+    if (pages.empty()) fail(name, "no pages to write");
+    const ImageShape& shape = pages[0].shape;
+    if (shape.channels != 1)
+        fail(name, "cannot write a " + std::to_string(shape.channels) +
+                       "-channel image as FITS: apron writes FITS images of one channel (a cube's planes are pages, not "
+                       "channels); write colour images as .tif or .png");
+    for (std::size_t p = 1; p < pages.size(); ++p)
+        if (!(pages[p].shape == shape))
+            fail(name, "a FITS cube holds planes of one size and type, and page " + std::to_string(p) + " is " +
+                           std::to_string(pages[p].width()) + "x" + std::to_string(pages[p].height()) + " " + to_string(pages[p].type()) +
+                           (pages[p].channels() > 1 ? " with " + std::to_string(pages[p].channels()) + " channels" : "") + " where page 0 is " +
+                           std::to_string(shape.width) + "x" + std::to_string(shape.height) + " " + to_string(shape.type) +
+                           " (write .tif to keep pages of different shapes)");
+    const int bitpix = shape.type == PixelType::u8 ? BYTE_IMG : shape.type == PixelType::u16 ? USHORT_IMG : FLOAT_IMG;
+    const int datatype = shape.type == PixelType::u8 ? TBYTE : shape.type == PixelType::u16 ? TUSHORT : TFLOAT;
+    const std::size_t row_bytes = shape.row_bytes();
+    // The whole file at once (cfitsio grows it if the header takes more): the structural cards, the carried
+    // ones, END, and the samples, each part padded to whole blocks.
+    const auto blocks = [](std::uint64_t bytes) { return (bytes + fits_block - 1) / fits_block * fits_block; };
+    Buffer out;
+    out.resize(std::size_t(blocks((16 + metadata.fits_cards.size()) * card_bytes) + blocks(std::uint64_t(row_bytes) * shape.height * pages.size())));
+    FitsWriter w(out, name);
+    int status = 0;
+    long long axes[3] = {shape.width, shape.height, static_cast<long long>(pages.size())};
+    if (fits_create_imgll(w.get(), bitpix, pages.size() > 1 ? 3 : 2, axes, &status)) w.failed("the image header", status);
+    // cfitsio's own commentary cards (its COMMENT on the FITS standard), which a FITS input written by cfitsio
+    // carries too: written once, not once more with every round trip.
+    std::vector<std::string> own;
+    int keys = 0;
+    if (fits_get_hdrspace(w.get(), &keys, nullptr, &status)) w.failed("the image header", status);
+    for (int k = 1; k <= keys; ++k) {
+        char card[FLEN_CARD] = {};
+        if (fits_read_record(w.get(), k, card, &status)) w.failed("the image header", status);
+        std::string text(card);
+        while (!text.empty() && text.back() == ' ') text.pop_back();
+        own.push_back(std::move(text));
+    }
+    for (const std::string& card : metadata.fits_cards) {
+        if (card.empty() || is_structural_fits_card(card)) continue;
+        if (const auto it = std::find(own.begin(), own.end(), card); it != own.end()) {
+            own.erase(it);
+            continue;
+        }
+        if (card.size() > card_bytes) fail(name, "cannot write the FITS card '" + card + "': it is longer than 80 columns");
+        if (fits_write_record(w.get(), card.c_str(), &status))
+            fail(name, "cannot write the FITS card '" + card + "' (cfitsio: " + cfitsio_text(status) + ")");
+    }
+    // cfitsio byte-swaps the floats it is given in place before writing them: it gets a copy of each run of
+    // rows (about 1 MiB), never the caller's image.
+    const int run_rows = int(std::clamp<std::size_t>((std::size_t(1) << 20) / row_bytes, 1, std::size_t(shape.height)));
+    Buffer scratch(row_bytes * std::size_t(run_rows));
+    for (std::size_t p = 0; p < pages.size(); ++p) {
+        const ConstImageView& page = pages[p];
+        for (int y = 0; y < page.height(); y += run_rows) {
+            const int n = std::min(run_rows, page.height() - y);
+            for (int k = 0; k < n; ++k) std::memcpy(scratch.data() + std::size_t(k) * row_bytes, page.row_bytes(y + k), row_bytes);
+            long long first[3] = {1, y + 1, static_cast<long long>(p) + 1};
+            if (fits_write_pixll(w.get(), datatype, first, static_cast<long long>(n) * page.width(), scratch.data(), &status))
+                w.failed("the samples", status);
+        }
+    }
+    w.finish();
+    return out;
+}
+
+Buffer encode_fits(ConstImageView image, const std::string& name, const WriteOptions& options) {
+    return encode_fits_pages(std::span(&image, 1), options.metadata, name, options);
+}
+
+}  // namespace apron::io
+
+#else  // !APRON_HAVE_FITS: dispatch never calls these (can_store refuses FITS), but the linker needs them.
+
+namespace apron::io {
+
+namespace {
+[[noreturn]] void not_built(const std::string& name) {
+    fail(name, "FITS support is not built in (install libcfitsio-dev and rebuild apron)");
+}
+}  // namespace
+
+Image decode_fits(Bytes, const std::string& name, const ReadOptions&) { not_built(name); }
+Image decode_fits(const ByteSource&, const std::string& name, const ReadOptions&) { not_built(name); }
+std::vector<Image> decode_fits_pages(const ByteSource&, const std::string& name, const ReadOptions&) { not_built(name); }
+ImageShape probe_fits(const ByteSource&, const std::string& name, const ReadOptions&) { not_built(name); }
+std::vector<ImageShape> probe_fits_pages(const ByteSource&, const std::string& name, const ReadOptions&) { not_built(name); }
+int count_fits_pages(const ByteSource&, const std::string& name, const ReadOptions&) { not_built(name); }
+ImageMetadata metadata_fits(const ByteSource&, const std::string& name, const ReadOptions&) { not_built(name); }
+std::unique_ptr<RowSource> open_fits_rows(std::unique_ptr<ByteSource>, const std::string& name, const ReadOptions&, int) {
+    not_built(name);
+}
+Buffer encode_fits_pages(std::span<const ConstImageView>, const ImageMetadata&, const std::string& name, const WriteOptions&) {
+    not_built(name);
+}
+Buffer encode_fits(ConstImageView, const std::string& name, const WriteOptions&) { not_built(name); }
+
+}  // namespace apron::io
+
+#endif

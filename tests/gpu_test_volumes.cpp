@@ -1,0 +1,85 @@
+// Volumes on the CUDA backend (SPEC.md "Volumes"): every 3-D linear filter within the float tolerance of the
+// CPU backend, morphology with 3-D elements bit-identical to it, from host volumes and from device volumes
+// (pitched rows, so steps along z run a z view per row).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "apron/pipeline.hpp"
+#include "core/dispatch.hpp"
+#include "gpu_test_support.hpp"
+#include "test_support.hpp"
+
+namespace apron::test {
+namespace {
+
+Image volume(int w, int h, int d, int c, PixelType t, std::uint32_t seed) {
+    Image v(ImageShape{w, h, c, t, d});
+    std::mt19937 rng(seed);
+    with_type(t, [&]<class T>() {
+        for (int y = 0; y < int(v.shape().rows()); ++y)
+            for (int k = 0; k < w * c; ++k) {
+                if constexpr (std::is_same_v<T, float>) v.row<T>(y)[k] = std::uniform_real_distribution<float>(-1, 2)(rng);
+                else v.row<T>(y)[k] = T(std::uniform_int_distribution<int>(0, int(highest_value<T>()))(rng));
+            }
+    });
+    return v;
+}
+
+double worst(ConstImageView a, ConstImageView b) { return max_abs_diff(a.all_rows(), b.all_rows()); }
+
+TEST(CudaVolumes, LinearFiltersAlongZMatchTheCpuBackend) {
+    REQUIRE_GPU();
+    for (const PixelType t : {PixelType::u8, PixelType::u16, PixelType::f32})
+        for (const int c : {1, 3})
+            for (const char* spec : {"gaussian:sigma=2,sigma_z=1", "gaussian:sigma=1,sigma_z=2,border=wrap", "box:width=3,depth=5",
+                                     "sobel:dx=0,dz=1,border=nearest", "unsharp:sigma=1,sigma_z=1,amount=1",
+                                     "gaussian:sigma=1,sigma_z=1,nan=ignore"}) {
+                const Image v = volume(37, 29, 11, c, t, 3 + c);
+                const Image cpu = Pipeline({spec}).run(v, {.backend = Backend::cpu, .out_type = PixelType::f32});
+                const Image gpu = Pipeline({spec}).run(v, {.backend = Backend::cuda, .out_type = PixelType::f32});
+                EXPECT_LE(worst(cpu, gpu), 2e-5 * (t == PixelType::f32 ? 2 : type_max(t)) * 4) << spec << " " << to_string(t) << " c=" << c;
+            }
+}
+
+TEST(CudaVolumes, MorphologyWithVolumeElementsIsBitIdenticalToTheCpuBackend) {
+    REQUIRE_GPU();
+    for (const PixelType t : {PixelType::u8, PixelType::u16, PixelType::f32})
+        for (const char* spec : {"dilate:se=ball:3", "erode:se=ball:2,border=reflect", "dilate:se=rect:5x3x3",
+                                 "erode:se=cross:3x3x3,border=constant,value=9", "gradient:se=ellipsoid:5x5x3", "open:se=ball:1"}) {
+            const Image v = volume(41, 23, 9, t == PixelType::u8 ? 4 : 1, t, 17);
+            const Image cpu = Pipeline({spec}).run(v, {.backend = Backend::cpu});
+            const Image gpu = Pipeline({spec}).run(v, {.backend = Backend::cuda});
+            EXPECT_EQ(worst(cpu, gpu), 0) << spec << " " << to_string(t);
+        }
+}
+
+#if APRON_HAVE_CUDA
+TEST(CudaVolumes, DeviceVolumesWithPaddedRowsRunInPlace) {
+    REQUIRE_GPU();
+    const Image v = volume(33, 17, 7, 1, PixelType::u16, 5);
+    ImageShape s = v.shape();
+    const std::size_t pitch = s.row_bytes() + 14;
+    void *in = nullptr, *out = nullptr;
+    ASSERT_EQ(cudaMalloc(&in, pitch * std::size_t(s.rows())), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&out, pitch * std::size_t(s.rows())), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy2D(in, pitch, v.view().data, v.pitch(), s.row_bytes(), std::size_t(s.rows()), cudaMemcpyHostToDevice),
+              cudaSuccess);
+    const ConstImageView din{static_cast<const std::byte*>(in), s, pitch, Memory::device};
+    const ImageView dout{static_cast<std::byte*>(out), s, pitch, Memory::device};
+    for (const char* spec : {"gaussian:sigma=1.5,sigma_z=1.5", "dilate:se=ball:2"}) {
+        Pipeline({spec}).run(din, dout, {.backend = Backend::cuda});
+        Image got(s);
+        ASSERT_EQ(cudaMemcpy2D(got.view().data, got.pitch(), out, pitch, s.row_bytes(), std::size_t(s.rows()), cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        const Image cpu = Pipeline({spec}).run(v, {.backend = Backend::cpu});
+        EXPECT_LE(worst(cpu, got), 1) << spec;
+    }
+    cudaFree(in);
+    cudaFree(out);
+}
+#endif
+
+} // namespace
+} // namespace apron::test

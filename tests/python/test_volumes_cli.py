@@ -1,0 +1,147 @@
+"""Volumes through `apron filter`: raw WxHxDxC files, filtered in 3-D against SciPy's N-D filters (and the ball
+of scikit-image's definition, x^2 + y^2 + z^2 <= R^2, restated here), and streamed in z-slabs bit-identical to
+the whole run within the memory budget."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+
+from conftest import leftovers, peak_rss_of, random_image
+
+MIB = 1 << 20
+MODES = ["reflect", "mirror", "nearest", "wrap", "constant"]
+
+
+def ball(r: int) -> np.ndarray:
+    z, y, x = np.mgrid[-r:r + 1, -r:r + 1, -r:r + 1]
+    return x * x + y * y + z * z <= r * r
+
+
+def raw_layout(v: np.ndarray) -> str:
+    d, h, w = v.shape[:3]
+    c = v.shape[3] if v.ndim == 4 else 1
+    return f"{w}x{h}x{d}x{c}:{ {np.uint8: 'u8', np.uint16: 'u16', np.float32: 'f32'}[v.dtype.type] }".replace(" ", "")
+
+
+def filter_volume(apron, tmp_path, v: np.ndarray, ops, *extra, out_dtype=None) -> np.ndarray:
+    src, dst = tmp_path / "in.raw", tmp_path / "out.raw"
+    v.tofile(src)
+    args = ["filter", src, dst, "--raw", raw_layout(v), "--backend", "cpu"]
+    for op in [ops] if isinstance(ops, str) else ops:
+        args += ["--op", op]
+    if out_dtype is not None:
+        args += ["--out-type", {np.float32: "f32", np.uint8: "u8", np.uint16: "u16"}[out_dtype]]
+    apron.run(*args, *extra)
+    return np.fromfile(dst, dtype=out_dtype or v.dtype).reshape(v.shape)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32])
+def test_gaussian_with_sigma_z_is_scipys_3d_gaussian(apron, tmp_path, mode, dtype):
+    v = random_image((9, 17, 23), dtype, 3)
+    got = filter_volume(apron, tmp_path, v, f"gaussian:sigma=1.5,sigma_y=1,sigma_z=0.8,border={mode},value=2")
+    # apron's radius is ceil(3 sigma) on each axis: (3, 3, 5).
+    ref = ndi.gaussian_filter(v.astype(np.float64), sigma=(0.8, 1, 1.5), mode=mode, cval=2, radius=(3, 3, 5))
+    if dtype == np.float32:
+        np.testing.assert_allclose(got, ref, atol=2e-5 * max(1.0, float(np.abs(v).max())))
+    else:
+        assert np.abs(got.astype(np.float64) - np.clip(np.round(ref), 0, np.iinfo(dtype).max)).max() <= 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_box_with_depth_and_sobel_along_z_are_scipys(apron, tmp_path, mode):
+    v = random_image((7, 12, 10), np.uint8, 5)
+    box = filter_volume(apron, tmp_path, v, f"box:width=3,height=5,depth=3,border={mode}", out_dtype=np.float32)
+    np.testing.assert_allclose(box, ndi.uniform_filter(v.astype(np.float64), size=(3, 5, 3), mode=mode), atol=1e-4)
+    sob = filter_volume(apron, tmp_path, v, f"sobel:dx=0,dz=1,border={mode}", out_dtype=np.float32)
+    # SciPy's sobel along axis 0 of (Z, Y, X): [-1 0 1] along z, [1 2 1] along y and x; exact integers.
+    np.testing.assert_array_equal(sob, ndi.sobel(v.astype(np.float64), axis=0, mode=mode))
+
+
+@pytest.mark.parametrize("r", [1, 2, 4])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32])
+def test_ball_dilation_and_erosion_are_the_3d_max_and_min(apron, tmp_path, r, dtype):
+    v = random_image((8, 13, 11), dtype, 7 + r)
+    fp = ball(r)
+    # Border ignore: voxels outside do not count; SciPy's constant border at the type's extreme does the same.
+    lo, hi = (np.finfo(np.float32).min, np.finfo(np.float32).max) if dtype == np.float32 else (0, np.iinfo(dtype).max)
+    dil = filter_volume(apron, tmp_path, v, f"dilate:se=ball:{r}")
+    np.testing.assert_array_equal(dil, ndi.grey_dilation(v, footprint=fp, mode="constant", cval=lo))
+    ero = filter_volume(apron, tmp_path, v, f"erode:se=ball:{r}")
+    np.testing.assert_array_equal(ero, ndi.grey_erosion(v, footprint=fp, mode="constant", cval=hi))
+    # A border mode reads through it on every axis (SciPy's modes).
+    for mode in ("reflect", "wrap", "nearest"):
+        got = filter_volume(apron, tmp_path, v, f"dilate:se=ball:{r},border={mode}")
+        np.testing.assert_array_equal(got, ndi.grey_dilation(v, footprint=fp, mode=mode), err_msg=mode)
+
+
+@pytest.mark.parametrize("se, fp", [
+    ("rect:3x5x3", np.ones((3, 5, 3), bool)),
+    ("cross:3x3x3", ndi.generate_binary_structure(3, 1)),
+])
+def test_rect_and_cross_elements_on_volumes(apron, tmp_path, se, fp):
+    v = random_image((6, 9, 8), np.uint16, 13)
+    got = filter_volume(apron, tmp_path, v, f"dilate:se={se},border=nearest")
+    np.testing.assert_array_equal(got, ndi.grey_dilation(v, footprint=fp, mode="nearest"))
+    got = filter_volume(apron, tmp_path, v, f"open:se={se},border=nearest")
+    np.testing.assert_array_equal(got, ndi.grey_opening(v, footprint=fp, mode="nearest"))
+
+
+def test_a_volume_four_times_the_memory_streams_in_slabs_with_the_same_bytes(apron, tmp_path):
+    # 3072 planes of 256x256 u16 (384 MiB) under --memory 96M: streamed in slabs of whole planes, the same bytes
+    # as the whole run, the process's peak within the budget (which counts the process itself).
+    v = np.random.default_rng(17).integers(0, 65536, (3072, 256, 256), dtype=np.uint16)
+    src, whole, slabs = tmp_path / "in.raw", tmp_path / "whole.raw", tmp_path / "slabs.raw"
+    v.tofile(src)
+    del v
+    ops = ["--op", "gaussian:sigma=1,sigma_z=1", "--op", "dilate:se=rect:3x3x3"]
+    base = ["filter", src, None, "--raw", "256x256x3072x1:u16", "--backend", "cpu", "--threads", "2", *ops]
+    base[2] = whole
+    apron.run(*base, "--memory", "4G")
+    base[2] = slabs
+    plan = apron.run(*base, "--memory", "96M", "--plan").stdout
+    assert "volume in " in plan and " slabs of " in plan, plan
+    rss, r = peak_rss_of([*base, "--memory", "96M"], timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert whole.read_bytes() == slabs.read_bytes()
+    assert rss <= 96 * MIB * 1.1, f"{rss / MIB:.0f} MiB under --memory 96M"
+
+
+def test_volume_refusals_name_the_parameter_and_leave_nothing(apron, tmp_path):
+    v = random_image((4, 5, 6), np.uint8, 1)
+    src = tmp_path / "in.raw"
+    v.tofile(src)
+    for layout, fragment in [("6x5x0x1:u8", "depth"), ("6x5x4x5:u8", "channels"), ("6x5x4x1x1:u8", "--raw"),
+                             ("6x5x4x1:u9", "u9")]:
+        r = apron.run("filter", src, tmp_path / "o.raw", "--raw", layout, "--op", "box", check=False)
+        assert r.returncode == 1 and fragment in r.stderr and r.stderr.count("\n") == 1, (layout, r.stderr)
+    r = apron.run("filter", src, tmp_path / "o.pgm", "--raw", "6x5x4x1:u8", "--op", "box", check=False)
+    assert r.returncode == 1 and "volume" in r.stderr, r.stderr
+    r = apron.run("filter", src, tmp_path / "o.raw", "--raw", "6x5x4x1:u8", "--op", "dilate:se=ball:200", check=False)
+    assert r.returncode == 1 and "ball:200" in r.stderr, r.stderr
+    assert leftovers(tmp_path) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["in.raw"]
+
+
+def test_a_multi_page_ome_tiff_filters_as_one_volume_and_keeps_its_pages_and_ome_xml(apron, tmp_path):
+    tifffile = pytest.importorskip("tifffile")
+    v = random_image((10, 33, 41), np.uint16, 23)
+    src, dst = tmp_path / "stack.ome.tif", tmp_path / "out.ome.tif"
+    tifffile.imwrite(src, v, metadata={"axes": "ZYX", "PhysicalSizeX": 0.2, "PhysicalSizeY": 0.2, "PhysicalSizeZ": 1.5}, ome=True)
+    apron.run("filter", src, dst, "--volume", "--op", "gaussian:sigma=1.5,sigma_z=1", "--op", "dilate:se=ball:1", "--backend", "cpu")
+    with tifffile.TiffFile(dst) as t:
+        assert len(t.pages) == 10 and t.is_ome
+        assert 'PhysicalSizeZ="1.5"' in t.pages[0].description
+        got = t.asarray()
+    blurred = filter_volume(apron, tmp_path, v, "gaussian:sigma=1.5,sigma_z=1")
+    np.testing.assert_array_equal(got, ndi.grey_dilation(blurred, footprint=ball(1), mode="constant", cval=0))
+    # Without --volume each page is filtered alone: sigma_z then reads its own page (one plane).
+    apron.run("filter", src, tmp_path / "pages.tif", "--op", "dilate:se=ball:1", "--backend", "cpu")
+    with tifffile.TiffFile(tmp_path / "pages.tif") as t:
+        pages = t.asarray()
+    np.testing.assert_array_equal(pages, np.stack([ndi.grey_dilation(p, footprint=ball(1)[1], mode="constant", cval=0) for p in v]))
+    for bad, fragment in [(["--volume", "--page", "1"], "--page"), (["--volume", "--stream", "on"], "--volume")]:
+        r = apron.run("filter", src, tmp_path / "x.tif", "--op", "box", *bad, check=False)
+        assert r.returncode == 1 and fragment in r.stderr, r.stderr
+    r = apron.run("filter", src, tmp_path / "x.png", "--volume", "--op", "box", check=False)
+    assert r.returncode == 1 and "--volume" in r.stderr and not (tmp_path / "x.png").exists()
