@@ -557,7 +557,8 @@ TEST(ImageIoCorpus, DISABLED_WriteFuzzSeeds) {
 #if APRON_HAVE_FITS
     // (fuzz_fits/compressed-rice.fits, rice-u8.fits, rice-f32-quantized.fits, gzip2-i16.fits and
     // extension-i16.fits, images in the first extension, tile-compressed but the last, were written by astropy
-    // (CompImageHDU, ImageHDU): apron writes no compressed FITS.)
+    // (CompImageHDU, ImageHDU): apron writes no compressed FITS. regress-*.fits are files fuzz_fits found to
+    // crash cfitsio 4.2, kept as seeds; tests/test_io_fits.cpp checks that each is refused.)
     WriteOptions cards;
     cards.metadata.fits_cards = {"OBJECT  = 'seed    '", "CRPIX1  =                  1.5", "BLANK   =                    0",
                                  "HISTORY  a seed", "LONGSTR = 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx&'",

@@ -469,6 +469,38 @@ TEST(Fits, RowsStreamAsTheWholeImageReadsThem) {
     EXPECT_TRUE(fails_naming([&] { io::open_row_source(path); }, path, "a FITS cube of 2 planes"));
 }
 
+TEST(Fits, WhatCfitsioCouldNotSurviveIsRefusedFirst) {
+    // Files fuzz_fits found to crash cfitsio 4.2 (Debian 12's) or make it allocate without bound, kept in the
+    // seed corpus: each refused in one line before cfitsio meets what it cannot handle.
+    const std::filesystem::path corpus = std::filesystem::path(APRON_SOURCE_DIR) / "fuzz" / "corpus" / "fuzz_fits";
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"regress-rice-overlap.fits", "Rice-compressed tile 5 (13 bytes) ends before its 8 pixels"},
+        {"regress-gzip-cut.fits", "gzip-compressed tile 1"},
+        {"regress-ztile-zero.fits", "ZTILE1 below 1"},
+        {"regress-rice-block-zero.fits", "Rice blocks of 0 pixels"},
+        {"regress-nul-in-card.fits", "control byte (0) in card 5"},
+        {"regress-tfields.fits", "TFIELDS = 1000000000000000"},
+        {"regress-unreadable-number.fits", "ZVAL2 = (      2, not a number"},
+        {"regress-misaligned-cards.fits", ", not a number"},
+        {"regress-rows-not-tiles.fits", "parameters are incomplete"},
+        {"regress-long-column-name.fits", "an unquoted value of 70 characters"},
+        {"regress-descriptor-past-end.fits", "tile table and heap"},
+        {"regress-duplicate-ztile.fits", "ZTILE2 below 1"},
+    };
+    for (const auto& [file, fragment] : cases) {
+        const std::string path = (corpus / file).string();
+        const std::string text = read_text(path);
+        EXPECT_TRUE(decode_fails(ByteVec(text.begin(), text.end()), fragment)) << file;
+        EXPECT_TRUE(fails_naming([&] { read_image(path); }, path, fragment)) << file;
+        // The next file is read as usual (cfitsio's state is not damaged by the one before).
+        EXPECT_EQ(read_image((corpus / "compressed-rice.fits").string()).shape(), (ImageShape{8, 6, 1, PixelType::f32}));
+    }
+    // A header's mandatory cards out of the standard's order.
+    auto cards = image_cards(8, {2, 2});
+    std::swap(cards[1], cards[2]);
+    EXPECT_TRUE(decode_fails(hdu(cards, ByteVec(4)), "lacks BITPIX as card 2"));
+}
+
 TEST(Fits, EveryFitsFileOfTheCorpusDecodesOrIsRefused) {
     // The seeds fuzz_fits starts from (fuzz/corpus/fuzz_fits): each decodes, probes to the same shape, and
     // reads its metadata.

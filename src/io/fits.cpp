@@ -32,6 +32,13 @@
 // cfitsio is built reentrant on Debian (fits_is_reentrant), so the batch's reading threads may each open
 // files at once. Its messages are taken from the status code alone (fits_get_errstatus): its message
 // stack is shared by every thread.
+//
+// Damaged files. cfitsio 4.2 (Debian 12's) trusts its input: fuzz_fits made it read past a Rice tile, divide
+// by zero, allocate petabytes, grow a buffer forever, overrun a message buffer and damage its state for the
+// next file. What it would trip on is checked here first and refused in one line: the headers it parses
+// (check_header_text), the tiling of a compressed image (check_tiling) and every tile before it is decoded
+// (check_tiles); HCOMPRESS and PLIO tiles, whose decoders are not even given their length, are refused by
+// name. docs/formats.md lists the checks; fuzz/corpus/fuzz_fits/regress-*.fits are the files that crashed it.
 #include "apron/memory.hpp"
 #include "io/codecs.hpp"
 #include "io/metadata_places.hpp"
@@ -40,14 +47,19 @@
 #if APRON_HAVE_FITS
 
 #include <fitsio.h>
+#include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <new>
+#include <optional>
+#include <set>
 
 namespace apron::io {
 
@@ -258,6 +270,7 @@ public:
         // A file read on demand: cfitsio gets the primary header, and the first extension's when the primary
         // HDU is empty (no data lies between them then).
         bytes_ = header_blocks(source, 0);
+        check_header_text(Bytes(bytes_), 0, "the primary header");
         std::unique_ptr<FitsMemory> primary = std::make_unique<FitsMemory>(Bytes(bytes_), name_);
         if (primary_is_empty(primary->get()) && source.size() > bytes_.size()) {
             primary.reset();
@@ -332,9 +345,171 @@ private:
         return naxis == 0 || std::any_of(axes, axes + std::min(naxis, most_axes), [](long long n) { return n == 0; });
     }
 
+    // What cfitsio 4.2 is not safe against in a header, refused before it parses the header at `offset`:
+    // cards it would read past or misread into garbage (found by fuzz_fits: a NUL inside a card left its
+    // state damaged for the next file it opened; a table header whose mandatory cards were out of place had
+    // it allocate petabytes from an unset column count). So the header must be text (no control bytes: FITS
+    // headers are ASCII, and cfitsio reads cards as C strings) up to its END card, and begin with the
+    // mandatory cards in the standard's order, each an integer where one is due: SIMPLE or XTENSION, BITPIX,
+    // NAXIS (0 to 999), NAXIS1..NAXISn; an extension's PCOUNT and GCOUNT; a binary table's TFIELDS (0 to 999).
+    // And a tile-compressed image's keywords that cfitsio 4.2 divides by as it opens the extension, unchecked:
+    // ZNAXIS 1 to 6, every ZNAXISn and ZTILEn at least 1, and a Rice block size (ZVAL1) other than 0. And
+    // every keyword cfitsio reads as a number or a logical while it opens an image or a tile table (numeric_key)
+    // must hold one, in at most 28 characters: cfitsio 4.2 writes a value it cannot convert into a message
+    // buffer 2 bytes too short for 29 or more (a crash under _FORTIFY_SOURCE, a stack overrun without).
+    void check_header_text(Bytes bytes, std::uint64_t offset, const char* which) const {
+        if (offset >= bytes.size()) return;  // no such header: cfitsio says the file ends
+        const auto bad = [&](const std::string& why) { fail(name_, std::string("bad FITS file: ") + which + " " + why); };
+        const auto card_at = [&](std::uint64_t k) -> const char* {
+            const std::uint64_t at = offset + k * card_bytes;
+            return at + card_bytes <= bytes.size() ? reinterpret_cast<const char*>(bytes.data() + at) : nullptr;
+        };
+        // The Z keywords of a tile-compressed image, every card of each (cfitsio finds a keyword from where it
+        // last read, so of two cards with one keyword either may be the one it takes).
+        std::multimap<std::string, std::string> z;
+        for (std::uint64_t k = 0;; ++k) {
+            const char* card = card_at(k);
+            if (!card) break;
+            for (std::size_t i = 0; i < card_bytes; ++i) {
+                const auto c = static_cast<unsigned char>(card[i]);
+                if (c < 0x20 || c == 0x7f)
+                    bad("holds a control byte (" + std::to_string(c) + ") in card " + std::to_string(k + 1) + "; FITS headers are text");
+            }
+            if (std::memcmp(card, "END     ", 8) == 0) break;
+            if (card[8] == '=' && card[9] == ' ') {
+                std::string keyword(card, 8);
+                keyword.erase(keyword.find_last_not_of(' ') + 1);
+                // An unquoted value is a number, a logical or a complex number: cfitsio 4.2 copies a longer one
+                // (up to the card's 70 columns) into its 70-byte column name field with its NUL (found by fuzz_fits).
+                if (std::string value(card + 10, card_bytes - 10); value.find_first_not_of(' ') != std::string::npos &&
+                                                                    value[value.find_first_not_of(' ')] != '\'') {
+                    if (const std::size_t slash = value.find('/'); slash != std::string::npos) value.resize(slash);
+                    value.erase(0, value.find_first_not_of(' '));
+                    value.erase(value.find_last_not_of(' ') + 1);
+                    if (value.size() > 60)
+                        bad("has " + keyword + " = " + value.substr(0, 40) + "..., an unquoted value of " + std::to_string(value.size()) +
+                            " characters (a string is quoted)");
+                }
+                if (const int kind = numeric_key(keyword); kind != 0) {
+                    std::string value(card + 10, card_bytes - 10);
+                    if (const std::size_t slash = value.find('/'); slash != std::string::npos) value.resize(slash);
+                    value.erase(0, value.find_first_not_of(' '));
+                    value.erase(value.find_last_not_of(' ') + 1);
+                    if (!(kind == 2 ? value == "T" || value == "F" : plain_number(value)))
+                        bad("has " + keyword + " = " + value.substr(0, 40) + ", not " + (kind == 2 ? "T or F" : "a number") +
+                            (value.size() > 28 ? " of at most 28 characters" : ""));
+                }
+            }
+            if (card[0] == 'Z' && card[8] == '=') {
+                std::string keyword(card, 8);
+                keyword.erase(keyword.find_last_not_of(' ') + 1);
+                z.emplace(keyword, std::string(card + 9, 71));
+            }
+        }
+        const auto any_card = [&](const std::string& keyword, const auto& test) {
+            const auto [first, last] = z.equal_range(keyword);
+            return std::any_of(first, last, [&](const auto& card) { return test(card.second); });
+        };
+        // Whether every card of `keyword` holds a number for which `test` holds (false where there is none).
+        const auto every_number = [&](const std::string& keyword, const auto& test) {
+            const auto [first, last] = z.equal_range(keyword);
+            return first != last && std::all_of(first, last, [&](const auto& card) {
+                       char* stop = nullptr;
+                       const double v = std::strtod(card.second.c_str(), &stop);
+                       return stop != card.second.c_str() && test(v);
+                   });
+        };
+        if (any_card("ZIMAGE", [](const std::string& v) { return v.find('T') != std::string::npos; })) {
+            const auto at_least_one = [](double v) { return v >= 1; };
+            if (!every_number("ZNAXIS", [](double v) { return v >= 1 && v <= MAX_COMPRESS_DIM; }))
+                bad("gives a compressed image ZNAXIS that is not 1 to 6");
+            for (int d = 1; d <= MAX_COMPRESS_DIM; ++d) {  // cfitsio reads at most ZNAXIS (1 to 6) of each
+                const std::string n = std::to_string(d);
+                if (z.count("ZNAXIS" + n) && !every_number("ZNAXIS" + n, at_least_one))
+                    bad("gives a compressed image ZNAXIS" + n + " below 1");
+                if (z.count("ZTILE" + n) && !every_number("ZTILE" + n, at_least_one))
+                    bad("gives a compressed image ZTILE" + n + " below 1");
+            }
+            if (any_card("ZCMPTYPE", [](const std::string& v) { return v.find("RICE_1") != std::string::npos; }) &&
+                z.count("ZVAL1") && !every_number("ZVAL1", [](double v) { return !(v > -1 && v < 1); }))
+                bad("gives Rice blocks of 0 pixels (ZVAL1 = 0)");
+        }
+        std::uint64_t k = 0;
+        // The integer value of mandatory card `keyword`, the next one.
+        const auto integer = [&](const std::string& keyword, long long lo, long long hi) {
+            const char* card = card_at(k++);
+            std::string key = keyword;
+            key.resize(8, ' ');
+            if (!card || std::memcmp(card, key.data(), 8) != 0 || card[8] != '=')
+                bad("lacks " + keyword + " as card " + std::to_string(k) + " (the standard's order of mandatory cards)");
+            std::size_t i = 9;
+            while (i < card_bytes && card[i] == ' ') ++i;
+            const std::size_t first = i;
+            if (i < card_bytes && (card[i] == '-' || card[i] == '+')) ++i;
+            long long v = 0;
+            std::size_t digits = 0;
+            for (; i < card_bytes && card[i] >= '0' && card[i] <= '9'; ++i, ++digits)
+                v = v >= (1LL << 58) ? 1LL << 62 : v * 10 + (card[i] - '0');  // saturates, never overflows
+            while (i < card_bytes && card[i] == ' ') ++i;
+            if (digits == 0 || (i < card_bytes && card[i] != '/'))
+                bad("has " + keyword + " = " + std::string(card + first, card + std::min(card_bytes, first + 20)) + ", not an integer");
+            if (card[first] == '-') v = -v;
+            if (v < lo || v > hi) bad("has " + keyword + " = " + std::to_string(v) + ", not " + std::to_string(lo) + " to " + std::to_string(hi));
+            return v;
+        };
+        const char* first = card_at(k++);
+        const bool primary = offset == 0;
+        if (!first || std::memcmp(first, primary ? "SIMPLE  =" : "XTENSION=", 9) != 0)
+            bad(std::string("does not begin with ") + (primary ? "SIMPLE" : "XTENSION"));
+        const bool table = !primary && std::string(first + 9, 71).find("BINTABLE") != std::string::npos;
+        integer("BITPIX", -64, 64);
+        const long long naxis = integer("NAXIS", 0, 999);
+        for (long long n = 1; n <= naxis; ++n) integer("NAXIS" + std::to_string(n), 0, LLONG_MAX >> 2);
+        if (primary) return;
+        integer("PCOUNT", 0, LLONG_MAX >> 2);
+        integer("GCOUNT", 0, 1 << 30);
+        if (table) integer("TFIELDS", 0, 999);
+    }
+
+    // 1: a keyword cfitsio reads as a number while it opens an image or a tile table, 2: as a logical, 0: neither.
+    static int numeric_key(const std::string& k) {
+        for (const char* logical : {"SIMPLE", "EXTEND", "GROUPS", "ZIMAGE", "ZSIMPLE", "ZEXTEND"})
+            if (k == logical) return 2;
+        for (const char* number : {"BITPIX", "NAXIS", "PCOUNT", "GCOUNT", "TFIELDS", "BSCALE", "BZERO", "BLANK", "THEAP", "EXTVER",
+                                   "EXTLEVEL", "ZNAXIS", "ZBITPIX", "ZPCOUNT", "ZGCOUNT", "ZDITHER0", "ZBLANK", "ZSCALE", "ZZERO", "ZTHEAP"})
+            if (k == number) return 1;
+        for (const char* numbered : {"NAXIS", "TNULL", "TSCAL", "TZERO", "TBCOL", "ZNAXIS", "ZTILE", "ZVAL"}) {
+            const std::size_t n = std::strlen(numbered);
+            if (k.size() > n && k.compare(0, n, numbered) == 0 &&
+                std::all_of(k.begin() + std::ptrdiff_t(n), k.end(), [](char c) { return c >= '0' && c <= '9'; }))
+                return 1;
+        }
+        return 0;
+    }
+
+    // An integer or a real as FITS writes them ([+-]digits[.digits][E|D[+-]digits]), of at most 28 characters.
+    static bool plain_number(const std::string& v) {
+        if (v.empty() || v.size() > 28) return false;
+        std::size_t i = 0, digits = 0;
+        if (v[i] == '+' || v[i] == '-') ++i;
+        for (; i < v.size() && std::isdigit(static_cast<unsigned char>(v[i])); ++i) ++digits;
+        if (i < v.size() && v[i] == '.')
+            for (++i; i < v.size() && std::isdigit(static_cast<unsigned char>(v[i])); ++i) ++digits;
+        if (digits == 0) return false;
+        if (i < v.size() && (v[i] == 'E' || v[i] == 'e' || v[i] == 'D' || v[i] == 'd')) {
+            ++i;
+            if (i < v.size() && (v[i] == '+' || v[i] == '-')) ++i;
+            std::size_t exponent = 0;
+            for (; i < v.size() && std::isdigit(static_cast<unsigned char>(v[i])); ++i) ++exponent;
+            if (exponent == 0) return false;
+        }
+        return i == v.size();
+    }
+
     // cfitsio over `bytes` (the whole file, or its headers), on the image's HDU, and the layout read there.
     void open(Bytes bytes) {
         file_.reset();
+        check_header_text(bytes, 0, "the primary header");
         file_ = std::make_unique<FitsMemory>(bytes, name_);
         fitsfile* f = file_->get();
         int status = 0, bitpix = 0, naxis = 0;
@@ -343,6 +518,9 @@ private:
         layout_ = FitsLayout{};
         if (primary_is_empty(f)) {
             const std::string primary = naxis == 0 ? "NAXIS 0" : axes_text(naxis, axes);
+            long long head = 0, data = 0, end = 0;
+            if (fits_get_hduaddrll(f, &head, &data, &end, &status)) bad_fits(name_, "the primary header", status);
+            check_header_text(bytes, std::uint64_t(std::max(end, 0LL)), "the first extension's header");
             int type = 0;
             if (fits_movabs_hdu(f, 2, &type, &status)) {
                 if (status == END_OF_FILE)
@@ -406,6 +584,12 @@ private:
             fail(name_, "a FITS image tile-compressed with an algorithm apron does not read (cfitsio's code " +
                             std::to_string(c.compress_type) + "; apron reads RICE_1 and GZIP)");
         }
+        // cfitsio 4.2 can report the extension opened with the compressed image's parameters read only in part
+        // (found by fuzz_fits: its tile table of another row count than its tiles): it then decodes tiles
+        // from column 0 with a length it never read. The parameters must be whole, and the rows the tiles.
+        if (c.cn_compressed < 1 || c.maxtilelen < 1 || c.maxelem < 1 || c.zndim < 1 || c.zndim > MAX_COMPRESS_DIM)
+            fail(name_, "bad FITS file: the compressed image's parameters are incomplete (no COMPRESSED_DATA column, tile "
+                        "size or compressed size)");
         if (c.zndim != layout_.naxis) fail(name_, "bad FITS file: ZNAXIS " + std::to_string(c.zndim) + " for an image of NAXIS " + std::to_string(layout_.naxis));
         std::uint64_t pixels = 1;
         for (int d = 0; d < c.zndim; ++d) {
@@ -415,6 +599,20 @@ private:
                                 std::to_string(c.znaxis[d]) + ")");
             pixels = saturating_product(pixels, std::uint64_t(c.tilesize[d]));
         }
+        // The tile table and its heap must lie in the file: cfitsio 4.2 reads a descriptor past the end of the
+        // bytes it was given (found by fuzz_fits: a table whose rows begin where the file ends).
+        const std::uint64_t table_bytes = saturating_product(std::uint64_t(std::max(c.rowlength, 0LL)), std::uint64_t(std::max(c.numrows, 0LL)));
+        const std::uint64_t heap_end = std::max<std::uint64_t>(std::uint64_t(std::max(c.heapstart, 0LL)), table_bytes) +
+                                       std::uint64_t(std::max(c.heapsize, 0LL));
+        const std::uint64_t data_start = std::uint64_t(std::max(c.datastart, 0LL));
+        if (c.datastart < 0 || c.heapstart < 0 || c.heapsize < 0 || data_start > source_.size() || heap_end > source_.size() - data_start)
+            fail(name_, "truncated FITS file: the compressed image's tile table and heap (" + std::to_string(heap_end) + " bytes from byte " +
+                            std::to_string(data_start) + ") end past the file's " + std::to_string(source_.size()) + " bytes");
+        long long tiles = 1;
+        for (int d = 0; d < c.zndim; ++d) tiles *= (c.znaxis[d] - 1) / c.tilesize[d] + 1;
+        if (tiles != c.numrows)
+            fail(name_, "bad FITS file: the compressed image has " + std::to_string(tiles) + " tiles and its table " +
+                            std::to_string(c.numrows) + " rows");
         layout_.tile_pixels = pixels;
         layout_.tile_height = std::uint64_t(c.tilesize[1]);
         if (c.compress_type == RICE_1 && c.rice_blocksize < 1)
@@ -424,12 +622,15 @@ private:
     }
 
     // Every tile's stored bytes must lie in the table's heap, within the file, before cfitsio allocates a
-    // buffer of the size a descriptor claims; and every Rice tile's stream is walked as the decoder will
-    // read it: the first pixel as stored, then per block of rice_blocksize pixels a code of 3, 4 or 5 bits
-    // (8-, 16-, 32-bit pixels), and per pixel nothing (code 0), its raw bits (the largest code), or a unary
-    // count ended by a one and then code - 1 more bits. A stream that ends before its tile's pixels is
-    // refused before cfitsio reads past it.
-    void check_tiles(fitsfile* f) {
+    // buffer of the size a descriptor claims. Every Rice tile's stream is walked as the decoder will read
+    // it: the first pixel as stored, then per block of rice_blocksize pixels a code of 3, 4 or 5 bits (8-,
+    // 16-, 32-bit pixels), and per pixel nothing (code 0), its raw bits (the largest code), or a unary count
+    // ended by a one and then code - 1 more bits; a stream that ends before its tile's pixels is refused
+    // before cfitsio reads past it. Every gzip tile is inflated once here, into a small buffer: cfitsio
+    // grows its output for as long as inflate asks, so a tile that inflates beyond its pixels (a bomb) or
+    // whose stream is cut short (cfitsio would grow its buffer forever, waiting for input) is refused.
+    // Only the tiles of plane `plane` (a cube's tiles may hold several planes), once each.
+    void check_tiles(fitsfile* f, int plane) {
         const FITSfile& c = *f->Fptr;
         const std::uint64_t file_end = (source_.size() + fits_block - 1) / fits_block * fits_block;  // padded as read
         const int bytes = c.rice_bytepix == 1 ? 1 : c.rice_bytepix == 2 ? 2 : 4;  // cfitsio's choice of Rice decoder
@@ -445,16 +646,24 @@ private:
             int type = 0, status = 0;
             long repeat = 0, width = 0;
             if (fits_get_coltype(f, number, &type, &repeat, &width, &status)) bad_fits(name_, "the tile table's columns", status);
+            // cfitsio 4.2 reads a tile's length from its column's descriptor and, where that read fails (a column
+            // of fixed width), goes on with the length unset.
+            if (type >= 0) fail(name_, "bad FITS file: a tile column (" + std::to_string(number) + ") is not of variable length");
             columns.push_back({number, std::uint64_t(std::clamp<long>(width, 1, 16))});
         }
         long long counts[MAX_COMPRESS_DIM] = {}, index[MAX_COMPRESS_DIM] = {};
         for (int d = 0; d < c.zndim; ++d) counts[d] = (c.znaxis[d] - 1) / c.tilesize[d] + 1;
         Buffer stream;
+        long long rows = 1;
+        for (int d = 0; d < c.zndim; ++d) rows *= counts[d];
+        checked_.resize(std::size_t(rows), false);
         for (long long row = 1;; ++row) {
             std::uint64_t pixels = 1;
             for (int d = 0; d < c.zndim; ++d)
                 pixels *= std::uint64_t(std::min<long long>(c.tilesize[d], c.znaxis[d] - index[d] * c.tilesize[d]));
+            const bool in_plane = c.zndim < 3 || (index[2] * c.tilesize[2] <= plane && plane < (index[2] + 1) * c.tilesize[2]);
             for (const Column& column : columns) {
+                if (!in_plane || checked_[std::size_t(row - 1)]) break;
                 long long length = 0, heap = 0;
                 int status = 0;
                 if (fits_read_descriptll(f, column.number, row, &length, &heap, &status))
@@ -467,19 +676,49 @@ private:
                     fail(name_, "bad FITS file: tile " + std::to_string(row) + " claims " + std::to_string(length) + " values at byte " +
                                     std::to_string(heap) + " of a heap of " + std::to_string(c.heapsize) + " bytes in a file of " +
                                     std::to_string(source_.size()));
-                if (c.compress_type != RICE_1 || column.number != c.cn_compressed || length == 0) continue;
+                const bool gzip = column.number == c.cn_gzip_data ||
+                                  (column.number == c.cn_compressed && (c.compress_type == GZIP_1 || c.compress_type == GZIP_2));
+                const bool rice = column.number == c.cn_compressed && c.compress_type == RICE_1;
+                if (length == 0 || (!gzip && !rice)) continue;
                 stream.resize(std::size_t(length));
                 if (fits_read_col(f, TBYTE, column.number, row, 1, length, nullptr, stream.data(), nullptr, &status))
                     bad_fits(name_, "tile " + std::to_string(row), status);
-                if (!rice_stream_holds(stream, pixels, bytes, code_bits, raw_code, std::uint64_t(8 * bytes),
-                                       std::uint64_t(c.rice_blocksize)))
+                if (rice && !rice_stream_holds(stream, pixels, bytes, code_bits, raw_code, std::uint64_t(8 * bytes),
+                                               std::uint64_t(c.rice_blocksize)))
                     fail(name_, "bad FITS file: Rice-compressed tile " + std::to_string(row) + " (" + std::to_string(length) +
                                     " bytes) ends before its " + std::to_string(pixels) + " pixels");
+                if (gzip && !gzip_stream_holds(stream, saturating_product(pixels, 8)))
+                    fail(name_, "bad FITS file: gzip-compressed tile " + std::to_string(row) + " (" + std::to_string(length) +
+                                    " bytes) is damaged, cut short, or inflates beyond its " + std::to_string(pixels) + " pixels");
             }
+            if (in_plane) checked_[std::size_t(row - 1)] = true;
             int d = 0;
             for (; d < c.zndim && ++index[d] == counts[d]; ++d) index[d] = 0;
             if (d == c.zndim) break;
         }
+    }
+
+    // Whether a gzip stream ends within its bytes, having inflated to at most `limit` bytes.
+    static bool gzip_stream_holds(const Buffer& in, std::uint64_t limit) {
+        z_stream z{};
+        if (inflateInit2(&z, 15 + 16) != Z_OK) return false;
+        std::vector<unsigned char> out(std::size_t(1) << 16);
+        z.next_in = const_cast<Bytef*>(in.data());
+        z.avail_in = uInt(in.size());
+        bool ends = false;
+        for (;;) {
+            z.next_out = out.data();
+            z.avail_out = uInt(out.size());
+            const int err = inflate(&z, Z_NO_FLUSH);
+            if (z.total_out > limit) break;
+            if (err == Z_STREAM_END) {
+                ends = true;
+                break;
+            }
+            if (err != Z_OK) break;  // Z_BUF_ERROR with room to write: the input ended first; others: damaged
+        }
+        inflateEnd(&z);
+        return ends;
     }
 
     static bool rice_stream_holds(const Buffer& c, std::uint64_t pixels, int bytes, int code_bits, unsigned raw_code,
@@ -558,9 +797,9 @@ private:
     }
 
     void read_through_cfitsio(int plane, int y0, ImageView out) {
-        if (layout_.compressed && !tiles_checked_) {
-            check_tiles(file_->get());
-            tiles_checked_ = true;
+        if (layout_.compressed && !planes_checked_.count(plane)) {
+            check_tiles(file_->get(), plane);
+            planes_checked_.insert(plane);
         }
         const int datatype = out.type() == PixelType::u8 ? TBYTE : out.type() == PixelType::u16 ? TUSHORT : TFLOAT;
         const std::size_t row_bytes = out.shape.row_bytes();
@@ -614,7 +853,9 @@ private:
     std::string name_;
     Buffer bytes_;        // the headers of a file read on demand, or the whole file once loaded
     bool whole_ = false;  // cfitsio has the whole file (in memory from the start, or loaded)
-    bool tiles_checked_ = false;  // every tile checked (a compressed image, before its first read)
+    // A compressed image's planes whose tiles were checked (before the first read of each), and the tiles.
+    std::set<int> planes_checked_;
+    std::vector<bool> checked_;
     std::unique_ptr<FitsMemory> file_;
     FitsLayout layout_;
     std::vector<std::string> cards_;

@@ -8,7 +8,7 @@ from conftest import leftovers, random_image, read_pnm, write_mask, write_pnm
 
 LINEAR = {"border", "value", "scale", "delta", "nan", "preserve_nan", "nodata"}
 MORPH = {"se", "iterations", "border", "value"}
-GAUSS = {"sigma", "sigma_y", "radius", "radius_y"} | LINEAR
+GAUSS = {"sigma", "sigma_y", "radius", "radius_y", "sigma_z", "radius_z"} | LINEAR
 # Every operation of the registry (src/ops/ops_*.cpp) with its parameters.
 RANK = {"se", "border", "value"}
 EXPECTED_OPS = {
@@ -16,14 +16,14 @@ EXPECTED_OPS = {
     "convolve": {"mask", "normalize"} | LINEAR,
     "separable": {"row", "column", "normalize"} | LINEAR,
     "gaussian": GAUSS,
-    "box": {"width", "height"} | LINEAR,
+    "box": {"width", "height", "depth"} | LINEAR,
     "sharpen": {"strength"} | LINEAR,
     "unsharp": {"amount"} | GAUSS,
     "emboss": LINEAR,
     "laplacian": {"neighbours"} | LINEAR,
-    "sobel": {"dx", "dy", "ksize"} | LINEAR,
-    "scharr": {"dx", "dy"} | LINEAR,
-    "prewitt": {"dx", "dy"} | LINEAR,
+    "sobel": {"dx", "dy", "dz", "ksize"} | LINEAR,
+    "scharr": {"dx", "dy", "dz"} | LINEAR,
+    "prewitt": {"dx", "dy", "dz"} | LINEAR,
     "dilate": MORPH,
     "erode": MORPH,
     "open": MORPH,

@@ -52,7 +52,7 @@ def test_operation_names_and_parameters(apron):
     assert complete(apron, "apron filter in.png out.png --op gaussi") == ["gaussian", "gaussian:"]
     # bash splits the word at ':' and '=': the replies are what follows the last of them.
     assert "sigma=" in complete(apron, "apron filter in.png out.png --op gaussian:")
-    assert complete(apron, "apron filter in.png out.png --op gaussian:sig") == ["sigma=", "sigma_y="]
+    assert complete(apron, "apron filter in.png out.png --op gaussian:sig") == ["sigma=", "sigma_y=", "sigma_z="]
     assert complete(apron, "apron filter in.png out.png --op gaussian:sigma=2,bord") == ["2,border="]
     assert complete(apron, "apron filter in.png out.png --op gaussian:sigma=2,border=wr") == ["wrap"]
     assert complete(apron, "apron filter a b --op dilate:se=di") == ["disk:"]
