@@ -266,6 +266,16 @@ int run_filter_streamed(const FilterArgs& a, const apron::Pipeline& pipeline, co
     return 0;
 }
 
+// What a whole-image output is written with: --quality, and --compression and --tile where given (a
+// whole-image TIFF is deflate strips unless asked otherwise; asked, it is what a streamed one would be).
+apron::WriteOptions write_options(const FilterArgs& a) {
+    apron::WriteOptions wo;
+    wo.jpeg_quality = a.quality;
+    if (a.compression_given) wo.tiff_compression = a.compression;
+    if (a.tile_given) wo.tiff_tile = a.tile;
+    return wo;
+}
+
 // A multi-page TIFF or a FITS cube filtered whole, page by page, every page written to the output (a TIFF,
 // each page with its own metadata; a FITS cube, whose pages must share one shape and type). The budget holds
 // every page read, every result, and the largest page's filtering.
@@ -330,10 +340,7 @@ int run_filter_pages(const FilterArgs& a, const apron::Pipeline& pipeline, apron
     t = Clock::now();
     std::vector<apron::ConstImageView> views;
     for (const apron::Image& r : results) views.push_back(r.view());
-    apron::WriteOptions wo;
-    wo.jpeg_quality = a.quality;
-    if (a.compression_given) wo.tiff_compression = a.compression;
-    if (a.tile_given) wo.tiff_tile = a.tile;
+    const apron::WriteOptions wo = write_options(a);
     apron::write_pages(a.output, views, wo, metadata);
     stages.push_back({"write " + a.output, ms_since(t)});
     if (a.timing) print_timing(stages);
@@ -383,10 +390,7 @@ int run_filter_volume(const FilterArgs& a, const apron::Pipeline& pipeline, apro
     }
     if (!note.empty()) say_not_carried(note);
     t = Clock::now();
-    apron::WriteOptions wo;
-    wo.jpeg_quality = a.quality;
-    if (a.compression_given) wo.tiff_compression = a.compression;
-    if (a.tile_given) wo.tiff_tile = a.tile;
+    const apron::WriteOptions wo = write_options(a);
     apron::write_volume(a.output, result, wo, metadata);
     stages.push_back({"write " + a.output, ms_since(t)});
     if (a.timing) print_timing(stages);
@@ -541,11 +545,7 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
     progress.reset();  // the line ends before the write
 
     t = Clock::now();
-    apron::WriteOptions wo;
-    wo.jpeg_quality = a.quality;
-    // A whole-image TIFF is deflate strips unless asked otherwise; asked, it is what a streamed one would be.
-    if (a.compression_given) wo.tiff_compression = a.compression;
-    if (a.tile_given) wo.tiff_tile = a.tile;
+    apron::WriteOptions wo = write_options(a);
     if (keep_metadata) {
         wo.metadata = std::move(metadata);
         say_not_carried(apron::fit_metadata(wo.metadata, out_format, a.output, stored_shape, result.shape()));

@@ -105,6 +105,23 @@ void run_interruptible(F&& run) {
     if (interrupted) throw nb::python_error();  // the error PyErr_CheckSignals set
 }
 
+// One run from an array's pointer into another's: an image (depth 1) or a volume of `depth` planes, on the
+// arrays' device (current for the run only), interruptible by Ctrl-C between steps.
+void run_arrays(const Pipeline& p, std::uintptr_t in_ptr, bool in_device, int depth, int height, int width, int channels,
+                int in_type, std::size_t in_pitch, std::uintptr_t out_ptr, bool out_device, int out_type, std::size_t out_pitch,
+                RunOptions o, int device) {
+    ImageShape in_shape = shape_of(height, width, channels, in_type);
+    in_shape.depth = depth;
+    validate_shape(in_shape, "input image");
+    ImageShape out_shape = in_shape;
+    out_shape.type = type_of(out_type);
+    const ConstImageView in{reinterpret_cast<const std::byte*>(in_ptr), in_shape, in_pitch, in_device ? Memory::device : Memory::host};
+    const ImageView out{reinterpret_cast<std::byte*>(out_ptr), out_shape, out_pitch, out_device ? Memory::device : Memory::host};
+    o.cuda_device = device;
+    o.between_steps = check_python_signals;
+    run_interruptible([&] { p.run(in, out, o); });
+}
+
 } // namespace
 
 void bind_pipeline(nb::module_& m) {
@@ -130,17 +147,8 @@ void bind_pipeline(nb::module_& m) {
                 std::size_t in_pitch, std::uintptr_t out_ptr, bool out_device, int out_type, std::size_t out_pitch,
                 const std::string& backend, const std::string& algorithm, int threads, std::uint64_t memory_budget,
                 std::uintptr_t stream, int device) {
-                 const ImageShape in_shape = shape_of(height, width, channels, in_type);
-                 ImageShape out_shape = in_shape;
-                 out_shape.type = type_of(out_type);
-                 const ConstImageView in{reinterpret_cast<const std::byte*>(in_ptr), in_shape, in_pitch,
-                                         in_device ? Memory::device : Memory::host};
-                 const ImageView out{reinterpret_cast<std::byte*>(out_ptr), out_shape, out_pitch,
-                                     out_device ? Memory::device : Memory::host};
-                 RunOptions o = run_options(out_type, backend, algorithm, threads, memory_budget, stream);
-                 o.cuda_device = device;  // the arrays' device, current for the run only
-                 o.between_steps = check_python_signals;
-                 run_interruptible([&] { p.run(in, out, o); });
+                 run_arrays(p, in_ptr, in_device, 1, height, width, channels, in_type, in_pitch, out_ptr, out_device, out_type,
+                            out_pitch, run_options(out_type, backend, algorithm, threads, memory_budget, stream), device);
              })
         // A volume of `depth` planes of height x width (apron/image.hpp: plane z's row y is row z * height + y
         // of one pitch): a (Z, Y, X[, C]) array, or a contiguous stack of images run as planes in one call.
@@ -149,19 +157,8 @@ void bind_pipeline(nb::module_& m) {
                 int in_type, std::size_t in_pitch, std::uintptr_t out_ptr, bool out_device, int out_type, std::size_t out_pitch,
                 const std::string& backend, const std::string& algorithm, int threads, std::uint64_t memory_budget,
                 std::uintptr_t stream, int device) {
-                 ImageShape in_shape = shape_of(height, width, channels, in_type);
-                 in_shape.depth = depth;
-                 validate_shape(in_shape, "input image");
-                 ImageShape out_shape = in_shape;
-                 out_shape.type = type_of(out_type);
-                 const ConstImageView in{reinterpret_cast<const std::byte*>(in_ptr), in_shape, in_pitch,
-                                         in_device ? Memory::device : Memory::host};
-                 const ImageView out{reinterpret_cast<std::byte*>(out_ptr), out_shape, out_pitch,
-                                     out_device ? Memory::device : Memory::host};
-                 RunOptions o = run_options(out_type, backend, algorithm, threads, memory_budget, stream);
-                 o.cuda_device = device;
-                 o.between_steps = check_python_signals;
-                 run_interruptible([&] { p.run(in, out, o); });
+                 run_arrays(p, in_ptr, in_device, depth, height, width, channels, in_type, in_pitch, out_ptr, out_device, out_type,
+                            out_pitch, run_options(out_type, backend, algorithm, threads, memory_budget, stream), device);
              })
         // Whether a step reads along z (sigma_z, depth, dz, 3-D elements): a stack of images then runs image by
         // image, never as one volume whose z step would mix them.
