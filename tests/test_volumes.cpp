@@ -61,6 +61,12 @@ int border_index(int i, int n, BorderMode mode) {
     return -1;
 }
 
+// The voxel (x, y, z) of channel c, any coordinate outside read through the border (the constant: value).
+double read_through(ConstImageView in, int x, int y, int z, int c, BorderMode mode, double value) {
+    const int xi = border_index(x, in.width(), mode), yi = border_index(y, in.height(), mode), zi = border_index(z, in.shape.depth, mode);
+    return xi < 0 || yi < 0 || zi < 0 ? value : at(in, xi, yi, zi, c);
+}
+
 struct Weights3 {
     int w, h, d;
     std::vector<double> v;  // [k][j][i]
@@ -86,12 +92,8 @@ std::vector<double> correlate3(ConstImageView in, const Weights3& m, BorderMode 
                     double sum = 0;
                     for (int k = 0; k < m.d; ++k)
                         for (int j = 0; j < m.h; ++j)
-                            for (int i = 0; i < m.w; ++i) {
-                                const int xi = border_index(x + i - m.w / 2, W, mode), yi = border_index(y + j - m.h / 2, H, mode),
-                                          zi = border_index(z + k - m.d / 2, D, mode);
-                                const double s = xi < 0 || yi < 0 || zi < 0 ? value : at(in, xi, yi, zi, c);
-                                sum += m(i, j, k) * s;
-                            }
+                            for (int i = 0; i < m.w; ++i)
+                                sum += m(i, j, k) * read_through(in, x + i - m.w / 2, y + j - m.h / 2, z + k - m.d / 2, c, mode, value);
                     out.push_back(scale * sum);
                 }
     return out;
@@ -112,16 +114,10 @@ std::vector<double> morph3(ConstImageView in, int r, const std::function<bool(in
                         for (int dy = -r; dy <= r; ++dy)
                             for (int dx = -r; dx <= r; ++dx) {
                                 if (!inside(dx, dy, dz)) continue;
-                                double s;
                                 const bool outside = x + dx < 0 || x + dx >= W || y + dy < 0 || y + dy >= H || z + dz < 0 || z + dz >= D;
                                 if (outside && !mode) continue;
-                                if (outside) {
-                                    const int xi = border_index(x + dx, W, *mode), yi = border_index(y + dy, H, *mode),
-                                              zi = border_index(z + dz, D, *mode);
-                                    s = xi < 0 || yi < 0 || zi < 0 ? value : at(in, xi, yi, zi, c);
-                                } else {
-                                    s = at(in, x + dx, y + dy, z + dz, c);
-                                }
+                                // Inside, every mode reads the voxel itself.
+                                const double s = read_through(in, x + dx, y + dy, z + dz, c, mode.value_or(BorderMode::constant), value);
                                 if (s != s) continue;
                                 if (best != best || (dilate ? s > best : s < best)) best = s;
                             }
