@@ -347,42 +347,66 @@ int run_filter_pages(const FilterArgs& a, const apron::Pipeline& pipeline, apron
     return 0;
 }
 
+// A band stack's bands are not a z axis: a step along z (sigma_z, depth, dz, a 3-D element) would mix them.
+// Only --volume asks for that.
+void refuse_steps_along_z(const apron::Pipeline& pipeline, const std::string& input, int bands) {
+    for (const auto& op : pipeline.operations())
+        for (const auto& step : op.steps)
+            if (step.axes == apron::Axes::depth)
+                throw apron::Error("--op " + op.spec + ": steps along z, and the " + std::to_string(bands) + " bands of " + input +
+                                   " are not a z axis (each band is filtered alone; --volume filters across them as planes)");
+}
+
 // --volume: every page of a multi-page TIFF or plane of a FITS cube as the planes of one volume
 // (docs/volumes.md), filtered whole in 3-D, written as the pages of a TIFF or a FITS cube, each page with its
-// metadata. The budget holds the volume, its result and the run.
+// metadata. A band stack (`bands`: a TIFF page of more than 4 samples) is the volume of its bands, each
+// filtered alone unless --volume, written back as the bands of one TIFF page laid out as the input's (or the
+// planes of a FITS cube). The budget holds the volume, its result and the run.
 int run_filter_volume(const FilterArgs& a, const apron::Pipeline& pipeline, apron::RunOptions options,
-                      const apron::ReadOptions& read, bool keep_metadata, apron::ImageFormat out_format) {
+                      const apron::ReadOptions& read, bool keep_metadata, apron::ImageFormat out_format,
+                      const apron::TiffBands& bands = {}) {
+    const bool stack = bands.bands > 0;
     if (out_format != apron::ImageFormat::tiff && out_format != apron::ImageFormat::fits)
-        throw apron::Error(a.output + ": --volume writes the volume's planes as the pages of a .tif or a FITS cube (.fits)");
-    const std::vector<apron::ImageShape> stored = apron::probe_pages(a.input, read);
-    if (stored.empty()) throw apron::Error(a.input + ": holds no image");
-    apron::ImageShape in = stored[0];
-    in.depth = int(stored.size());
-    for (std::size_t z = 1; z < stored.size(); ++z)
-        if (!(stored[z] == stored[0]))
-            throw apron::Error(a.input + ": --volume: page " + std::to_string(z) + " differs from page 0 in size or type (a volume's "
-                               "planes share both; without --volume each page is filtered alone)");
+        throw apron::Error(a.output + (stack ? ": " + a.input + " is a TIFF of " + std::to_string(bands.bands) +
+                                                   " bands, written as the bands of a .tif or the planes of a FITS cube (.fits)"
+                                             : ": --volume writes the volume's planes as the pages of a .tif or a FITS cube (.fits)"));
+    apron::ImageShape in = bands.shape;
+    if (!stack) {
+        const std::vector<apron::ImageShape> stored = apron::probe_pages(a.input, read);
+        if (stored.empty()) throw apron::Error(a.input + ": holds no image");
+        in = stored[0];
+        in.depth = int(stored.size());
+        for (std::size_t z = 1; z < stored.size(); ++z)
+            if (!(stored[z] == stored[0]))
+                throw apron::Error(a.input + ": --volume: page " + std::to_string(z) + " differs from page 0 in size or type (a volume's "
+                                   "planes share both; without --volume each page is filtered alone)");
+    }
     apron::ImageShape out = in;
     out.type = options.out_type.value_or(in.type);
     std::string why;
     if (!apron::can_store(out_format, out.plane(), &why)) throw apron::Error(a.output + ": " + why);
-    if (a.plan_only) return std::cout << pipeline.describe(in, options), 0;
+    if (a.plan_only) {
+        if (stack)
+            std::cout << "band stack: the " << bands.bands << " bands of " << a.input << " as planes, "
+                      << (a.volume ? "filtered across them (--volume)" : "each filtered alone") << "\n";
+        return std::cout << pipeline.describe(in, options), 0;
+    }
     apron::require_memory(image_bytes(in) + pipeline.memory_needed(in, options), options.memory_budget, a.input,
-                          "the volume " + apron::format_bytes(image_bytes(in)) + " and its filtering");
+                          (stack ? "the band stack " : "the volume ") + apron::format_bytes(image_bytes(in)) + " and its filtering");
     std::vector<apron::StageTiming> stages;
     auto t = Clock::now();
     apron::ReadOptions whole = read;
     whole.memory_budget = 0;  // checked above with the run
-    const apron::Image volume = apron::read_volume(a.input, whole);
-    stages.push_back({"read " + a.input + " (" + std::to_string(in.depth) + " planes)", ms_since(t)});
+    const apron::Image volume = stack ? apron::read_bands(a.input, whole) : apron::read_volume(a.input, whole);
+    stages.push_back({"read " + a.input + " (" + std::to_string(in.depth) + (stack ? " bands)" : " planes)"), ms_since(t)});
     warn_of_long_reference_run(pipeline, in, options);
     options.timings = &stages;
     const apron::Image result = pipeline.run(volume, options);
     std::vector<apron::ImageMetadata> metadata;
-    if (keep_metadata) metadata = apron::read_pages_metadata(a.input, read);
-    metadata.resize(std::size_t(in.depth));
-    // A FITS cube has one header for its planes, a TIFF one set of tags a page: what the output cannot keep is
-    // said once.
+    if (keep_metadata) metadata = stack ? std::vector{apron::read_metadata(a.input, read)} : apron::read_pages_metadata(a.input, read);
+    metadata.resize(stack ? 1 : std::size_t(in.depth));
+    // A FITS cube has one header for its planes, a TIFF one set of tags a page (a band stack's one page): what
+    // the output cannot keep is said once.
     std::string note;
     for (std::size_t z = 0; z < metadata.size(); ++z) {
         std::string n = apron::fit_metadata(metadata[z], out_format, a.output, in.plane(), out.plane());
@@ -390,8 +414,13 @@ int run_filter_volume(const FilterArgs& a, const apron::Pipeline& pipeline, apro
     }
     if (!note.empty()) say_not_carried(note);
     t = Clock::now();
-    const apron::WriteOptions wo = write_options(a);
-    apron::write_volume(a.output, result, wo, metadata);
+    apron::WriteOptions wo = write_options(a);
+    if (stack && out_format == apron::ImageFormat::tiff) {
+        wo.metadata = std::move(metadata[0]);
+        apron::write_bands(a.output, result, bands, wo);
+    } else {
+        apron::write_volume(a.output, result, wo, metadata);
+    }
     stages.push_back({"write " + a.output, ms_since(t)});
     if (a.timing) print_timing(stages);
     return 0;
@@ -434,6 +463,17 @@ int run_filter_in(const FilterArgs& a, const apron::dist::World* world) {
         if ((world && world->size > 1) || a.stream == "on" || a.resume)
             throw apron::Error("--page: picks a page of a whole-image run, not of a streamed one (--stream on, --resume or MPI ranks)");
         read.page = a.page;
+    }
+    // A TIFF page of more than 4 samples (multispectral: Sentinel-2's 13 bands) is a band stack: its bands the
+    // planes of a volume of one channel, each filtered alone (--volume: across them too), whole.
+    if (const apron::TiffBands bands = a.raw.empty() ? apron::probe_bands(a.input, read) : apron::TiffBands{}; bands.bands > 0) {
+        if ((world && world->size > 1) || a.stream == "on" || a.resume)
+            throw apron::Error(a.input + ": a TIFF of " + std::to_string(bands.bands) +
+                               " bands is filtered whole, band by band (not --stream on, --resume or MPI ranks)");
+        refuse_auto_orient("a band stack's");
+        if (a.volume && a.page >= 0) throw apron::Error("--volume: reads every page (not --page)");
+        if (!a.volume) refuse_steps_along_z(pipeline, a.input, bands.bands);
+        return run_filter_volume(a, pipeline, options, read, keep_metadata, apron::format_for_path(a.output), bands);
     }
     if (a.volume) {
         if (!a.raw.empty()) throw apron::Error("--volume: raw samples give their depth in --raw WxHxDxC:TYPE (and stream)");
@@ -647,7 +687,9 @@ int run_plan(const PlanArgs& a) {
             }
             return 0;
         }
-        shape = apron::probe_image(a.input);
+        // A band stack: the volume of its bands (apron filter refuses steps along z on it without --volume).
+        const apron::TiffBands bands = apron::probe_bands(a.input);
+        shape = bands.bands > 0 ? bands.shape : apron::probe_image(a.input);
     } else {
         const auto [w, h] = size_option(a.size);
         shape = {w, h, a.channels, *type_option(a.type, "--type")};
@@ -738,7 +780,7 @@ int main(int argc, char** argv) {
 
     FilterArgs fa;
     auto* filter = app.add_subcommand("filter", "run operations on an image: apron filter IN OUT --op OP [--op OP ...]");
-    filter->add_option("input", fa.input, "input image (PGM/PPM, PFM, PNG, JPEG, TIFF, FITS)")->required()->type_name("FILE");
+    filter->add_option("input", fa.input, "input image (PGM/PPM, PFM, PNG, JPEG, TIFF, FITS); a TIFF of more than 4 bands is filtered band by band")->required()->type_name("FILE");
     filter->add_option("output", fa.output, "output image; the format follows the extension")->required()->type_name("FILE");
     filter->add_option("--op", fa.ops, "NAME[:key=value,...], applied in order (see `apron ops`)")->required();
     filter->add_option("--out-type", fa.out_type, "u8, u16 or f32 (default: the input's type)")->type_name(type_values);
@@ -758,7 +800,7 @@ int main(int argc, char** argv) {
     filter->add_flag("--volume", fa.volume,
                      "read every page of a multi-page TIFF (OME-TIFF) or plane of a FITS cube as one volume: operations "
                      "along z (sigma_z, depth, dz, ball:R, rect:WxHxD) read across the planes; written as the pages of a "
-                     ".tif or a FITS cube");
+                     ".tif or a FITS cube (a TIFF of more than 4 bands: its bands are the planes, written back as bands)");
     filter->add_option("--page", fa.page,
                        "filter only this page (from 0) of a multi-page TIFF or plane of a FITS cube, as a one-image input "
                        "(default: every page, into a .tif or .fits output)")

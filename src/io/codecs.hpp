@@ -19,6 +19,7 @@
 #include "apron/errors.hpp"
 #include "apron/image.hpp"
 #include "apron/io.hpp"
+#include "apron/volume_io.hpp"
 
 namespace apron::io {
 
@@ -166,6 +167,12 @@ std::vector<ImageShape> probe_tiff_pages(const ByteSource& source, const std::st
 std::vector<ImageMetadata> metadata_tiff_pages(const ByteSource& source, const std::string& name, const ReadOptions& options);
 Buffer encode_tiff_pages(std::span<const ConstImageView> pages, std::span<const ImageMetadata> metadata,
                          const std::string& name, const WriteOptions& options);
+// TIFF band stacks (apron/volume_io.hpp): a page's band layout and stack shape (bands 0 for 1-4 samples, or
+// page -1 of a file of several pages), its bands as one-channel planes, and planes written as the bands of
+// one page with options.metadata.
+TiffBands probe_tiff_bands(const ByteSource& source, const std::string& name, const ReadOptions& options);
+Image decode_tiff_bands(const ByteSource& file, const std::string& name, const ReadOptions& options);
+Buffer encode_tiff_bands(ConstImageView stack, const TiffBands& layout, const std::string& name, const WriteOptions& options);
 
 // FITS cubes: every plane (as pages), their number (NAXIS3, 1 for an image), their shapes, and the header's
 // metadata (one header: every plane's), from fits.cpp; planes of one shape and type written as one cube

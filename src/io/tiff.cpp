@@ -3,7 +3,9 @@
 // compression libtiff was built with. Every page of a multi-page file is an image of its own (decode_tiff_pages);
 // one image asked of a file of several pages is refused by name. Written as contiguous strips or tiles
 // (WriteOptions::tiff_tile), deflate-, zstd- or LZW-compressed with a predictor, or uncompressed
-// (WriteOptions::tiff_compression), one directory per page.
+// (WriteOptions::tiff_compression), one directory per page. A page of more than 4 samples is a band stack
+// (apron/volume_io.hpp): read as one-channel planes, band b plane b, and written back as one page of the
+// bands, interleaved or separate as the input was (decode_tiff_bands, encode_tiff_bands).
 //
 // Tags carried from a TIFF input to a TIFF output (ImageMetadata): the resolution, ImageDescription, the
 // text tags and the GeoTIFF and GDAL tags, which libtiff does not know: a tag extender registers them with
@@ -33,6 +35,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -170,6 +173,9 @@ struct Layout {
     std::vector<std::uint8_t> colours;  // palette: RGB of each index
     std::vector<std::uint8_t> converted;  // one converted row of a strip/tile (scratch)
 
+    // A band stack: the rows of one band's plane (band b's row y is image row b * band_rows + y); 0: an image.
+    int band_rows = 0;
+
     int planes() const { return file_spp / chunk_spp; }
     // Bytes of a row of `width` pixels in a decoded strip or tile (rows start on a byte, as TIFF says).
     std::size_t chunk_row_bytes(std::uint64_t width) const {
@@ -237,6 +243,22 @@ const std::uint8_t* convert_row(Layout& l, const std::uint8_t* src, int w, int p
     return src;
 }
 
+// One converted row of w pixels of a band stack's strip or tile to row y, from x0, of each band's plane: the
+// band `plane`'s samples when planes are separate, every band's when they are interleaved.
+template <class T>
+void copy_band_row(ImageView img, const Layout& l, const std::uint8_t* src, int x0, int y, int w, int plane) {
+    const T* in = reinterpret_cast<const T*>(src);
+    if (l.chunk_spp == 1) {
+        std::memcpy(img.row<T>(plane * l.band_rows + y) + x0, in, std::size_t(w) * sizeof(T));
+        return;
+    }
+    const std::size_t stride = std::size_t(l.chunk_spp);
+    for (int b = 0; b < l.chunk_spp; ++b) {
+        T* out = img.row<T>(b * l.band_rows + y) + x0;
+        for (int x = 0; x < w; ++x) out[x] = in[std::size_t(x) * stride + std::size_t(b)];
+    }
+}
+
 // Copies a w x h block of a decoded strip/tile (rows `chunk_pitch` bytes apart) to (x0, y0) of the image,
 // converted; `plane` is the sample it holds when planes are separate.
 void copy_block(ImageView img, Layout& l, const std::uint8_t* chunk, std::size_t chunk_pitch, int x0, int y0, int w,
@@ -244,6 +266,12 @@ void copy_block(ImageView img, Layout& l, const std::uint8_t* chunk, std::size_t
     const std::size_t pixel_bytes = l.sample_bytes * std::size_t(l.spp);
     for (int r = 0; r < h; ++r) {
         const std::uint8_t* src = convert_row(l, chunk + std::size_t(r) * chunk_pitch, w, plane);
+        if (l.band_rows) {
+            if (l.sample_bytes == 1) copy_band_row<std::uint8_t>(img, l, src, x0, y0 + r, w, plane);
+            else if (l.sample_bytes == 2) copy_band_row<std::uint16_t>(img, l, src, x0, y0 + r, w, plane);
+            else copy_band_row<float>(img, l, src, x0, y0 + r, w, plane);
+            continue;
+        }
         auto* dst = reinterpret_cast<std::uint8_t*>(img.row_bytes(y0 + r)) + std::size_t(x0) * pixel_bytes;
         if (l.chunk_spp == l.file_spp) {
             std::memcpy(dst, src, std::size_t(w) * pixel_bytes);
@@ -305,7 +333,8 @@ void read_strips(TIFF* tif, MemoryFile& f, Image& img, Layout& l, const std::str
     std::vector<std::uint8_t> row(direct ? 0 : row_pitch);
     for (int p = 0; p < l.planes(); ++p)
         for (int y = 0; y < img.height(); ++y) {
-            void* dst = direct ? static_cast<void*>(img.view().row_bytes(y)) : row.data();
+            // A band stack's separate planes: band p's rows are its plane's.
+            void* dst = direct ? static_cast<void*>(img.view().row_bytes(p * l.band_rows + y)) : row.data();
             if (TIFFReadScanline(tif, dst, std::uint32_t(y), std::uint16_t(p)) < 0 || f.message.damaged)
                 tiff_failed(name, f, "bad TIFF file");
             if (!direct) copy_block(img.view(), l, row.data(), row_pitch, 0, y, img.width(), 1, p);
@@ -406,6 +435,27 @@ void check_strile_offsets(TIFF* tif, const std::string& name) {
                            " has no data offset (the offset array is shorter than the " + (tiled ? "tiles" : "strips") + ")");
 }
 
+// A band stack's limits, as check_image's for an image: the size of a band, the samples of every band within
+// max_pixels, and the stack's pixels with the file and the decoder's buffers within the memory budget.
+ImageShape check_band_stack(const std::string& name, std::uint64_t width, std::uint64_t height, int bands, PixelType type,
+                            const ReadOptions& options, const Held& held) {
+    const std::uint64_t pixels = check_size(name, width, height, options);
+    const std::string what = std::to_string(bands) + " bands of " + std::to_string(width) + "x" + std::to_string(height);
+    if (pixels > options.max_pixels / std::uint64_t(bands))
+        fail(name, what + " are " + std::to_string(pixels) + " x " + std::to_string(bands) + " samples, over the limit of " +
+                       std::to_string(options.max_pixels) + " (raise it with --max-pixels)");
+    const ImageShape shape{int(width), int(height), 1, type, bands};
+    validate_shape(shape, name.c_str());
+    const std::uint64_t bytes = image_bytes(width, height * std::uint64_t(bands), 1, type);
+    const std::uint64_t needed = bytes + held.file_bytes + held.decoder_bytes;
+    if (options.memory_budget && (needed < bytes || needed > options.memory_budget))
+        fail(name, "decoding " + what + " " + to_string(type) + " needs " + format_bytes(needed) + " (file " +
+                       format_bytes(held.file_bytes) + " + pixels " + format_bytes(bytes) +
+                       (held.decoder_bytes ? " + decoder buffers " + format_bytes(held.decoder_bytes) : "") +
+                       "), over the memory budget of " + format_bytes(options.memory_budget) + " (raise it with --memory)");
+    return shape;
+}
+
 // The first directory (size, samples, layout), then on request the pixels.
 class TiffReader {
 public:
@@ -457,7 +507,8 @@ public:
         page_ = p;
     }
 
-    ImageShape read_header(const ReadOptions& options, std::uint64_t file_bytes) {
+    // `bands`: the page is read as a band stack (more than 4 samples), else as an image (1 to 4).
+    ImageShape read_header(const ReadOptions& options, std::uint64_t file_bytes, bool bands = false) {
         if (page_ < 0) select_page(options.page, false);
         layout_ = Layout{};
         tiles_ = Tiles{};
@@ -467,11 +518,20 @@ public:
         TIFFGetField(h_.tif, TIFFTAG_IMAGELENGTH, &height);
         TIFFGetFieldDefaulted(h_.tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
         TIFFGetFieldDefaulted(h_.tif, TIFFTAG_PLANARCONFIG, &planar);
-        if (spp < 1 || spp > 4)
-            fail(name_, "TIFF file with " + std::to_string(spp) + " samples per pixel (apron reads 1 to 4)");
+        const std::string which = pages() > 1 ? "page " + std::to_string(page_) + " of the TIFF file" : "the TIFF file";
+        if (spp < 1) fail(name_, which + " has no samples per pixel");
+        if (spp > 4 && !bands)
+            fail(name_, which + " has " + std::to_string(spp) + " samples per pixel (bands), more than an image's 4 channels: apron "
+                               "filter reads such a page alone as a band stack (a TIFF of one page, or --page; read_bands)");
+        if (spp <= 4 && bands)
+            fail(name_, which + " has " + std::to_string(spp) + " samples per pixel: an image, not a band stack (read_image reads it)");
         const PixelType type = sample_layout(h_.tif, spp, layout_, name_);
         check_size(name_, width, height, options);
         layout_.chunk_spp = planar == PLANARCONFIG_SEPARATE ? 1 : int(spp);
+        if (bands) {
+            layout_.spp = 1;
+            layout_.band_rows = int(height);
+        }
         layout_.sample_bytes = bytes_per_sample(type);
         held_ = {file_bytes, 0};
         if (TIFFIsTiled(h_.tif)) {
@@ -482,7 +542,26 @@ public:
         TIFFGetFieldDefaulted(h_.tif, TIFFTAG_COMPRESSION, &compression_);
         TIFFGetFieldDefaulted(h_.tif, TIFFTAG_ROWSPERSTRIP, &rows_per_strip_);
         rows_per_strip_ = std::max<std::uint32_t>(rows_per_strip_, 1);
+        if (bands) return check_band_stack(name_, width, height, spp, type, options, held_);
         return check_image(name_, width, height, layout_.spp, type, options, held_);
+    }
+
+    // The selected page's band layout: bands 0 for 1 to 4 samples.
+    TiffBands bands() const {
+        std::uint16_t spp = 1, planar = PLANARCONFIG_CONTIG, photometric = PHOTOMETRIC_MINISBLACK;
+        TIFFGetFieldDefaulted(h_.tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
+        if (spp <= 4) return {};
+        TIFFGetFieldDefaulted(h_.tif, TIFFTAG_PLANARCONFIG, &planar);
+        TIFFGetField(h_.tif, TIFFTAG_PHOTOMETRIC, &photometric);
+        TiffBands b;
+        b.bands = spp;
+        b.separate = planar == PLANARCONFIG_SEPARATE;
+        b.rgb = photometric == PHOTOMETRIC_RGB;
+        std::uint16_t count = 0;
+        std::uint16_t* kinds = nullptr;
+        if (TIFFGetField(h_.tif, TIFFTAG_EXTRASAMPLES, &count, &kinds) && kinds && count == spp - (b.rgb ? 3 : 1))
+            b.extra_samples.assign(kinds, kinds + count);
+        return b;
     }
     const Held& held() const { return held_; }
 
@@ -732,6 +811,30 @@ std::vector<ImageMetadata> metadata_tiff_pages(const ByteSource& source, const s
     return pages;
 }
 
+// A page of more than 4 samples (options.page, -1 the file's only one) as a band stack. Page -1 of a file of
+// several pages is none: read_pages reads them (and refuses a page of more than 4 samples by name).
+TiffBands probe_tiff_bands(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    TiffReader reader(source, name, options);
+    if (options.page < 0 && reader.pages() > 1) return {};
+    reader.select_page(std::max(options.page, 0), false);
+    TiffBands bands = reader.bands();
+    if (bands.bands > 0) bands.shape = reader.read_header(options, source.size(), true);
+    return bands;
+}
+
+Image decode_tiff_bands(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    TiffReader reader(source, name, options);
+    const ImageShape shape = reader.read_header(options, source.size(), true);
+    Image img;
+    try {
+        img = Image(shape, options.memory);
+    } catch (const Error& e) {
+        fail(name, e.what());  // the allocation's own message names "image", not the file
+    }
+    reader.read_pixels(img);
+    return img;
+}
+
 namespace {
 
 class TiffRows final : public RowSource {
@@ -801,25 +904,70 @@ std::uint16_t tiff_codec(const std::string& name, const std::string& compression
     return codec;
 }
 
-// One page as a directory of strips or tiles.
-void write_tiff_page(TIFF* tif, MemoryFile& f, ConstImageView image, const ImageMetadata& m, std::uint16_t codec,
-                     int tile, const std::string& name) {
-    const std::size_t row_bytes = image.shape.row_bytes();
+// A page's samples as the file lays them out: `planes` planes (1 when interleaved; one a band when a band
+// stack's are separate) of rows of `spp` samples (1 when separate); row(y, p) gives row y of plane p.
+struct PageSamples {
+    int width = 0, height = 0, spp = 1, planes = 1;
+    PixelType type = PixelType::u8;
+    std::uint16_t photometric = PHOTOMETRIC_MINISBLACK;
+    std::vector<std::uint16_t> extra;  // ExtraSamples
+    std::function<const std::byte*(int y, int plane)> row;
+
+    std::size_t pixel_bytes() const { return std::size_t(planes == 1 ? spp : 1) * bytes_per_sample(type); }
+    std::size_t row_bytes() const { return std::size_t(width) * pixel_bytes(); }
+};
+
+// An image's pixels, interleaved: gray or RGB, a second or fourth channel as (unassociated) alpha.
+PageSamples image_samples(ConstImageView image) {
     const int c = image.channels();
-    // About 256 KiB strips: large enough for deflate to work well, small enough to stream.
-    const std::uint32_t rows_per_strip =
-        std::uint32_t(std::clamp<std::size_t>((256 << 10) / row_bytes, 1, image.height()));
-    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, std::uint32_t(image.width()));
-    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, std::uint32_t(image.height()));
-    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, std::uint16_t(c));
-    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, std::uint16_t(8 * bytes_per_sample(image.type())));
-    TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, image.type() == PixelType::f32 ? SAMPLEFORMAT_IEEEFP : SAMPLEFORMAT_UINT);
-    TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
-    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, c >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK);
-    if (c == 2 || c == 4) {
-        const std::uint16_t extra[] = {EXTRASAMPLE_UNASSALPHA};
-        TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, std::uint16_t(1), extra);
+    PageSamples s{image.width(), image.height(), c, 1, image.type(), std::uint16_t(c >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK)};
+    if (c == 2 || c == 4) s.extra = {EXTRASAMPLE_UNASSALPHA};
+    s.row = [image](int y, int) { return image.row_bytes(y); };
+    return s;
+}
+
+// A band stack's planes as the bands of one page, laid out as `layout` says. Interleaved bands are gathered
+// into one row at a time (the last kept: a row of tiles asks for it once a tile).
+PageSamples band_samples(ConstImageView stack, const TiffBands& layout) {
+    const int bands = stack.shape.depth;
+    PageSamples s{stack.width(), stack.height(), bands, layout.separate ? bands : 1, stack.type(),
+                  std::uint16_t(layout.rgb && bands >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK)};
+    const std::size_t extras = std::size_t(bands - (s.photometric == PHOTOMETRIC_RGB ? 3 : 1));
+    s.extra = layout.extra_samples.size() == extras ? layout.extra_samples : std::vector<std::uint16_t>(extras, EXTRASAMPLE_UNSPECIFIED);
+    if (layout.separate) {
+        s.row = [stack](int y, int p) { return stack.plane(p).row_bytes(y); };
+        return s;
     }
+    auto gathered = std::make_shared<std::vector<std::byte>>(s.row_bytes());
+    auto last = std::make_shared<int>(-1);
+    s.row = [stack, gathered, last](int y, int) -> const std::byte* {
+        if (*last == y) return gathered->data();
+        const std::size_t bytes = bytes_per_sample(stack.type()), stride = std::size_t(stack.shape.depth) * bytes;
+        for (int b = 0; b < stack.shape.depth; ++b) {
+            const std::byte* in = stack.plane(b).row_bytes(y);
+            std::byte* out = gathered->data() + std::size_t(b) * bytes;
+            for (int x = 0; x < stack.width(); ++x) std::memcpy(out + std::size_t(x) * stride, in + std::size_t(x) * bytes, bytes);
+        }
+        *last = y;
+        return gathered->data();
+    };
+    return s;
+}
+
+// One page as a directory of strips or tiles, plane after plane.
+void write_tiff_page(TIFF* tif, MemoryFile& f, const PageSamples& page, const ImageMetadata& m, std::uint16_t codec,
+                     int tile, const std::string& name) {
+    const std::size_t row_bytes = page.row_bytes(), px = page.pixel_bytes();
+    // About 256 KiB strips: large enough for deflate to work well, small enough to stream.
+    const std::uint32_t rows_per_strip = std::uint32_t(std::clamp<std::size_t>((256 << 10) / row_bytes, 1, std::size_t(page.height)));
+    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, std::uint32_t(page.width));
+    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, std::uint32_t(page.height));
+    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, std::uint16_t(page.spp));
+    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, std::uint16_t(8 * bytes_per_sample(page.type)));
+    TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, page.type == PixelType::f32 ? SAMPLEFORMAT_IEEEFP : SAMPLEFORMAT_UINT);
+    TIFFSetField(tif, TIFFTAG_PLANARCONFIG, page.planes > 1 ? PLANARCONFIG_SEPARATE : PLANARCONFIG_CONTIG);
+    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, page.photometric);
+    if (!page.extra.empty()) TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, std::uint16_t(page.extra.size()), page.extra.data());
     if (tile) {
         TIFFSetField(tif, TIFFTAG_TILEWIDTH, std::uint32_t(tile));
         TIFFSetField(tif, TIFFTAG_TILELENGTH, std::uint32_t(tile));
@@ -829,56 +977,77 @@ void write_tiff_page(TIFF* tif, MemoryFile& f, ConstImageView image, const Image
     set_tiff_metadata(tif, m);
     TIFFSetField(tif, TIFFTAG_COMPRESSION, codec);
     if (codec != COMPRESSION_NONE)
-        TIFFSetField(tif, TIFFTAG_PREDICTOR, image.type() == PixelType::f32 ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL);
+        TIFFSetField(tif, TIFFTAG_PREDICTOR, page.type == PixelType::f32 ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL);
 
     // The predictor rewrites the buffer it is given, so each strip or tile is first copied out of the image.
-    if (tile) {
-        const std::size_t px = std::size_t(c) * bytes_per_sample(image.type()), pitch = std::size_t(tile) * px;
-        std::vector<std::uint8_t> block(pitch * std::size_t(tile));
-        for (int ty = 0; ty < image.height(); ty += tile)
-            for (int tx = 0; tx < image.width(); tx += tile) {
-                const int w = std::min(tile, image.width() - tx), rows = std::min(tile, image.height() - ty);
-                if (w < tile || rows < tile) std::fill(block.begin(), block.end(), std::uint8_t(0));  // edge tiles padded
-                for (int r = 0; r < rows; ++r)
-                    std::memcpy(block.data() + std::size_t(r) * pitch, image.row_bytes(ty + r) + std::size_t(tx) * px, std::size_t(w) * px);
-                if (TIFFWriteEncodedTile(tif, TIFFComputeTile(tif, std::uint32_t(tx), std::uint32_t(ty), 0, 0), block.data(),
-                                         tmsize_t(block.size())) < 0)
-                    tiff_failed(name, f, "cannot encode TIFF");
-            }
-    } else {
-        std::vector<std::uint8_t> strip(row_bytes * rows_per_strip);
-        for (std::uint32_t y = 0, s = 0; y < std::uint32_t(image.height()); y += rows_per_strip, ++s) {
-            const std::uint32_t rows = std::min<std::uint32_t>(rows_per_strip, image.height() - y);
-            for (std::uint32_t r = 0; r < rows; ++r)
-                std::memcpy(strip.data() + r * row_bytes, image.row_bytes(int(y + r)), row_bytes);
-            if (TIFFWriteEncodedStrip(tif, s, strip.data(), tmsize_t(rows * row_bytes)) < 0)
+    const std::size_t pitch = std::size_t(tile) * px;
+    std::vector<std::uint8_t> block(tile ? pitch * std::size_t(tile) : row_bytes * rows_per_strip);
+    for (int p = 0; p < page.planes; ++p) {
+        if (tile) {
+            for (int ty = 0; ty < page.height; ty += tile)
+                for (int tx = 0; tx < page.width; tx += tile) {
+                    const int w = std::min(tile, page.width - tx), rows = std::min(tile, page.height - ty);
+                    if (w < tile || rows < tile) std::fill(block.begin(), block.end(), std::uint8_t(0));  // edge tiles padded
+                    for (int r = 0; r < rows; ++r)
+                        std::memcpy(block.data() + std::size_t(r) * pitch, page.row(ty + r, p) + std::size_t(tx) * px, std::size_t(w) * px);
+                    if (TIFFWriteEncodedTile(tif, TIFFComputeTile(tif, std::uint32_t(tx), std::uint32_t(ty), 0, std::uint16_t(p)),
+                                             block.data(), tmsize_t(block.size())) < 0)
+                        tiff_failed(name, f, "cannot encode TIFF");
+                }
+            continue;
+        }
+        for (std::uint32_t y = 0; y < std::uint32_t(page.height); y += rows_per_strip) {
+            const std::uint32_t rows = std::min<std::uint32_t>(rows_per_strip, std::uint32_t(page.height) - y);
+            for (std::uint32_t r = 0; r < rows; ++r) std::memcpy(block.data() + r * row_bytes, page.row(int(y + r), p), row_bytes);
+            if (TIFFWriteEncodedStrip(tif, TIFFComputeStrip(tif, y, std::uint16_t(p)), block.data(), tmsize_t(rows * row_bytes)) < 0)
                 tiff_failed(name, f, "cannot encode TIFF");
         }
     }
     if (!TIFFWriteDirectory(tif)) tiff_failed(name, f, "cannot encode TIFF");
 }
 
+// A TIFF being written into `out`: WriteOptions' codec and tile side checked, BigTIFF beyond classic TIFF's
+// 32-bit offsets (room left for the directories) for `bytes` of samples.
+struct TiffWriter {
+    MemoryFile f;
+    TiffHandle h;
+    std::uint16_t codec = COMPRESSION_NONE;
+    int tile = 0;
+
+    TiffWriter(Buffer& out, std::uint64_t bytes, const std::string& name, const WriteOptions& options)
+        : codec(tiff_codec(name, options.tiff_compression)), tile(options.tiff_tile) {
+        if (tile != 0 && (tile < 16 || tile % 16 || tile > 8192))
+            fail(name, "tiles of " + std::to_string(tile) + " pixels: the tile side must be a multiple of 16 from 16 to 8192");
+        f.out = &out;
+        const bool big = bytes > (std::uint64_t(1) << 32) - (std::uint64_t(1) << 24);
+        h.tif = open_memory_file(f, name, big ? "w8" : "w", 0);
+        if (!h.tif) tiff_failed(name, f, "cannot encode TIFF");
+    }
+    void close() {
+        TIFFClose(h.tif);
+        h.tif = nullptr;
+    }
+};
+
 }  // namespace
 
 Buffer encode_tiff_pages(std::span<const ConstImageView> pages, std::span<const ImageMetadata> metadata,
                          const std::string& name, const WriteOptions& options) {
-    const std::uint16_t codec = tiff_codec(name, options.tiff_compression);
-    const int tile = options.tiff_tile;
-    if (tile != 0 && (tile < 16 || tile % 16 || tile > 8192))
-        fail(name, "tiles of " + std::to_string(tile) + " pixels: the tile side must be a multiple of 16 from 16 to 8192");
-    Buffer out;
-    MemoryFile f;
-    f.out = &out;
     std::uint64_t bytes = 0;
     for (const ConstImageView& page : pages) bytes += std::uint64_t(page.shape.row_bytes()) * page.height();
-    // Classic TIFF offsets are 32-bit; leave room for the directories and switch to BigTIFF ("8") beyond.
-    const bool big = bytes > (std::uint64_t(1) << 32) - (std::uint64_t(1) << 24);
-    TiffHandle h;
-    h.tif = open_memory_file(f, name, big ? "w8" : "w", 0);
-    if (!h.tif) tiff_failed(name, f, "cannot encode TIFF");
-    for (std::size_t p = 0; p < pages.size(); ++p) write_tiff_page(h.tif, f, pages[p], metadata[p], codec, tile, name);
-    TIFFClose(h.tif);
-    h.tif = nullptr;
+    Buffer out;
+    TiffWriter w(out, bytes, name, options);
+    for (std::size_t p = 0; p < pages.size(); ++p)
+        write_tiff_page(w.h.tif, w.f, image_samples(pages[p]), metadata[p], w.codec, w.tile, name);
+    w.close();
+    return out;
+}
+
+Buffer encode_tiff_bands(ConstImageView stack, const TiffBands& layout, const std::string& name, const WriteOptions& options) {
+    Buffer out;
+    TiffWriter w(out, std::uint64_t(stack.shape.row_bytes()) * std::uint64_t(stack.shape.rows()), name, options);
+    write_tiff_page(w.h.tif, w.f, band_samples(stack, layout), options.metadata, w.codec, w.tile, name);
+    w.close();
     return out;
 }
 
@@ -924,6 +1093,14 @@ std::vector<ImageMetadata> metadata_tiff_pages(const ByteSource&, const std::str
 }
 Buffer encode_tiff_pages(std::span<const ConstImageView>, std::span<const ImageMetadata>, const std::string& name,
                          const WriteOptions&) {
+    fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
+}
+// No band stack: the file's reader names what is missing.
+TiffBands probe_tiff_bands(const ByteSource&, const std::string&, const ReadOptions&) { return {}; }
+Image decode_tiff_bands(const ByteSource&, const std::string& name, const ReadOptions&) {
+    fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
+}
+Buffer encode_tiff_bands(ConstImageView, const TiffBands&, const std::string& name, const WriteOptions&) {
     fail(name, "TIFF support is not built in (install libtiff-dev and rebuild apron)");
 }
 

@@ -1,4 +1,5 @@
-// Volumes in files: the pages of a TIFF or the planes of a FITS cube as one volume's planes (apron/volume_io.hpp).
+// Volumes in files: the pages of a TIFF or the planes of a FITS cube as one volume's planes, and the bands of a
+// TIFF page of more than 4 samples as a band stack's (apron/volume_io.hpp).
 #include "apron/volume_io.hpp"
 
 #include <cstring>
@@ -6,6 +7,8 @@
 
 #include "apron/errors.hpp"
 #include "apron/memory.hpp"
+#include "io/codecs.hpp"
+#include "io/output_target.hpp"
 
 namespace apron {
 
@@ -15,10 +18,47 @@ std::string shape_text(const ImageShape& s) {
     return std::to_string(s.width) + "x" + std::to_string(s.height) + "x" + std::to_string(s.channels) + " " + to_string(s.type);
 }
 
+// Classic TIFF and BigTIFF, either byte order, from the file's first bytes.
+bool is_tiff(const io::ByteSource& file) {
+    const io::Buffer b = io::read_prefix(file, 4);
+    return b.size() == 4 && ((b[0] == 'I' && b[1] == 'I' && (b[2] == 42 || b[2] == 43) && b[3] == 0) ||
+                             (b[0] == 'M' && b[1] == 'M' && b[2] == 0 && (b[3] == 42 || b[3] == 43)));
+}
+
 } // namespace
+
+TiffBands probe_bands(const std::string& path, const ReadOptions& options) {
+    const std::unique_ptr<io::ByteSource> file = io::open_file_source(path);
+    return is_tiff(*file) ? io::probe_tiff_bands(*file, path, options) : TiffBands{};
+}
+
+Image read_bands(const std::string& path, const ReadOptions& options) {
+    const std::unique_ptr<io::ByteSource> file = io::open_file_source(path);
+    if (!is_tiff(*file)) fail(path, "not a TIFF file (a band stack is a TIFF page of more than 4 samples per pixel)");
+    return io::decode_tiff_bands(*file, path, options);
+}
+
+void write_bands(const std::string& path, ConstImageView stack, const TiffBands& layout, const WriteOptions& options) {
+    io::refuse_directory(path);
+    if (format_for_path(path) != ImageFormat::tiff)
+        fail(path, "a band stack is written as the bands of one TIFF page (.tif, .tiff); write_volume writes its planes as pages "
+                   "or a FITS cube");
+    if (stack.memory != Memory::host) fail(path, "image is in device memory; copy it to the host before writing");
+    if (!stack.data || stack.empty()) fail(path, "cannot write an empty image");
+    validate_shape(stack.shape, path.c_str());
+    if (stack.pitch < stack.shape.row_bytes()) fail(path, "image view has a row pitch smaller than a row");
+    if (stack.channels() != 1)
+        fail(path, "a band stack's planes have one channel each (its bands), and these have " + std::to_string(stack.channels()));
+    if (layout.bands != 0 && layout.bands != stack.shape.depth)
+        fail(path, "the layout is of " + std::to_string(layout.bands) + " bands, and the stack has " + std::to_string(stack.shape.depth) +
+                       " planes");
+    if (stack.shape.depth > 65535) fail(path, std::to_string(stack.shape.depth) + " bands: a TIFF page holds at most 65535 samples per pixel");
+    write_file_atomically(path, io::encode_tiff_bands(stack, layout, path, options));
+}
 
 Image read_volume(const std::string& path, const ReadOptions& options) {
     if (options.page != -1) fail(path, "a volume is every page of the file (no page is chosen)");
+    if (probe_bands(path, options).bands > 0) return read_bands(path, options);  // a TIFF of one page of its bands
     const std::vector<ImageShape> pages = probe_pages(path, options);
     if (pages.empty()) fail(path, "holds no image");
     for (std::size_t z = 1; z < pages.size(); ++z)
