@@ -3,11 +3,14 @@
 // (pitched rows, so steps along z run a z view per row).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <string>
 
 #include "apron/pipeline.hpp"
 #include "core/dispatch.hpp"
+#include "core/overrides.hpp"
+#include "cuda/launch_record.hpp"
 #include "gpu_test_support.hpp"
 #include "test_support.hpp"
 
@@ -41,6 +44,83 @@ TEST(CudaVolumes, LinearFiltersAlongZMatchTheCpuBackend) {
                 const Image gpu = Pipeline({spec}).run(v, {.backend = Backend::cuda, .out_type = PixelType::f32});
                 EXPECT_LE(worst(cpu, gpu), 2e-5 * (t == PixelType::f32 ? 2 : type_max(t)) * 4) << spec << " " << to_string(t) << " c=" << c;
             }
+}
+
+bool ran_fused_pass() {
+    for (const KernelChoice& k : cuda::launches())
+        if (k.family == "cuda.separable_volume") return true;
+    return false;
+}
+
+// The fused volume pass (cuda/separable_volume_impl.cuh): a volume's separable plane step and its z column in
+// one kernel (APRON_VOLUME_FUSED=1), against the CPU backend and against the two passes it replaces, on
+// volumes of one voxel, fewer planes than the z reach, several blocks along z, and every border; both of
+// the kernel's row counts (APRON_VOLUME_RY).
+TEST(CudaVolumes, FusedVolumePassMatchesTheTwoPassesAndTheCpuBackend) {
+    REQUIRE_GPU();
+    struct Shape {
+        int w, h, d;
+    };
+    const Shape shapes[] = {{1, 1, 1}, {5, 3, 2}, {37, 29, 11}, {64, 64, 16}, {200, 130, 90}, {129, 67, 3}};
+    const std::string specs[] = {"gaussian:sigma=2,sigma_z=1",   "gaussian:sigma=0.7,sigma_z=0.6,border=wrap",
+                                 "gaussian:sigma=2.6,sigma_y=1,sigma_z=1,border=mirror",
+                                 "gaussian:sigma=1.2,sigma_z=1,border=constant,value=7",
+                                 "gaussian:sigma=1,sigma_z=1,border=nearest", "gaussian:sigma=1.5,sigma_z=0.4,border=reflect"};
+    int fused_runs = 0;  // the plane step is a fused candidate where the planner made it separable
+    for (const int rows : {2, 4})
+        for (const PixelType t : {PixelType::u8, PixelType::u16, PixelType::f32})
+            for (const Shape& sh : shapes)
+                for (const std::string& spec : specs) {
+                    const Image v = volume(sh.w, sh.h, sh.d, 1, t, 7 + sh.w);
+                    const std::string what = spec + " " + to_string(t) + " " + std::to_string(sh.w) + "x" + std::to_string(sh.h) +
+                                             "x" + std::to_string(sh.d) + " RY=" + std::to_string(rows);
+                    Overrides o = overrides();
+                    o.volume_rows = rows;
+                    o.volume_fused = true;
+                    Image fused, two;
+                    {
+                        OverrideScope scope(o);
+                        cuda::clear_launches();
+                        fused = Pipeline({spec}).run(v, {.backend = Backend::cuda});
+                        fused_runs += ran_fused_pass();
+                        o.volume_fused = false;
+                        OverrideScope off(o);
+                        cuda::clear_launches();
+                        two = Pipeline({spec}).run(v, {.backend = Backend::cuda});
+                        EXPECT_FALSE(ran_fused_pass()) << what;
+                    }
+                    const Image cpu = Pipeline({spec}).run(v, {.backend = Backend::cpu});
+                    // The two passes' z kernels may group equal taps (the run-time kernel), so the sums agree
+                    // within float rounding, and integers within one unit; so with the CPU.
+                    EXPECT_LE(worst(fused, two), t == PixelType::f32 ? 1e-6 : 1) << what;
+                    EXPECT_LE(worst(fused, cpu), t == PixelType::f32 ? 1e-5 : 1) << what;
+                }
+    EXPECT_GT(fused_runs, 100);
+}
+
+// The same bits whatever the pass's tiling: a volume filtered whole and as its planes' halves with their z
+// halo (the slabs a streamed run makes) agree exactly.
+TEST(CudaVolumes, FusedVolumePassGivesTheSameBitsOnSlabs) {
+    REQUIRE_GPU();
+    const Image v = volume(150, 70, 40, 1, PixelType::f32, 9);
+    const char* spec = "gaussian:sigma=2,sigma_z=1,border=reflect";
+    Overrides o = overrides();
+    o.volume_fused = true;
+    OverrideScope fused(o);
+    const Image whole = Pipeline({spec}).run(v, {.backend = Backend::cuda});
+    // Planes 17 .. 39 with planes 14 .. 16 as their halo: output planes 17 .. 36 see only real planes.
+    ImageShape s = v.shape();
+    s.depth = 26;
+    Image slab(s);
+    for (int r = 0; r < int(s.rows()); ++r)
+        std::memcpy(slab.view().row_bytes(r), v.view().row_bytes(r + 14 * s.height), s.row_bytes());
+    const Image part = Pipeline({spec}).run(slab, {.backend = Backend::cuda});
+    for (int z = 3; z < 23; ++z)
+        for (int y = 0; y < s.height; ++y)
+            ASSERT_EQ(std::memcmp(part.view().row_bytes(z * s.height + y), whole.view().row_bytes((z + 14) * s.height + y),
+                                  s.row_bytes()),
+                      0)
+                << "plane " << z + 14 << " row " << y;
 }
 
 TEST(CudaVolumes, MorphologyWithVolumeElementsIsBitIdenticalToTheCpuBackend) {

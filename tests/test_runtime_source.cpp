@@ -120,16 +120,19 @@ TEST(RuntimeSource, ZeroTapsVanish) {
     EXPECT_EQ(ks.text.find("fmaf(-0.0f"), std::string::npos);
 }
 
-TEST(RuntimeSource, SharesEqualMaskRowsBetweenOutputRows) {
-    // Symmetric 5x5: rows 0/4 and 1/3 are equal (mirror symmetry in y), so 30 dot products of 40 at 8 rows per thread.
+TEST(RuntimeSource, SharesEqualMaskRowsOnlyWhereSumsAreExact) {
+    // Symmetric 5x5 in float: rows 0/4 and 1/3 are equal, but a shared dot product would round an output
+    // row by where the thread's rows start (the view's first row): every output row takes its own 25 FMAs.
     std::vector<double> v(25);
     for (int j = 0; j < 5; ++j)
         for (int i = 0; i < 5; ++i) v[std::size_t(j * 5 + i)] = 1.0 / (1 + std::abs(i - 2) + 2 * std::abs(j - 2));
     const rtc::KernelSource sym = rtc::generate_source(plan_for(Mask(5, 5, v), PixelType::f32, PixelType::f32), 1);
-    const std::size_t full = std::size_t(sym.rows_per_thread) * rtc::outputs_x * 25;
-    EXPECT_LE(count(sym.text, "fmaf("), full * 8 / 10);
-    // A box shares every row: one dot product per input row.
-    const rtc::KernelSource box = rtc::generate_source(plan_for(Mask(9, 9, std::vector<double>(81, 0.5)), PixelType::f32, PixelType::f32), 1);
+    EXPECT_EQ(count(sym.text, "fmaf("), std::size_t(sym.rows_per_thread) * rtc::outputs_x * 25);
+    // An exact box (integer sums in the f32 accumulator, exact): every row shared, one dot product per input row.
+    const LinearPlan exact = plan_for(Mask(9, 9, std::vector<double>(81, 1.0 / 81)), PixelType::u8, PixelType::u8);
+    ASSERT_TRUE(exact.exact);
+    const rtc::KernelSource box = rtc::generate_source(exact, 1);
+    ASSERT_EQ(box.accumulate, rtc::Accumulate::f32);
     EXPECT_EQ(count(box.text, "fmaf("), std::size_t(box.rows_per_thread + 8) * rtc::outputs_x * 9);
 }
 

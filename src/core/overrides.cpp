@@ -34,6 +34,8 @@ std::string Overrides::describe() const {
     if (runtime_off) add("APRON_RUNTIME_DIRECT=0");
     if (rtc_integer) add("APRON_RTC_INTEGER=1");
     if (chords_variant >= 0) add("APRON_CHORDS_VARIANT=" + std::to_string(chords_variant));
+    if (volume_fused) add("APRON_VOLUME_FUSED=1");
+    if (volume_rows > 0) add("APRON_VOLUME_RY=" + std::to_string(volume_rows));
     return s;
 }
 
@@ -52,6 +54,8 @@ Overrides& table() {
         r.runtime_off = env_is("APRON_RUNTIME_DIRECT", "0");
         r.rtc_integer = env_is("APRON_RTC_INTEGER", "1");
         r.chords_variant = env_int("APRON_CHORDS_VARIANT", -1);
+        r.volume_fused = env_is("APRON_VOLUME_FUSED", "1");
+        r.volume_rows = env_int("APRON_VOLUME_RY", 0);
         return r;
     }();
     return o;

@@ -22,6 +22,9 @@ struct Overrides {
     bool rtc_integer = false;      // APRON_RTC_INTEGER=1: the run-time kernel accumulates integers where it can
     int chords_variant = -1;       // APRON_CHORDS_VARIANT=0|1: the chord kernel's schedule, thread_loads or
                                    // staged_rows (cuda/chord_schedule.hpp); other values: the table's choice
+    bool volume_fused = false;     // APRON_VOLUME_FUSED=1: a volume's separable plane step and z column in one
+                                   // pass (cuda/separable_volume_impl.cuh; slower than two passes so far)
+    int volume_rows = 0;           // APRON_VOLUME_RY=2|4: the fused volume pass's rows a thread (0: its default)
 
     // "" when none is set, else the variables as given, e.g. "APRON_DP4A=0 APRON_FFT_SIDE=1024".
     std::string describe() const;

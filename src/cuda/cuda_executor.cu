@@ -32,11 +32,23 @@
 #include "cuda/rank_filter.hpp"
 #include "cuda/runtime_direct.hpp"
 #include "cuda/separable_fused.hpp"
+#include "cuda/separable_volume.hpp"
 #include "plan/plan.hpp"
 
 namespace apron {
 namespace cuda {
 namespace {
+
+// A float image through a mask with a zero tap: the register and tiled kernels multiply every tap, and 0 x NaN
+// (or inf) would put a sample outside the mask into the sum (SPEC: NaN spreads only through the mask). The
+// run-time kernel drops zero taps and the generic one skips them; they take such plans. (A test of each tap in
+// the tiled kernels cost 15-32 % at 9x9-25x25 f32, H200.)
+bool zero_taps_matter(const LinearPlan& p) {
+    if (p.in != PixelType::f32 || p.exact) return false;
+    for (double w : p.step.mask.weights)
+        if (float(w) == 0.0f) return true;
+    return false;
+}
 
 template <class T>
 __device__ __forceinline__ T load(const DeviceView& v, int x, int y, int c) {
@@ -181,7 +193,9 @@ public:
 
     Buffer allocate(const ImageShape& shape) override {
         validate_shape(shape, "image");
-        const std::size_t pitch = (shape.row_bytes() + 255) / 256 * 256;  // rows start on 256-byte boundaries
+        // Rows start on 256-byte boundaries; a volume's rows are packed instead (as on the host), so that a
+        // step along z sees all of it as one image of a plane's pixels per row (run_plan's z view: one launch).
+        const std::size_t pitch = shape.depth > 1 ? shape.row_bytes() : (shape.row_bytes() + 255) / 256 * 256;
         void* p = nullptr;
         const cudaError_t e = cudaMallocAsync(&p, pitch * std::size_t(shape.rows()), stream_);
         if (e != cudaSuccess) {
@@ -207,7 +221,7 @@ public:
 
     void linear(const LinearPlan& p, ConstImageView in, ImageView out) override {
         // The family bound in the plan; a plan made for another backend (none bound) asks the table now.
-        const LinearFamily family = bound_linear_family(p, in.shape);
+        const LinearFamily family = bound_linear_family(p, in.shape.plane());  // a volume's: its planes' (runs_planes)
         // Each family still checks the plan (cheap): a hand-made plan may name a family that cannot run it.
         switch (family) {
         case LinearFamily::fft:
@@ -229,7 +243,7 @@ public:
         }
         // direct_tiled, or the recorded family declined: the direct families in the table's order compute
         // the same sum (direct_tiled picks dp4a, registers or tiles by the view's alignment, and records it).
-        if (direct_tiled_supports(p)) return launch_direct_tiled(p, in, out, stream_);
+        if (direct_tiled_supports(p) && !zero_taps_matter(p)) return launch_direct_tiled(p, in, out, stream_);
         if (!overrides().runtime_off && runtime_direct_supports(p)) {
             record_launch(family_name(LinearFamily::runtime_direct, p));
             return launch_runtime_direct(p, in, out, stream_);
@@ -238,8 +252,29 @@ public:
         launch_linear_direct(p, in, out);
     }
 
+    bool fuses_linear_volume(const LinearPlan& plane, const LinearPlan& along_z, const ImageShape& volume) const override {
+        return separable_volume_supports(plane, along_z, volume);
+    }
+    bool linear_volume(const LinearPlan& plane, const LinearPlan& along_z, ConstImageView in, ImageView out) override {
+        if (!separable_volume_supports(plane, along_z, in.shape)) return false;
+        record_launch({"cuda.separable_volume", ""});
+        launch_separable_volume(plane, along_z, in, out, stream_);
+        return true;
+    }
+
+    // Plane steps whose kernel takes a volume's planes as blockIdx.z (one launch for all of them): the fused
+    // separable filter and the chord morphology (a ball's plane parts).
+    bool runs_planes(const StepPlan& step, const ImageShape& volume) const override {
+        if (volume.depth > 65535) return false;
+        if (const auto* p = std::get_if<LinearPlan>(&step.what))
+            return bound_linear_family(*p, volume.plane()) == LinearFamily::separable_fused && separable_fused_supports(*p);
+        if (const auto* m = std::get_if<MorphPlan>(&step.what))
+            return bound_morph_family(*m, volume.plane()) == MorphFamily::morph_chords && morph_chords_supports(*m);
+        return false;
+    }
+
     void morph(const MorphPlan& p, ConstImageView in, ImageView out) override {
-        const MorphFamily family = bound_morph_family(p, in.shape);  // bound in the plan, or the table's now
+        const MorphFamily family = bound_morph_family(p, in.shape.plane());  // bound in the plan, or the table's now
         // morph_rect's launcher takes its fast path or its general kernel by the view's alignment.
         if (family == MorphFamily::morph_rect && morph_rect_supports(p)) return launch_morph_rect(p, in, out, stream_);
         if (family == MorphFamily::morph_chords && morph_chords_supports(p)) return launch_morph_chords(p, in, out, stream_);
@@ -289,7 +324,7 @@ public:
         // kernel's: bands run the 2D kernel, so only exact plans (identical bits either way) may take them.
         // The FFT's float rounding is its own too: it never bands. Tensor-core plans are exact, so bands of the
         // 2D kernel give their bits (the copies, not the kernel, bound a host-to-host run).
-        if (!p || !direct_tiled_supports(*p) || (p->algorithm == LinearAlgorithm::separable && !p->exact) ||
+        if (!p || !direct_tiled_supports(*p) || zero_taps_matter(*p) || (p->algorithm == LinearAlgorithm::separable && !p->exact) ||
             p->algorithm == LinearAlgorithm::fft)
             return false;
         if (!is_pinned(host_in.data) || !is_pinned(host_out.data)) return false;

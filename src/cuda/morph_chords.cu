@@ -216,6 +216,7 @@ void launch_morph_chords(const MorphPlan& plan, ConstImageView in, ImageView out
     p.out_pitch = out.pitch;
     p.width = in.width();
     p.height = in.height();
+    p.planes = in.shape.depth;  // a volume's planes, one launch (runs_planes)
     p.samples = in.width() * C;
     const bool mapped = plan.step.border && *plan.step.border != BorderMode::constant;
     p.mode = mapped ? int(*plan.step.border) : -1;

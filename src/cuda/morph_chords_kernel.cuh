@@ -50,6 +50,7 @@ struct Params {
     int rows, pitch, half;      // staged rows, words per staged row, words per plane (u8/u16)
     int sx_lo, y_lo;            // staged sample 0 and row 0 relative to the tile's first output sample / row
     int blocks_x;
+    int planes;    // a volume's planes, as blockIdx.z (1 for an image)
     int levels;                    // tables 1, 2, .., 2^(levels-1)
     // Table 2^l is built (l >= 1) only where a chord reads it or a larger table needs it: staged rows
     // level_row0[l] .. + level_rows[l], and level_items[l] words per plane (u8/u16) or samples (f32) a row.
@@ -99,6 +100,10 @@ __device__ __forceinline__ u32 bits_of(T v) {
     else return u32(v);
 }
 
+// Rows before plane blockIdx.z of a volume (planes of p.height rows, one pitch, one after another): a
+// volume's planes are filtered alone, as a batch in one launch (0 for an image).
+__device__ __forceinline__ std::size_t plane_rows(const Params& p) { return std::size_t(blockIdx.z) * std::size_t(p.height); }
+
 __device__ __forceinline__ int source_row(const Params& p, int gy) {
     if (gy >= 0 && gy < p.height) return gy;
     if (p.mode < 0) return -1;
@@ -109,7 +114,7 @@ __device__ __forceinline__ int source_row(const Params& p, int gy) {
 template <class T, int C>
 __device__ __forceinline__ u32 read_sample(const Params& p, int row, int s) {
     if (row < 0) return p.outside;
-    const T* r = reinterpret_cast<const T*>(p.in + std::size_t(row) * p.in_pitch);
+    const T* r = reinterpret_cast<const T*>(p.in + (plane_rows(p) + std::size_t(row)) * p.in_pitch);
     if (s >= 0 && s < p.samples) return bits_of<T>(__ldg(r + s));
     if (p.mode < 0) return p.outside;
     return bits_of<T>(__ldg(r + mapped_sample<int>(s, p.width, C, BorderMode(p.mode))));
@@ -124,7 +129,7 @@ __device__ __forceinline__ T from_bits(u32 b) {
 // read_sample without border tests, for blocks whose staged region lies inside the image.
 template <class T>
 __device__ __forceinline__ u32 read_inside(const Params& p, int row, int s) {
-    return bits_of<T>(__ldg(reinterpret_cast<const T*>(p.in + std::size_t(row) * p.in_pitch) + s));
+    return bits_of<T>(__ldg(reinterpret_cast<const T*>(p.in + (plane_rows(p) + std::size_t(row)) * p.in_pitch) + s));
 }
 
 // Raw staging: the words of positions 0 .. N-1 from sample s0 (even) of a raw staged row (4-byte aligned;
@@ -246,14 +251,14 @@ __global__ void __launch_bounds__(block_threads, Reg ? (C <= 3 ? 3 : 2) : 1)
                     if (wide) {
                         // 4 bytes a lane: aligned LDG.32 pairs (the second from the same lines) and one funnel
                         // shift into one STS.32, instead of a load and a store per sample
-                        const auto at = reinterpret_cast<std::uintptr_t>(p.in + std::size_t(gy0 + c0 + q) * p.in_pitch) +
+                        const auto at = reinterpret_cast<std::uintptr_t>(p.in + (plane_rows(p) + std::size_t(gy0 + c0 + q)) * p.in_pitch) +
                                         std::uintptr_t(sx0) * sizeof(T);
                         const u32* src = reinterpret_cast<const u32*>(at & ~std::uintptr_t(3));
                         const unsigned shift = unsigned(at & 3) * 8;
                         u32* to = reinterpret_cast<u32*>(dst);
                         for (int k = lane; k * 4 < bytes; k += 32) to[k] = __funnelshift_r(__ldg(src + k), __ldg(src + k + 1), shift);
                     } else if (inside) {
-                        const T* src = reinterpret_cast<const T*>(p.in + std::size_t(gy0 + c0 + q) * p.in_pitch) + sx0;
+                        const T* src = reinterpret_cast<const T*>(p.in + (plane_rows(p) + std::size_t(gy0 + c0 + q)) * p.in_pitch) + sx0;
                         for (int s = lane; s < p.raw_cols; s += 32) dst[s] = __ldg(src + s);
                     } else {
                         const int row = source_row(p, gy0 + c0 + q);
@@ -439,7 +444,7 @@ __global__ void __launch_bounds__(block_threads, Reg ? (C <= 3 ? 3 : 2) : 1)
     for (int t = 0; t < rows_per_thread; ++t) {
         const int y = y0 + row0 + t;
         if (y >= p.height) break;
-        T* out = reinterpret_cast<T*>(p.out + std::size_t(y) * p.out_pitch) + xs;
+        T* out = reinterpret_cast<T*>(p.out + (plane_rows(p) + std::size_t(y)) * p.out_pitch) + xs;
         const u32 w = acc[t];
         if constexpr (!pairs) {
             *out = __uint_as_float(w);
@@ -465,7 +470,7 @@ void launch_typed(Params& p, std::size_t bytes, int blocks, cudaStream_t stream)
     }
     if (bytes > 48 * 1024)
         APRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-    kernel<<<unsigned(blocks), block_threads, bytes, stream>>>(p);
+    kernel<<<dim3(unsigned(blocks), 1, unsigned(p.planes)), block_threads, bytes, stream>>>(p);
     APRON_CUDA_CHECK_LAUNCH("morph_chords");
 }
 

@@ -6,7 +6,10 @@
 //   - every weight is a literal operand (zero taps vanish, any W x H and anchor, odd or even);
 //   - for each input row of the thread's window, the output rows it feeds are grouped by identical mask
 //     rows, and the row's dot product is computed once per distinct mask row and added to each output
-//     row that uses it (symmetric masks have pairs of equal rows: about half the FMAs; a box has one);
+//     row that uses it (symmetric masks have pairs of equal rows: about half the FMAs; a box has one) -
+//     for exact sums only: in float, which rows a thread shares depends on where the view starts, so an
+//     output's rounding followed the tiling (a volume streamed in slabs differed from the whole run by 1);
+//     float plans take one FMA per tap for every output row;
 //   - integer accumulation sums the samples that share a weight before multiplying (IADD3 then one IMAD:
 //     pairs in masks symmetric about the centre, whole rows in a box).
 // With f32 accumulation the pairing would not save instructions (a+b then one FFMA costs as much as two
@@ -104,8 +107,10 @@ std::vector<int> row_patterns(const Weights& w) {
 // rows; returns the number of multiply-adds and adds.
 class ComputeWriter {
 public:
-    ComputeWriter(const Weights& w, Accumulate acc, int channels, int tile_pitch)
-        : w_(w), acc_(acc), c_(channels), pitch_(tile_pitch), pattern_(row_patterns(w)) {}
+    // shared_rows: equal mask rows share one dot product (exact sums only: a float output row's sum must
+    // not depend on the thread row it falls on, or the bits would follow the tiling: bands, slabs, views).
+    ComputeWriter(const Weights& w, Accumulate acc, int channels, int tile_pitch, bool shared_rows)
+        : w_(w), acc_(acc), c_(channels), pitch_(tile_pitch), pattern_(row_patterns(w)), shared_rows_(shared_rows) {}
 
     long long write(int ry, std::ostringstream* out) {
         out_ = out;
@@ -123,9 +128,11 @@ public:
             int g = 0;
             for (const auto& [pat, rows] : groups) {
                 std::string targets[outputs_x];
-                if (rows.size() == 1) {
-                    for (int q = 0; q < outputs_x; ++q) targets[q] = acc_name(rows[0], q);
-                    ops += row_terms(pat, targets);
+                if (rows.size() == 1 || !shared_rows_) {
+                    for (int r : rows) {
+                        for (int q = 0; q < outputs_x; ++q) targets[q] = acc_name(r, q);
+                        ops += row_terms(pat, targets);
+                    }
                 } else {
                     // One dot product per distinct mask row, added to every output row that uses it.
                     for (int q = 0; q < outputs_x; ++q) targets[q] = concat({"h", std::to_string(g), "_", std::to_string(q)});
@@ -218,6 +225,7 @@ private:
     Accumulate acc_;
     int c_, pitch_;
     std::vector<int> pattern_;
+    bool shared_rows_;
     std::ostringstream* out_ = nullptr;
     std::vector<bool> loaded_;  // chunks of the current input row already loaded
     std::string pending_;       // their loads, written before the next statement
@@ -237,12 +245,16 @@ Geometry geometry(const Mask& m, int channels, int ry) {
 }
 
 // The most output rows per thread (8 at most) whose code stays within the budget.
-int choose_rows(const Weights& w, Accumulate acc, int channels) {
-    ComputeWriter cw(w, acc, channels, 0);  // the pitch only matters to the text
+int choose_rows(const Weights& w, Accumulate acc, int channels, bool shared_rows) {
+    ComputeWriter cw(w, acc, channels, 0, shared_rows);  // the pitch only matters to the text
     int ry = 1;
     while (ry < 8 && cw.write(ry + 1, nullptr) <= op_budget) ++ry;  // the count grows with the rows
     return ry;
 }
+
+// Whether equal mask rows may share a dot product: where the sums are exact (integers, or the f32
+// accumulator of an exact plan), the grouping changes no bit.
+bool shares_rows(const LinearPlan& p, Accumulate acc) { return acc != Accumulate::f32 || p.exact; }
 
 bool has_finish_exact32() {
     for (const EmbeddedHeader& h : embedded_headers())
@@ -288,7 +300,7 @@ std::size_t shared_bytes_for(const LinearPlan& p, int channels) {
     const std::size_t upper = sizeof(float) * std::size_t(most.tile_h) * std::size_t(most.tile_pitch);
     if (upper <= 48 * 1024) return upper;
     const Weights w = literal_weights(p, acc);
-    const Geometry g = geometry(p.step.mask, channels, choose_rows(w, acc, channels));
+    const Geometry g = geometry(p.step.mask, channels, choose_rows(w, acc, channels, shares_rows(p, acc)));
     return sizeof(float) * std::size_t(g.tile_h) * std::size_t(g.tile_pitch);
 }
 
@@ -299,7 +311,7 @@ KernelSource generate_source(const LinearPlan& p, int channels, bool force_integ
     if (force_integer && p.exact && acc == Accumulate::f32) acc = Accumulate::i32;  // bound < 2^24 < 2^31
     const Mask& m = p.step.mask;
     const Weights w = literal_weights(p, acc);
-    const int ry = choose_rows(w, acc, channels);
+    const int ry = choose_rows(w, acc, channels, shares_rows(p, acc));
     const Geometry g = geometry(m, channels, ry);
     const bool integer_tile = acc != Accumulate::f32;
 
@@ -309,7 +321,7 @@ KernelSource generate_source(const LinearPlan& p, int channels, bool force_integ
     ks.shared_bytes = sizeof(float) * std::size_t(g.tile_h) * std::size_t(g.tile_pitch);
     ks.accumulate = acc;
 
-    ComputeWriter cw(w, acc, channels, g.tile_pitch);
+    ComputeWriter cw(w, acc, channels, g.tile_pitch, shares_rows(p, acc));
     std::ostringstream body;
     cw.write(ry, &body);
     // Fewer registers for small windows (4 blocks of 256 threads per SM), up to 128 for large ones.

@@ -194,6 +194,10 @@ void launch_separable_fused(const LinearPlan& p, ConstImageView in, ImageView ou
     if (!separable_fused_supports(p)) throw Error("separable_fused: unsupported plan");
     if (in.empty()) return;
     const int R = reach(p);
+    if (R > max_fused_radius && in.shape.depth > 1) {  // the two passes take one plane at a time
+        for (int z = 0; z < in.shape.depth; ++z) launch_separable_fused(p, in.plane(z), out.plane(z), stream);
+        return;
+    }
     if (R <= max_fused_radius)
         return with_channels(in.channels(), [&]<int C>() { launch_fused<C>(p, in, out, stream, R); });
     if (int_accumulator(p)) launch_two_pass<int>(p, in, out, stream);

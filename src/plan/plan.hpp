@@ -189,6 +189,28 @@ public:
         return false;
     }
 
+    // Whether a plane step (Axes::plane) on a volume of this shape runs in one call on the whole volume,
+    // each plane filtered alone as if it ran on its own (a batch of planes in one launch). False: the
+    // runner calls the step once per plane.
+    virtual bool runs_planes(const StepPlan& step, const ImageShape& volume) const {
+        (void)step, (void)volume;
+        return false;
+    }
+
+    // A volume's plane step (Axes::plane) and the linear step along z that alone reads its result, in one
+    // pass: out = along_z(plane(in)), the float sums of the two steps in their order, with no image of the
+    // intermediate written. False (nothing done) when this executor cannot for these plans; the runner then
+    // runs the two steps in turn.
+    virtual bool linear_volume(const LinearPlan& plane, const LinearPlan& along_z, ConstImageView in, ImageView out) {
+        (void)plane, (void)along_z, (void)in, (void)out;
+        return false;
+    }
+    // Whether linear_volume would run these plans on a volume of this shape (asked before its output is made).
+    virtual bool fuses_linear_volume(const LinearPlan& plane, const LinearPlan& along_z, const ImageShape& volume) const {
+        (void)plane, (void)along_z, (void)volume;
+        return false;
+    }
+
     // A morphology step and the combine step that is its result's only reader, in one pass: out = the
     // combine of morph(in) and `other` (morph(in) is the combine's A when `result_is_a`, else its B), with the
     // very bits of the two steps run apart, and no image of morph(in) written. False (nothing done) when

@@ -304,6 +304,17 @@ struct FusedOperand {
     int other;
     bool result_is_a;
 };
+// Whether step k (a linear plane step) and step k + 1 (a linear step along z reading step k's result, which
+// nothing else reads) may run as one pass (Executor::linear_volume). Not where z wraps: a streamed volume's
+// band runs such a step in two parts (either side of the wrap seam), and the whole run must give its bits.
+bool fusable_volume_pair(const OperationPlan& op, std::size_t k, const std::vector<int>& last_reader) {
+    if (k + 1 >= op.steps.size() || last_reader[k] != int(k) + 1) return false;
+    const StepPlan &step = op.steps[k], &next = op.steps[k + 1];
+    return std::holds_alternative<LinearPlan>(step.what) && std::holds_alternative<LinearPlan>(next.what) &&
+           step.axes == Axes::plane && next.axes == Axes::depth && next.input == int(k) && next.second == no_operand &&
+           step.second == no_operand && std::get<LinearPlan>(next.what).step.border != BorderMode::wrap;
+}
+
 std::optional<FusedOperand> fused_operand(const OperationPlan& op, std::size_t k, const std::vector<int>& last_reader) {
     if (k + 1 >= op.steps.size() || last_reader[k] != int(k) + 1) return std::nullopt;
     const StepPlan &step = op.steps[k], &next = op.steps[k + 1];
@@ -338,12 +349,18 @@ View z_view(View v, int row) {
 bool packed(ConstImageView v) { return v.data == nullptr || v.pitch == v.shape.row_bytes(); }
 
 // One step on a volume, or on an image with a step along z (a volume of one plane), through `runner`: a
-// pointwise step on all rows at once; a plane step on each plane; a depth step on the z view, in one call
-// where every operand's rows are packed and a plane's pixels fit an int, else once per row of the planes.
-void run_volume_step(const StepRunner& runner, Executor& ex, const StepPlan& step, ConstImageView in, ConstImageView second,
-                     ImageView out) {
+// pointwise step on all rows at once; a plane step in one call where the executor runs the planes as a
+// batch (the plain runner only: a band runner cuts views by rows), else on each plane; a depth step on the
+// z view, in one call where every operand's rows are packed and a plane's pixels fit an int, else once per
+// row of the planes.
+void run_volume_step(const StepRunner& runner, bool plain, Executor& ex, const StepPlan& step, ConstImageView in,
+                     ConstImageView second, ImageView out) {
     if (std::holds_alternative<CombinePlan>(step.what)) {
         runner(ex, step, in.all_rows(), second.data ? second.all_rows() : second, out.all_rows());
+        return;
+    }
+    if (step.axes == Axes::plane && plain && !second.data && ex.runs_planes(step, in.shape)) {
+        runner(ex, step, in, second, out);
         return;
     }
     if (step.axes == Axes::plane) {
@@ -364,7 +381,7 @@ void run_volume_step(const StepRunner& runner, Executor& ex, const StepPlan& ste
 }  // namespace
 
 void run_plan(const ExecutionPlan& plan, Executor& ex, ConstImageView input, ImageView output, const RunOptions& options,
-              const StepRunner& runner) {
+              const StepRunner& runner, bool whole_unwrapped) {
     // A volume, or a step along z: steps run plane by plane or along z (run_volume_step); no step fused.
     bool volume = input.shape.depth > 1;
     for (const OperationPlan& op : plan.operations)
@@ -429,12 +446,36 @@ void run_plan(const ExecutionPlan& plan, Executor& ex, ConstImageView input, Ima
             results.push_back(std::move(out));
             return true;
         };
+        // A volume's plane step and its z step in one pass where the executor can (runners of whole steps).
+        auto run_fused_volume = [&](std::size_t k) {
+            if (!volume || !((plain && *plain == &run_step) || whole_unwrapped) || !fusable_volume_pair(op, k, last_reader))
+                return false;
+            const StepPlan &step = op.steps[k], &next = op.steps[k + 1];
+            if (!ex.fuses_linear_volume(std::get<LinearPlan>(step.what), std::get<LinearPlan>(next.what), view_of(step.input).shape))
+                return false;
+            ImageShape shape = next.out_shape;
+            shape.height = input.height();
+            shape.depth = input.shape.depth;
+            Buffer out = is_last(k + 1) && write_in_place ? Buffer{output, nullptr} : ex.allocate(shape);
+            bool done = false;
+            timed(options, ex, op.spec + " [" + step.label + " + " + next.label + "]", [&] {
+                done = ex.linear_volume(std::get<LinearPlan>(step.what), std::get<LinearPlan>(next.what), view_of(step.input),
+                                        out.view);
+            });
+            if (!done) {
+                if (options.timings) options.timings->pop_back();
+                return false;
+            }
+            results.emplace_back();
+            results.push_back(std::move(out));
+            return true;
+        };
         for (std::size_t k = 0; k < op.steps.size(); ++k) {
             const StepPlan& step = op.steps[k];
             const bool last = is_last(k);
             if (options.between_steps) options.between_steps(steps_done, steps);
             ++steps_done;
-            if (!(skip_fixed_points && !last && k > 0 && fixed_point == int(k) - 1) && run_fused(k)) {
+            if (!(skip_fixed_points && !last && k > 0 && fixed_point == int(k) - 1) && (run_fused(k) || run_fused_volume(k))) {
                 release_after(k);
                 ++k;  // the combine, done
                 if (options.between_steps) options.between_steps(steps_done, steps);
@@ -455,7 +496,9 @@ void run_plan(const ExecutionPlan& plan, Executor& ex, ConstImageView input, Ima
                 shape.depth = input.shape.depth;
                 Buffer out = last && write_in_place ? Buffer{output, nullptr} : ex.allocate(shape);
                 timed(options, ex, op.spec + " [" + step.label + "]", [&] {
-                    if (volume) run_volume_step(runner, ex, step, view_of(step.input), view_of(step.second), out.view);
+                    if (volume)
+                        run_volume_step(runner, (plain && *plain == &run_step) || whole_unwrapped, ex, step, view_of(step.input),
+                                        view_of(step.second), out.view);
                     else runner(ex, step, view_of(step.input), view_of(step.second), out.view);
                 });
                 // Compared only where a repeat of this step follows.

@@ -26,8 +26,10 @@ void run_step(Executor& ex, const StepPlan& step, ConstImageView in, ConstImageV
 // uploaded and the result downloaded as needed). Intermediates have the plan's widths, channels and types
 // and the input's height, so a plan made for a whole image runs on a band of its rows. Each intermediate is
 // freed after its last reader. Waits for the work unless the output is in device memory on the caller's
-// stream.
+// stream. `whole_unwrapped`: the runner runs every step on the whole views but steps along z that wrap (the
+// streaming engine's volume bands), so a volume's plane and z steps fuse there as in a plain run (the same
+// bits whatever the bands).
 void run_plan(const ExecutionPlan& plan, Executor& ex, ConstImageView input, ImageView output, const RunOptions& options,
-              const StepRunner& runner = run_step);
+              const StepRunner& runner = run_step, bool whole_unwrapped = false);
 
 }  // namespace apron

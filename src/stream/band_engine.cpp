@@ -824,7 +824,7 @@ StreamReport stream_filter(const std::string& input, const std::string& output, 
                 Image result = results.take(result_shape);
                 if (depth > 1)
                     run_plan(plan, *executor, band_volume(buf->pixels.view(), plane_rows), band_volume(result.view(), plane_rows),
-                             options.run, volume_band_runner(*buf, plane_rows));
+                             options.run, volume_band_runner(*buf, plane_rows), true);
                 else
                     run_plan(plan, *executor, buf->pixels.view(), result.view(), options.run, band_runner(*buf, in.height));
                 inputs.give(std::move(buf->pixels));
