@@ -40,6 +40,8 @@
 # `pip install .` with the CUDA toolkit into a fresh virtual environment and the Python suite on it. "huge"
 # streams a generated huge image against dd and libvips (bench/huge_image.py; APRON_HUGE_SIZE, _TYPES, _DIR,
 # _MEMORY, _BACKENDS); "beyond" streams an image larger than the GPU's memory (bench/beyond_gpu_memory.py).
+# "volumes" times volumes (3-D Gaussian, ball and box) against cupyx.scipy.ndimage and a batch of tensors against
+# kornia and torch, then the fused volume pass's variants (bench/volumes_gpu.py, into volumes.txt).
 set -uo pipefail
 OUT=${OUT:-/tmp/apron-gpu-out}
 mkdir -p "$OUT"
@@ -222,6 +224,21 @@ case " $steps " in *" bench "*)
   timeout ${APRON_BENCH_TIMEOUT:-200} build-gpu/bench/bench_gpu --sizes "${APRON_BENCH_SIZE:-8192}" \
     --cases "${APRON_BENCH_CASES:-classic,user}" ${APRON_USER_FULL:+--full} ${APRON_BENCH_ARGS:-} --csv "$OUT/bench_gpu.csv" 2>&1 |
     tee -a "$OUT/summary.txt"
+;; esac
+
+case " $steps " in *" volumes "*)
+  # Issue 32's GPU targets: 3-D Gaussian and ball dilation against cupyx, a 64x3x512x512 batch against kornia
+  # and torch (bench/volumes_gpu.py; kornia unpacked into .device-carry/py), into volumes.txt.
+  log "volumes and tensor batches (bench/volumes_gpu.py)"
+  PYTHONPATH=$root/build-gpu/python${PYTHONPATH:+:$PYTHONPATH} timeout ${APRON_VOLUMES_TIMEOUT:-240} \
+    python3 bench/volumes_gpu.py ${APRON_VOLUMES_ARGS:-} > "$OUT/volumes.txt" 2>&1 < /dev/null
+  # The fused volume pass (cuda/separable_volume_impl.cuh, opt-in), 2 and 4 rows a thread.
+  for variant in "APRON_VOLUME_FUSED=1 APRON_VOLUME_RY=2" "APRON_VOLUME_FUSED=1 APRON_VOLUME_RY=4"; do
+    echo "== $variant" >> "$OUT/volumes.txt"
+    env $variant PYTHONPATH=$root/build-gpu/python${PYTHONPATH:+:$PYTHONPATH} timeout 60 \
+      python3 bench/volumes_gpu.py --only gaussian >> "$OUT/volumes.txt" 2>&1 < /dev/null
+  done
+  tail -25 "$OUT/volumes.txt" | tee -a "$OUT/summary.txt"
 ;; esac
 
 case " $steps " in *" profile "*)
