@@ -421,23 +421,16 @@ void run_plan(const ExecutionPlan& plan, Executor& ex, ConstImageView input, Ima
                 if (last_reader[j] == int(k)) results[j] = Buffer{};
             if (last_reader[op.steps.size()] == int(k) && !is_last(k)) source = Buffer{};
         };
-        // A morphology step and the combine that alone reads its result, in one pass where the executor can
-        // (gradient, top-hat, black-hat): the result itself is never written. Plain runs only (a band runner
-        // may cut steps apart). True when done: results hold both steps' (step k's empty).
-        auto run_fused = [&](std::size_t k) {
-            const std::optional<FusedOperand> f =
-                plain && *plain == &run_step && !volume ? fused_operand(op, k, last_reader) : std::nullopt;
-            if (!f) return false;
+        // Steps k and k + 1 in one pass by `pass` (true where the executor ran it): the first step's result is
+        // never written, results hold both steps' (step k's empty). False (nothing done) otherwise.
+        auto run_as_one = [&](std::size_t k, auto&& pass) {
             const StepPlan &step = op.steps[k], &next = op.steps[k + 1];
             ImageShape shape = next.out_shape;
             shape.height = input.height();
             shape.depth = input.shape.depth;
             Buffer out = is_last(k + 1) && write_in_place ? Buffer{output, nullptr} : ex.allocate(shape);
             bool done = false;
-            timed(options, ex, op.spec + " [" + step.label + " + " + next.label + "]", [&] {
-                done = ex.morph_combine(std::get<MorphPlan>(step.what), std::get<CombinePlan>(next.what), view_of(step.input),
-                                        view_of(f->other), f->result_is_a, out.view);
-            });
+            timed(options, ex, op.spec + " [" + step.label + " + " + next.label + "]", [&] { done = pass(out.view); });
             if (!done) {
                 if (options.timings) options.timings->pop_back();
                 return false;
@@ -446,29 +439,26 @@ void run_plan(const ExecutionPlan& plan, Executor& ex, ConstImageView input, Ima
             results.push_back(std::move(out));
             return true;
         };
+        // A morphology step and the combine that alone reads its result, in one pass where the executor can
+        // (gradient, top-hat, black-hat). Plain runs only (a band runner may cut steps apart).
+        auto run_fused = [&](std::size_t k) {
+            const std::optional<FusedOperand> f =
+                plain && *plain == &run_step && !volume ? fused_operand(op, k, last_reader) : std::nullopt;
+            if (!f) return false;
+            const StepPlan &step = op.steps[k], &next = op.steps[k + 1];
+            return run_as_one(k, [&](ImageView out) {
+                return ex.morph_combine(std::get<MorphPlan>(step.what), std::get<CombinePlan>(next.what), view_of(step.input),
+                                        view_of(f->other), f->result_is_a, out);
+            });
+        };
         // A volume's plane step and its z step in one pass where the executor can (runners of whole steps).
         auto run_fused_volume = [&](std::size_t k) {
             if (!volume || !((plain && *plain == &run_step) || whole_unwrapped) || !fusable_volume_pair(op, k, last_reader))
                 return false;
-            const StepPlan &step = op.steps[k], &next = op.steps[k + 1];
-            if (!ex.fuses_linear_volume(std::get<LinearPlan>(step.what), std::get<LinearPlan>(next.what), view_of(step.input).shape))
-                return false;
-            ImageShape shape = next.out_shape;
-            shape.height = input.height();
-            shape.depth = input.shape.depth;
-            Buffer out = is_last(k + 1) && write_in_place ? Buffer{output, nullptr} : ex.allocate(shape);
-            bool done = false;
-            timed(options, ex, op.spec + " [" + step.label + " + " + next.label + "]", [&] {
-                done = ex.linear_volume(std::get<LinearPlan>(step.what), std::get<LinearPlan>(next.what), view_of(step.input),
-                                        out.view);
-            });
-            if (!done) {
-                if (options.timings) options.timings->pop_back();
-                return false;
-            }
-            results.emplace_back();
-            results.push_back(std::move(out));
-            return true;
+            const LinearPlan &plane = std::get<LinearPlan>(op.steps[k].what), &along_z = std::get<LinearPlan>(op.steps[k + 1].what);
+            const ConstImageView in = view_of(op.steps[k].input);
+            if (!ex.fuses_linear_volume(plane, along_z, in.shape)) return false;
+            return run_as_one(k, [&](ImageView out) { return ex.linear_volume(plane, along_z, in, out); });
         };
         for (std::size_t k = 0; k < op.steps.size(); ++k) {
             const StepPlan& step = op.steps[k];
