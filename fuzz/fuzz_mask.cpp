@@ -15,5 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
     } catch (const apron::Error&) {
     }
+    try {  // a volume's mask ("W H D"), or the same text as one plane
+        for (const apron::Mask& m : apron::parse_mask_planes_text(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz"))
+            if (m.weights.size() <= 4096) (void)apron::flipped(m);
+    } catch (const apron::Error&) {
+    }
     return 0;
 }

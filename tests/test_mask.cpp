@@ -52,6 +52,32 @@ TEST(MaskFile, RefusesMalformedText) {
     expect_error(std::string("1 1\n1\0", 6), "NUL");
 }
 
+// A volume's mask file: "W H D", then D planes of H rows, in order of z; "W H" is one plane.
+TEST(MaskFile, PlanesOfAVolumesMask) {
+    const std::vector<Mask> planes = parse_mask_planes_text("# 2 x 1 x 3\n2 1 3\n1 2\n\n# plane 1\n3 4\n5 6\n", "m");
+    ASSERT_EQ(planes.size(), 3u);
+    EXPECT_EQ(planes[1].weights[0], 3);
+    EXPECT_EQ(planes[2].weights[1], 6);
+    EXPECT_EQ(planes[2].anchor_x, 1);
+    EXPECT_EQ(parse_mask_planes_text("2 1\n1 2\n", "m").size(), 1u);
+    auto refuses = [](const std::string& text, const std::string& part) {
+        try {
+            parse_mask_planes_text(text, "m.kernel");
+            ADD_FAILURE() << "accepted: " << text;
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("m.kernel"), std::string::npos) << e.what();
+        }
+    };
+    refuses("2 1 0\n", "outside");
+    refuses("2 1 x\n1 2\n", "'W H D'");
+    refuses("2 1 2\n1 2\n", "2 planes of 1 rows");
+    refuses("2 1 2\n1 2\n3\n", "expected 2 weights");
+    refuses("2 1 2\n1 2\n3 nan\n", "not a finite");
+    refuses("4097 4097 2\n", "more than");
+    refuses("1 1 1 1\n1\n", "size");
+}
+
 TEST(MaskFile, NumbersFollowTheStrictSyntaxOfOpParameters) {
     // Weights: plain decimals, as in op parameters; a denormal is a number like any other.
     const Mask m = parse_mask_text("5 1\n.5 2. -0 1e-320 -2.5E+2\n", "m");

@@ -93,6 +93,10 @@ Mask flipped(const Mask& m);
 // starting with '#' are ignored. `source` names the file in error messages.
 Mask parse_mask_text(std::string_view text, const std::string& source);
 Mask read_mask_file(const std::string& path);
+// The same for a volume's mask (SPEC.md "Volumes"): "W H D", then D planes of H lines of W numbers (plane 0
+// first, its z offset -D/2 from the output's plane); "W H" gives one plane. The planes in order of z.
+std::vector<Mask> parse_mask_planes_text(std::string_view text, const std::string& source);
+std::vector<Mask> read_mask_planes_file(const std::string& path);
 
 // Weights that are integers over one common divisor: weight = integer / divisor, exactly.
 struct IntegerMask {

@@ -135,6 +135,7 @@ public:
     BorderMode border(const std::string& name) const;
     Normalise normalise(const std::string& name) const;
     Mask mask(const std::string& name) const;     // reads a mask file
+    std::vector<Mask> mask_planes(const std::string& name) const;  // a mask file's planes (one: a 2-D mask)
     Mask element(const std::string& name) const;  // rect:WxH, cross:WxH, ellipse:WxH, disk:R or a mask file
     std::vector<double> vector(const std::string& name) const;  // numbers separated by ':' or ';'
     // "--op <op>: <param>: <problem>"

@@ -100,6 +100,48 @@ Mask parse_mask_text(std::string_view text, const std::string& source) {
     return Mask(w, h, std::move(values));
 }
 
+std::vector<Mask> parse_mask_planes_text(std::string_view text, const std::string& source) {
+    if (text.find('\0') != std::string_view::npos) fail(source, "mask file contains a NUL byte (not a text file)");
+    const auto lines = content_lines(text);
+    if (lines.empty()) fail(source, "empty mask file (expected 'W H' or 'W H D', then the rows of weights)");
+    const auto header = tokens(lines[0].text);
+    if (header.size() != 3) return {parse_mask_text(text, source)};
+    for (const auto& t : header)
+        if (!all_digits(t)) fail(source, "line " + std::to_string(lines[0].number) + ": expected the mask size 'W H D'");
+    bool over[3] = {};
+    long long n[3];
+    for (int k = 0; k < 3; ++k) n[k] = *parse_integer(header[std::size_t(k)], max_mask_side, &over[k]);
+    if (over[0] || over[1] || over[2] || n[0] < 1 || n[1] < 1 || n[2] < 1)
+        fail(source, "mask size " + header[0] + "x" + header[1] + "x" + header[2] + " outside 1.." + std::to_string(max_mask_side));
+    const int w = int(n[0]), h = int(n[1]), d = int(n[2]);
+    // At most as many weights as the largest plane (16.8 M): a file of the 64 MiB apron reads holds fewer.
+    if (double(w) * h * d > double(max_mask_side) * max_mask_side)
+        fail(source, "mask size " + header[0] + "x" + header[1] + "x" + header[2] + " has more than " +
+                         std::to_string(max_mask_side * max_mask_side) + " weights");
+    if (lines.size() - 1 != std::size_t(h) * std::size_t(d))
+        fail(source, "expected " + std::to_string(d) + " planes of " + std::to_string(h) + " rows of weights (" +
+                         std::to_string(std::size_t(h) * std::size_t(d)) + " rows), found " + std::to_string(lines.size() - 1));
+    std::vector<Mask> planes;
+    for (int z = 0; z < d; ++z) {
+        std::vector<double> values;
+        values.reserve(std::size_t(w) * h);
+        for (int j = 0; j < h; ++j) {
+            const auto& line = lines[1 + std::size_t(z) * h + std::size_t(j)];
+            const auto row = tokens(line.text);
+            if (row.size() != std::size_t(w))
+                fail(source, "line " + std::to_string(line.number) + ": expected " + std::to_string(w) + " weights, found " +
+                                 std::to_string(row.size()));
+            for (const auto& t : row) {
+                const auto v = parse_decimal(t);
+                if (!v) fail(source, "line " + std::to_string(line.number) + ": " + decimal_problem(t));
+                values.push_back(*v);
+            }
+        }
+        planes.emplace_back(w, h, std::move(values));
+    }
+    return planes;
+}
+
 std::optional<IntegerMask> integer_form(const Mask& m) {
     // Integer weights stay below 9e15 < 2^53 (any divisor only makes them larger): larger ones, 1e38 say,
     // are integral doubles but no int64 holds them, and their sums could not be exact anyway.

@@ -1,4 +1,5 @@
 // Linear operations: user masks, separable vectors, Gaussian, box, sharpen, unsharp, emboss, Laplacian.
+#include <algorithm>
 #include <cmath>
 
 #include "apron/errors.hpp"
@@ -43,6 +44,70 @@ OpProgram volume_program(Mask plane, const std::vector<double>& depth, const OpA
     along_z.mask = Mask(1, int(depth.size()), depth);
     along_z.border_value = first.border_value * plane_sum;
     p.steps.push_back(Step{std::move(along_z), 0, no_operand, Axes::depth});
+    return p;
+}
+
+// A mask file's program: one plane, the 2-D correlation; several (a volume's mask, "W H D"), each plane's
+// correlation moved along z to its offset by a one-tap column, then their sum: out(z) = sum over k of
+// plane k correlated with plane z + k - cz (cz = D/2; convolve: the planes reversed, each flipped, and the
+// anchor with them). normalize=sum divides by the sum of every weight.
+OpProgram mask_program(std::vector<Mask> planes, const OpArgs& args, bool convolve) {
+    if (planes.size() == 1) return linear_program(convolve ? flipped(planes[0]) : std::move(planes[0]), args);
+    const int d = int(planes.size());
+    int cz = d / 2;
+    if (convolve) {
+        std::reverse(planes.begin(), planes.end());
+        for (Mask& m : planes) m = flipped(m);
+        cz = d - 1 - cz;
+    }
+    if (args.has("nan") && args.text("nan") == "ignore")
+        args.fail("nan", "nan=ignore is not available with a mask of several planes yet (use nan=fill:V or propagate)");
+    const Normalise n = args.has("normalize") ? args.normalise("normalize") : Normalise::none;
+    if (n == Normalise::book) args.fail("normalize", "normalize=book is for 2-D masks (a mask of several planes takes none or sum)");
+    if (n == Normalise::sum) {
+        double sum = 0, abs_sum = 0;
+        for (const Mask& m : planes) sum += m.sum(), abs_sum += m.abs_sum();
+        if (!(std::fabs(sum) > 1e-12 * abs_sum)) args.fail("normalize", "normalize=sum needs weights that do not sum to 0");
+        for (Mask& m : planes) {
+            std::vector<double> w(m.weights.begin(), m.weights.end());
+            for (double& v : w) v /= sum;
+            Mask scaled(m.width, m.height, std::move(w));
+            scaled.anchor_x = m.anchor_x, scaled.anchor_y = m.anchor_y;
+            m = std::move(scaled);
+        }
+    }
+    const BorderMode border = args.border("border");
+    const double value = args.number("value");
+    OpProgram p;
+    int sum = -1;
+    for (int k = 0; k < d; ++k) {
+        const Mask& m = planes[std::size_t(k)];
+        if (m.abs_sum() == 0) continue;  // a plane of zeros adds nothing
+        LinearStep plane;
+        plane.mask = m;
+        plane.border = border;
+        plane.border_value = value;
+        p.steps.push_back(Step{std::move(plane)});
+        LinearStep along_z;
+        std::vector<double> column(std::size_t(d), 0.0);
+        column[std::size_t(k)] = 1;
+        along_z.mask = Mask(1, d, std::move(column));
+        along_z.mask.anchor_y = cz;
+        along_z.border = border;
+        along_z.border_value = value * m.sum();  // a plane outside the volume: the constant's correlation
+        p.steps.push_back(Step{std::move(along_z), int(p.steps.size()) - 1, no_operand, Axes::depth});
+        const int moved = int(p.steps.size()) - 1;
+        if (sum >= 0) p.steps.push_back(Step{CombineStep{1, 1, 0}, sum, moved});
+        sum = int(p.steps.size()) - 1;
+    }
+    if (sum < 0) return linear_program(Mask(planes[0].width, planes[0].height, std::vector<double>(planes[0].weights.size(), 0.0)), args);
+    const double scale = args.number("scale"), delta = args.number("delta");
+    if (auto* c = std::get_if<CombineStep>(&p.steps.back().action)) {
+        c->a = scale, c->b = scale, c->c = delta;
+    } else {
+        LinearStep& last = std::get<LinearStep>(p.steps.back().action);
+        last.scale = scale, last.delta = delta;
+    }
     return p;
 }
 
@@ -124,14 +189,16 @@ void add_linear_operations(std::vector<OpInfo>& ops) {
     };
     ops.push_back({"correlate", "linear", "correlation with a mask file: out(x,y) = sum m(i,j) in(x+i-cx, y+j-cy)",
                    "The mask file format: first line 'W H', then H lines of W numbers; '#' comments. "
-                   "Centre cx = W/2, cy = H/2 (as SciPy and OpenCV's default anchor).",
+                   "Centre cx = W/2, cy = H/2 (as SciPy and OpenCV's default anchor). A volume's mask: first line "
+                   "'W H D', then D planes of H lines (plane k weighs plane z + k - D/2; nan=ignore and "
+                   "normalize=book take 2-D masks only).",
                    with({{"mask", ParamKind::mask, "", "mask file (GenConv format)"}}, true),
-                   [](const OpArgs& a) { return linear_program(a.mask("mask"), a); },
+                   [](const OpArgs& a) { return mask_program(a.mask_planes("mask"), a, false); },
                    {"correlate:mask=samples/masks/edge3x3.kernel", "correlate:mask=samples/masks/even4x4.kernel,border=wrap,normalize=sum", "correlate:mask=samples/masks/random7x5.kernel,border=constant,value=7", "correlate:mask=samples/masks/binomial5x5.kernel,border=mirror", "correlate:mask=samples/masks/edge3x3.kernel,normalize=book,border=nearest"}});
     ops.push_back({"convolve", "linear", "true convolution with a mask file (the mask flipped), as scipy.ndimage.convolve",
                    "out(x,y) = sum m(i,j) in(x-i+cx, y-j+cy), for odd and even mask sizes.",
                    with({{"mask", ParamKind::mask, "", "mask file (GenConv format)"}}, true),
-                   [](const OpArgs& a) { return linear_program(flipped(a.mask("mask")), a); },
+                   [](const OpArgs& a) { return mask_program(a.mask_planes("mask"), a, true); },
                    {"convolve:mask=samples/masks/even4x4.kernel", "convolve:mask=samples/masks/random7x5.kernel,border=nearest,scale=0.5,delta=3"}});
     ops.push_back({"separable", "linear", "correlation with column (x) row vectors: m(i,j) = column[j] * row[i]",
                    "Vectors are numbers separated by ':' (or ';'), e.g. row=1:2:1,column=-1:0:1; no field may be empty.",

@@ -127,6 +127,16 @@ Mask OpArgs::mask(const std::string& name) const {
     }
 }
 
+std::vector<Mask> OpArgs::mask_planes(const std::string& name) const {
+    if (given_)
+        if (const auto it = given_->find(name); it != given_->end()) return {it->second};
+    try {
+        return read_mask_planes_file(raw(name));
+    } catch (const Error& e) {
+        fail(name, e.what());
+    }
+}
+
 Mask OpArgs::element(const std::string& name) const {
     const std::string& text = raw(name);
     try {

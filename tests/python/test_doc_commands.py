@@ -140,6 +140,7 @@ def scratch(apron, tmp_path_factory) -> Path:
     tifffile.imwrite(d / "stack.ome.tif", rng.integers(0, 4096, (6, 40, 52), dtype=np.uint16), ome=True,
                      metadata={"axes": "ZYX", "PhysicalSizeZ": 1.0})
     (d / "scan.raw").write_bytes(rng.integers(0, 65536, 64 * 48 * 8, dtype=np.uint16).astype("<u2").tobytes())
+    (d / "laplace3d.kernel").write_text("3 3 3\n0 0 0\n0 1 0\n0 0 0\n\n0 1 0\n1 -6 1\n0 1 0\n\n0 0 0\n0 1 0\n0 0 0\n")
     # Band stacks (docs/volumes.md, docs/formats.md): a Sentinel-2-like TIFF of 13 separate u16 bands.
     tifffile.imwrite(d / "s2.tif", rng.integers(0, 10000, (13, 40, 52), dtype=np.uint16), photometric="minisblack",
                      planarconfig="separate", metadata=None)

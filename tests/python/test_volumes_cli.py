@@ -59,6 +59,50 @@ def test_box_with_depth_and_sobel_along_z_are_scipys(apron, tmp_path, mode):
     np.testing.assert_array_equal(sob, ndi.sobel(v.astype(np.float64), axis=0, mode=mode))
 
 
+def write_mask_planes(path, m: np.ndarray) -> str:
+    d, h, w = m.shape
+    with open(path, "w") as f:
+        f.write(f"{w} {h} {d}\n")
+        for z in range(d):
+            f.write(f"# plane {z}\n")
+            for y in range(h):
+                f.write(" ".join(repr(float(x)) for x in m[z, y]) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mshape", [(3, 3, 3), (4, 3, 2), (2, 5, 1), (5, 1, 3)])
+def test_correlate_and_convolve_with_a_volumes_mask_file_are_scipys(apron, tmp_path, mode, mshape):
+    # "W H D" mask files: odd and even depths (plane k weighs plane z + k - D/2, SciPy's origin 0), a plane of
+    # zeros, any border; u16 and f32 volumes, against SciPy's N-D correlate and convolve.
+    rng = np.random.default_rng(11)
+    m = rng.uniform(-1, 1, mshape)
+    if mshape[0] > 2:
+        m[1] = 0
+    mask = write_mask_planes(tmp_path / "m3.kernel", m)
+    for dtype in (np.uint16, np.float32):
+        v = random_image((6, 11, 13), dtype, 4)
+        for op, ref in (("correlate", ndi.correlate), ("convolve", ndi.convolve)):
+            got = filter_volume(apron, tmp_path, v, f"{op}:mask={mask},border={mode},value=5", out_dtype=np.float32)
+            want = ref(v.astype(np.float64), m, mode=mode, cval=5)
+            np.testing.assert_allclose(got, want, atol=2e-6 * max(1.0, float(np.abs(want).max())), err_msg=f"{op} {dtype}")
+    got = filter_volume(apron, tmp_path, random_image((5, 7, 9), np.uint8, 2), f"correlate:mask={mask},normalize=sum",
+                        out_dtype=np.float32)
+    assert got.shape == (5, 7, 9)
+
+
+def test_a_volumes_mask_refuses_what_it_cannot_do(apron, tmp_path):
+    mask = write_mask_planes(tmp_path / "m3.kernel", np.ones((3, 3, 3)))
+    v = random_image((4, 5, 6), np.float32, 1)
+    src = tmp_path / "in.raw"
+    v.tofile(src)
+    for extra, word in (("nan=ignore", "nan"), ("normalize=book", "normalize")):
+        r = apron.run("filter", src, tmp_path / "o.raw", "--raw", raw_layout(v), "--op", f"correlate:mask={mask},{extra}",
+                      check=False)
+        assert r.returncode != 0 and word in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert not (tmp_path / "o.raw").exists()
+
+
 @pytest.mark.parametrize("r", [1, 2, 4])
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32])
 def test_ball_dilation_and_erosion_are_the_3d_max_and_min(apron, tmp_path, r, dtype):
