@@ -65,6 +65,25 @@ std::vector<std::string> tokens(const std::string& line) {
     return out;
 }
 
+// The W x H weights of content lines first .. first + h - 1.
+Mask plane_of(const std::vector<Line>& lines, std::size_t first, int w, int h, const std::string& source) {
+    std::vector<double> values;
+    values.reserve(std::size_t(w) * h);
+    for (int j = 0; j < h; ++j) {
+        const auto& line = lines[first + std::size_t(j)];
+        const auto row = tokens(line.text);
+        if (row.size() != std::size_t(w))
+            fail(source, "line " + std::to_string(line.number) + ": expected " + std::to_string(w) + " weights, found " +
+                             std::to_string(row.size()));
+        for (const auto& t : row) {
+            const auto v = parse_decimal(t);
+            if (!v) fail(source, "line " + std::to_string(line.number) + ": " + decimal_problem(t));
+            values.push_back(*v);
+        }
+    }
+    return Mask(w, h, std::move(values));
+}
+
 } // namespace
 
 Mask parse_mask_text(std::string_view text, const std::string& source) {
@@ -83,21 +102,7 @@ Mask parse_mask_text(std::string_view text, const std::string& source) {
     const int w = int(wd), h = int(hd);
     if (lines.size() - 1 != std::size_t(h))
         fail(source, "expected " + std::to_string(h) + " rows of weights, found " + std::to_string(lines.size() - 1));
-    std::vector<double> values;
-    values.reserve(std::size_t(w) * h);
-    for (int j = 0; j < h; ++j) {
-        const auto& line = lines[std::size_t(j) + 1];
-        const auto row = tokens(line.text);
-        if (row.size() != std::size_t(w))
-            fail(source, "line " + std::to_string(line.number) + ": expected " + std::to_string(w) + " weights, found " +
-                             std::to_string(row.size()));
-        for (const auto& t : row) {
-            const auto v = parse_decimal(t);
-            if (!v) fail(source, "line " + std::to_string(line.number) + ": " + decimal_problem(t));
-            values.push_back(*v);
-        }
-    }
-    return Mask(w, h, std::move(values));
+    return plane_of(lines, 1, w, h, source);
 }
 
 std::vector<Mask> parse_mask_planes_text(std::string_view text, const std::string& source) {
@@ -122,23 +127,7 @@ std::vector<Mask> parse_mask_planes_text(std::string_view text, const std::strin
         fail(source, "expected " + std::to_string(d) + " planes of " + std::to_string(h) + " rows of weights (" +
                          std::to_string(std::size_t(h) * std::size_t(d)) + " rows), found " + std::to_string(lines.size() - 1));
     std::vector<Mask> planes;
-    for (int z = 0; z < d; ++z) {
-        std::vector<double> values;
-        values.reserve(std::size_t(w) * h);
-        for (int j = 0; j < h; ++j) {
-            const auto& line = lines[1 + std::size_t(z) * h + std::size_t(j)];
-            const auto row = tokens(line.text);
-            if (row.size() != std::size_t(w))
-                fail(source, "line " + std::to_string(line.number) + ": expected " + std::to_string(w) + " weights, found " +
-                                 std::to_string(row.size()));
-            for (const auto& t : row) {
-                const auto v = parse_decimal(t);
-                if (!v) fail(source, "line " + std::to_string(line.number) + ": " + decimal_problem(t));
-                values.push_back(*v);
-            }
-        }
-        planes.emplace_back(w, h, std::move(values));
-    }
+    for (int z = 0; z < d; ++z) planes.push_back(plane_of(lines, 1 + std::size_t(z) * h, w, h, source));
     return planes;
 }
 
