@@ -478,6 +478,8 @@ TEST(Fits, WhatCfitsioCouldNotSurviveIsRefusedFirst) {
         {"regress-gzip-cut.fits", "gzip-compressed tile 1"},
         {"regress-ztile-zero.fits", "ZTILE1 below 1"},
         {"regress-rice-block-zero.fits", "Rice blocks of 0 pixels"},
+        {"regress-rice-one-block-zero.fits", "Rice blocks of 0 pixels"},  // ZCMPTYPE = 'RICE_ONE' (fuzz_fits, CI)
+        {"regress-rice-block-zero-lowercase.fits", "Rice blocks of 0 pixels"},  // 'rICE_1
         {"regress-nul-in-card.fits", "control byte (0) in card 5"},
         {"regress-tfields.fits", "TFIELDS = 1000000000000000"},
         {"regress-unreadable-number.fits", "ZVAL2 = (      2, not a number"},

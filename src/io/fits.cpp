@@ -430,7 +430,12 @@ private:
                 if (z.count("ZTILE" + n) && !every_number("ZTILE" + n, at_least_one))
                     bad("gives a compressed image ZTILE" + n + " below 1");
             }
-            if (any_card("ZCMPTYPE", [](const std::string& v) { return v.find("RICE_1") != std::string::npos; }) &&
+            // Rice under either of cfitsio's names, in any case (it compares them without case).
+            const auto rice = [](std::string v) {
+                for (char& c : v) c = char(std::toupper(static_cast<unsigned char>(c)));
+                return v.find("RICE_1") != std::string::npos || v.find("RICE_ONE") != std::string::npos;
+            };
+            if (any_card("ZCMPTYPE", rice) &&
                 z.count("ZVAL1") && !every_number("ZVAL1", [](double v) { return !(v > -1 && v < 1); }))
                 bad("gives Rice blocks of 0 pixels (ZVAL1 = 0)");
         }
