@@ -39,17 +39,6 @@ namespace apron {
 namespace cuda {
 namespace {
 
-// A float image through a mask with a zero tap: the register and tiled kernels multiply every tap, and 0 x NaN
-// (or inf) would put a sample outside the mask into the sum (SPEC: NaN spreads only through the mask). The
-// run-time kernel drops zero taps and the generic one skips them; they take such plans. (A test of each tap in
-// the tiled kernels cost 15-32 % at 9x9-25x25 f32, H200.)
-bool zero_taps_matter(const LinearPlan& p) {
-    if (p.in != PixelType::f32 || p.exact) return false;
-    for (double w : p.step.mask.weights)
-        if (float(w) == 0.0f) return true;
-    return false;
-}
-
 template <class T>
 __device__ __forceinline__ T load(const DeviceView& v, int x, int y, int c) {
     return reinterpret_cast<const T*>(v.data + std::size_t(y) * v.pitch)[std::size_t(x) * v.channels + c];

@@ -101,7 +101,7 @@ bool try_family(LinearFamily f, const LinearPlan& p, const ImageShape& shape, co
         *out = family_name(f, p);
         return true;
     case LinearFamily::direct_tiled:
-        if (!direct_tiled_supports(p)) return false;
+        if (!direct_tiled_supports(p) || zero_taps_matter(p)) return false;
         *out = direct_tiled_form(p, shape, policy);
         return true;
     case LinearFamily::runtime_direct: {
@@ -124,6 +124,13 @@ bool try_family(LinearFamily f, const LinearPlan& p, const ImageShape& shape, co
 }
 
 } // namespace
+
+bool zero_taps_matter(const LinearPlan& p) {
+    if (p.in != PixelType::f32 || p.exact) return false;
+    for (double w : p.step.mask.weights)
+        if (float(w) == 0.0f) return true;
+    return false;
+}
 
 const ArchPolicy& policy_for(int arch) { return arch >= 90 ? sm90 : fallback; }
 

@@ -59,6 +59,12 @@ const ArchPolicy& policy_for(int arch);
 // override (APRON_CHORDS_VARIANT=0|1), else the measured rule in dispatch_table.cpp.
 ChordSchedule chords_schedule_for(const MorphPlan& plan, int channels);
 
+// A float image through a mask with a zero tap: the register and tiled kernels multiply every tap, and 0 x NaN
+// (or inf) would put a sample outside the mask into the sum (SPEC: NaN spreads only through the mask). The
+// run-time kernel drops zero taps and the generic one skips them; the table gives them such plans, and the
+// executor's fallback does too. (A test of each tap in the tiled kernels cost 15-32 % at 9x9-25x25 f32, H200.)
+bool zero_taps_matter(const LinearPlan& plan);
+
 // The family and form that run a planned step on the device of compute capability `arch` (x 10).
 KernelChoice choose_linear(const LinearPlan& plan, const ImageShape& shape, int arch);
 // The family whose launcher the plan bound (choose_linear's), or the table's choice now for a plan made for
