@@ -135,6 +135,43 @@ TEST(CudaVolumes, MorphologyWithVolumeElementsIsBitIdenticalToTheCpuBackend) {
         }
 }
 
+// Rectangles on a volume: the plane step runs every plane in one launch of the tiled kernels (the fast
+// interior tiles and the ring, as blockIdx.z), the passes and the wide colour chain once per plane; each
+// bit-identical to the CPU backend, on planes large enough for the fast tiles and in every border mode.
+TEST(CudaVolumes, RectangleMorphologyOnPlanesInOneLaunch) {
+    REQUIRE_GPU();
+    struct Case {
+        const char* spec;
+        PixelType type;
+        int channels, width;
+        bool one_launch;  // the plane step: one launch (else one per plane)
+    };
+    const Case cases[] = {
+        // Rows of 16-byte multiples (the executor packs a volume's rows): the fast kernel's tiles take part.
+        {"dilate:se=rect:5x5x5", PixelType::u16, 1, 304, true},
+        {"erode:se=rect:7x3x3,border=reflect", PixelType::u8, 1, 304, true},
+        {"dilate:se=rect:3x9x2,border=wrap", PixelType::u8, 3, 304, true},
+        {"erode:se=rect:4x4x2,border=constant,value=7", PixelType::u16, 4, 304, true},
+        {"dilate:se=rect:5x5x3,border=nearest", PixelType::f32, 1, 304, true},
+        {"erode:se=rect:6x2x3,border=mirror", PixelType::f32, 3, 301, true},
+        {"dilate:se=rect:5x3x3", PixelType::u8, 1, 301, true},  // unaligned rows: the general kernel alone
+        {"dilate:se=rect:70x3x3", PixelType::u8, 1, 304, false},  // the separable passes
+        {"erode:se=rect:12x3x3", PixelType::u8, 3, 304, false},   // the chain of fast passes
+    };
+    for (const Case& c : cases) {
+        const Image v = volume(c.width, 141, 6, c.channels, c.type, 23);
+        const Image cpu = Pipeline({c.spec}).run(v, {.backend = Backend::cpu});
+        cuda::clear_launches();
+        const Image gpu = Pipeline({c.spec}).run(v, {.backend = Backend::cuda});
+        int rect_launches = 0;
+        for (const KernelChoice& k : cuda::launches()) rect_launches += k.family == "cuda.morph_rect";
+        EXPECT_EQ(worst(cpu, gpu), 0) << c.spec << " " << to_string(c.type) << " c=" << c.channels;
+        // The plane step and the step along z (one launch on the z view) record one launch each when batched.
+        if (c.one_launch) EXPECT_EQ(rect_launches, 2) << c.spec;
+        else EXPECT_GE(rect_launches, 6) << c.spec;
+    }
+}
+
 #if APRON_HAVE_CUDA
 TEST(CudaVolumes, DeviceVolumesWithPaddedRowsRunInPlace) {
     REQUIRE_GPU();

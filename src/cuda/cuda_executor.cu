@@ -257,8 +257,11 @@ public:
         if (volume.depth > 65535) return false;
         if (const auto* p = std::get_if<LinearPlan>(&step.what))
             return bound_linear_family(*p, volume.plane()) == LinearFamily::separable_fused && separable_fused_supports(*p);
-        if (const auto* m = std::get_if<MorphPlan>(&step.what))
-            return bound_morph_family(*m, volume.plane()) == MorphFamily::morph_chords && morph_chords_supports(*m);
+        if (const auto* m = std::get_if<MorphPlan>(&step.what)) {
+            const MorphFamily family = bound_morph_family(*m, volume.plane());
+            if (family == MorphFamily::morph_rect) return morph_rect_supports(*m);  // batched or a loop inside
+            return family == MorphFamily::morph_chords && morph_chords_supports(*m);
+        }
         return false;
     }
 

@@ -138,9 +138,15 @@ __device__ __forceinline__ void ring_tile(const Params& p, int id, int& bx, int&
     }
 }
 
+// Rows before row y of plane blockIdx.z: a volume's planes (p.height rows each, one pitch, one after another)
+// are filtered alone, as a batch in one launch (runs_planes); an image is plane 0.
+__device__ __forceinline__ std::size_t plane_row(const Params& p, int y) {
+    return std::size_t(blockIdx.z) * std::size_t(p.height) + std::size_t(y);
+}
+
 template <class T>
 __device__ __forceinline__ const T* in_row(const Params& p, int y) {
-    return reinterpret_cast<const T*>(p.in + std::size_t(y) * p.in_pitch);
+    return reinterpret_cast<const T*>(p.in + plane_row(p, y) * p.in_pitch);
 }
 
 __device__ __forceinline__ int source_row(const Params& p, int gy) {
@@ -303,7 +309,7 @@ __global__ void __launch_bounds__(block_threads) morph_rect_kernel(const Params 
             }
             w[h] = acc;
         }
-        T* row = reinterpret_cast<T*>(p.out + std::size_t(y) * p.out_pitch) + xs;
+        T* row = reinterpret_cast<T*>(p.out + plane_row(p, y) * p.out_pitch) + xs;
         if (p.out_vec && xs + GS <= p.samples) {
             if constexpr (sizeof(T) == 1) *reinterpret_cast<u32*>(row) = __byte_perm(w[0], w[1], 0x6420);
             else *reinterpret_cast<uint2*>(row) = make_uint2(w[0], w[1]);
@@ -362,7 +368,7 @@ Geometry choose_geometry(int sample_bytes, int C, int mw, int mh, int ax, int he
 }
 
 template <class T, bool Dilate>
-void launch(const Params& base, const Geometry& g, int blocks, cudaStream_t stream) {
+void launch(const Params& base, const Geometry& g, int blocks, int planes, cudaStream_t stream) {
     Params p = base;
     p.e = g.e, p.sw = g.sw, p.L = g.L, p.nshift = g.nshift, p.nq = g.nq, p.iw = g.iw, p.pt = g.pt, p.pm = g.pm;
     p.pv = g.pv, p.th = g.th, p.tr = g.tr, p.region = g.region;
@@ -370,7 +376,7 @@ void launch(const Params& base, const Geometry& g, int blocks, cudaStream_t stre
     if (g.bytes > 48 * 1024)
         APRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(g.bytes)));
     if (blocks <= 0) return;
-    kernel<<<unsigned(blocks), block_threads, g.bytes, stream>>>(p);
+    kernel<<<dim3(unsigned(blocks), 1, unsigned(planes)), block_threads, g.bytes, stream>>>(p);
     APRON_CUDA_CHECK_LAUNCH("morph_rect");
 }
 
@@ -498,8 +504,9 @@ void run_rect(const MorphPlan& plan, ConstImageView in, ImageView out, cudaStrea
         p.ty1 = p.fy1 / g.th;
     }
     const int blocks = blocks_x * blocks_y - (p.tx1 - p.tx0) * (p.ty1 - p.ty0);
-    if (dilate) launch<T, true>(p, g, blocks, stream);
-    else launch<T, false>(p, g, blocks, stream);
+    const int planes = in.shape.depth;  // one launch for a volume's planes (launch_morph_rect)
+    if (dilate) launch<T, true>(p, g, blocks, planes, stream);
+    else launch<T, false>(p, g, blocks, planes, stream);
 }
 
 // The chain of fast passes for a wide colour rectangle (see wide_colour_takes), through one or two
@@ -547,9 +554,21 @@ bool morph_rect_fast_path_takes(PixelType type, int channels, int se_width, int 
            se_height >= 1 && se_width <= morph_fast_max_width(channels) && se_height <= morph_fast_max_height;
 }
 
+bool morph_rect_batches_planes(const MorphPlan& plan, int channels) {
+    const Mask& e = plan.step.element;
+    const int bytes = int(bytes_per_sample(plan.type));
+    return tiled_fits(bytes, channels, e) && !wide_colour_takes(plan.type, channels, e.width, e.height);
+}
+
 void launch_morph_rect(const MorphPlan& plan, ConstImageView in, ImageView out, cudaStream_t stream) {
     if (in.empty()) return;
     const Mask& e = plan.step.element;
+    // A volume: its planes as blockIdx.z of the tiled kernels (run_rect); the separable passes and the chain of
+    // fast passes, whose temporaries are one plane's, launch once per plane.
+    if (in.shape.depth > 1 && !morph_rect_batches_planes(plan, in.channels())) {
+        for (int z = 0; z < in.shape.depth; ++z) launch_morph_rect(plan, in.plane(z), out.plane(z), stream);
+        return;
+    }
     with_type(plan.type, [&]<class T>() {
         if constexpr (sizeof(T) <= 2) {
             const std::size_t la = sizeof(T) == 1 ? 4 : 8;

@@ -15,6 +15,9 @@ namespace apron::cuda {
 // device's shared memory: widths up to apron's mask limit on sm_90); the executor tries the next one otherwise.
 bool morph_rect_supports(const MorphPlan& plan);
 void launch_morph_rect(const MorphPlan& plan, ConstImageView in, ImageView out, cudaStream_t stream);
+// Whether a volume's planes run in one launch (as blockIdx.z) for this plan on `channels` channels: the tiled
+// kernels; the separable passes and the wide colour chain launch once per plane (launch_morph_rect does both).
+bool morph_rect_batches_planes(const MorphPlan& plan, int channels);
 
 // Whether the fast interior kernel takes this pixel type, channel count and element size (views aligned
 // to 4 / 8 bytes in and 16 bytes out are its other condition): u8 / u16, C = 1..4, W up to 16, 14, 9, 7

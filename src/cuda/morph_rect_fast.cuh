@@ -56,6 +56,7 @@ struct FastParams {
     int ax, ay, mh;
     int cols;      // 4-sample columns staged per tile row
     int width, samples;  // pixels, samples (width * C) per row
+    int height;          // rows of a plane (a volume's planes are blockIdx.z: one launch)
     int mode;      // -1: outside pixels read `outside`, else a BorderMode
     u32 outside;
 };
@@ -180,7 +181,8 @@ __device__ __forceinline__ void fast_horizontal(const u32* vs, const FastParams&
     const int r = (tid >> 5) * 8 + (tid & 7), grp0 = (tid >> 3) & 3;
     const u32* const vrow = vs + r * fast_pv + grp0 * G;
     static_assert(8 * (4 * 3 + 3) + 4 * N4 <= fast_pv);  // the last group's 16-byte reads stay in the row
-    std::byte* const orow = p.out + std::size_t(y0 + r) * p.out_pitch + std::size_t(x0 + grp0 * 2 * G) * sizeof(T);
+    std::byte* const orow = p.out + (std::size_t(blockIdx.z) * std::size_t(p.height) + std::size_t(y0 + r)) * p.out_pitch +
+                            std::size_t(x0 + grp0 * 2 * G) * sizeof(T);
 #pragma unroll
     for (int it = 0; it < 4; ++it) {
         const u32* row = vrow + it * 4 * G;
@@ -249,7 +251,8 @@ __global__ void __launch_bounds__(fast_threads, 4) morph_rect_fast_kernel(const 
     static_assert(fast_th / fast_r * fast_cols == fast_threads && (3 + fast_tw - 1 + morph_fast_max_span + 3) / 4 <= fast_cols);
     const int q = tid / fast_cols, col = tid - q * fast_cols;
     if (col < p.cols) {
-        const std::byte* rows = p.in + std::size_t(y0 - p.ay + q * fast_r) * p.in_pitch;
+        const std::byte* rows =
+            p.in + (std::size_t(blockIdx.z) * std::size_t(p.height) + std::size_t(y0 - p.ay + q * fast_r)) * p.in_pitch;
         const int gx = cx + 4 * col;
         u32* d = vs + q * fast_r * fast_pv + 2 * col;
         if (gx >= 0 && gx + 4 <= p.samples) {
@@ -382,9 +385,10 @@ MorphRectFastRegion launch_morph_rect_fast(const MorphPlan& plan, ConstImageView
     fp.cols = cols;
     fp.width = width;
     fp.samples = samples;
+    fp.height = height;
     fp.mode = mode;
     fp.outside = outside;
-    const dim3 grid(unsigned(bx1 - bx0), unsigned(by1 - by0));
+    const dim3 grid(unsigned(bx1 - bx0), unsigned(by1 - by0), unsigned(in.shape.depth));  // a volume's planes
     if (plan.step.kind == MorphKind::dilate) rect_fast::launch_fast_c<T, true>(C, W, fp, grid, stream);
     else rect_fast::launch_fast_c<T, false>(C, W, fp, grid, stream);
     return {xs, xs + (bx1 - bx0) * fast_tw, by0 * fast_th, by1 * fast_th};
