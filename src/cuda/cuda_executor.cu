@@ -24,6 +24,7 @@
 #include "cuda/launch_record.hpp"
 #include "cuda/device_view.hpp"
 #include "cuda/direct_imma.hpp"
+#include "cuda/column_linear.hpp"
 #include "cuda/dispatch_table.hpp"
 #include "cuda/direct_tiled.hpp"
 #include "cuda/fft_linear.hpp"
@@ -222,6 +223,9 @@ public:
         case LinearFamily::separable_fused:
             if (separable_fused_supports(p))
                 return record_launch(family_name(family, p)), launch_separable_fused(p, in, out, stream_);
+            break;
+        case LinearFamily::column:
+            if (column_linear_supports(p)) return record_launch(family_name(family, p)), launch_column_linear(p, in, out, stream_);
             break;
         case LinearFamily::direct_tiled: break;  // the first of the direct families below
         case LinearFamily::runtime_direct:

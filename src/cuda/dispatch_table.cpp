@@ -15,6 +15,7 @@
 #include "cuda/direct_imma.hpp"
 #include "cuda/direct_tiled.hpp"
 #include "cuda/fft_support.hpp"
+#include "cuda/column_linear.hpp"
 #include "cuda/direct_regs.hpp"
 #include "cuda/morph_chords.hpp"
 #include "cuda/morph_rect.hpp"
@@ -35,11 +36,12 @@ constexpr ArchPolicy sm90 = {
     //    at 127x127);
     //  - tensor (IMMA): u8-int 3x3-9x9 ~270 Gpix/s, 15x15 193, 31x31 141 (tiles: 20.5 at 31x31);
     //  - separable_fused: f32 Gaussian sigma 1-8 at 74-39 % of the roofline, 2.4-4.9x NPP's fixed masks;
+    //  - column: masks one sample wide, 2-64 taps (a volume's z steps on its z view: no halo along x);
     //  - direct_tiled: f32 5x5 326 Gpix/s, 31x31 22.9 (54-66 % of the roofline; 5.7x NPP at 31x31);
     //  - runtime_direct: sides up to 63 that are not odd squares, one kernel per mask (NVRTC);
     //  - linear_direct: the baseline, any mask (85x85 0.09 Gpix/s: the planner takes the FFT there).
-    {LinearFamily::fft, LinearFamily::tensor, LinearFamily::separable_fused, LinearFamily::direct_tiled,
-     LinearFamily::runtime_direct, LinearFamily::linear_direct},
+    {LinearFamily::fft, LinearFamily::tensor, LinearFamily::separable_fused, LinearFamily::column,
+     LinearFamily::direct_tiled, LinearFamily::runtime_direct, LinearFamily::linear_direct},
     // The kernels' values and their measurements: cuda/tuning.hpp.
     Sm90Tuning::regs_max_k,
     Sm90Tuning::regs_rx_float,
@@ -98,6 +100,10 @@ bool try_family(LinearFamily f, const LinearPlan& p, const ImageShape& shape, co
         return true;
     case LinearFamily::separable_fused:
         if (p.algorithm != LinearAlgorithm::separable || !separable_fused_supports(p)) return false;
+        *out = family_name(f, p);
+        return true;
+    case LinearFamily::column:
+        if (o.column_off || !column_linear_supports(p)) return false;
         *out = family_name(f, p);
         return true;
     case LinearFamily::direct_tiled:
@@ -212,6 +218,7 @@ const char* name_of(LinearFamily f) {
     case LinearFamily::fft: return "cuda.fft";
     case LinearFamily::tensor: return "cuda.direct_imma";
     case LinearFamily::separable_fused: return "cuda.separable_fused";
+    case LinearFamily::column: return "cuda.column";
     case LinearFamily::direct_tiled: return "cuda.direct_tiled";
     case LinearFamily::runtime_direct: return "cuda.runtime_direct";
     case LinearFamily::linear_direct: return "cuda.linear_direct";
