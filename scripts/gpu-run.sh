@@ -232,8 +232,10 @@ case " $steps " in *" volumes "*)
   log "volumes and tensor batches (bench/volumes_gpu.py)"
   PYTHONPATH=$root/build-gpu/python${PYTHONPATH:+:$PYTHONPATH} timeout ${APRON_VOLUMES_TIMEOUT:-240} \
     python3 bench/volumes_gpu.py ${APRON_VOLUMES_ARGS:-} > "$OUT/volumes.txt" 2>&1 < /dev/null
-  # The fused volume pass (cuda/separable_volume_impl.cuh, opt-in), 2 and 4 rows a thread.
-  for variant in "APRON_VOLUME_FUSED=1 APRON_VOLUME_RY=2" "APRON_VOLUME_FUSED=1 APRON_VOLUME_RY=4"; do
+  # Variants of the Gaussian, for A/B in the same call (APRON_VOLUMES_VARIANTS, ';'-separated environments;
+  # default the fused volume pass (cuda/separable_volume_impl.cuh, opt-in) at 2 and 4 rows a thread).
+  IFS=';' read -r -a variants <<< "${APRON_VOLUMES_VARIANTS:-APRON_VOLUME_FUSED=1 APRON_VOLUME_RY=2;APRON_VOLUME_FUSED=1 APRON_VOLUME_RY=4}"
+  for variant in "${variants[@]}"; do
     echo "== $variant" >> "$OUT/volumes.txt"
     env $variant PYTHONPATH=$root/build-gpu/python${PYTHONPATH:+:$PYTHONPATH} timeout 60 \
       python3 bench/volumes_gpu.py --only gaussian >> "$OUT/volumes.txt" 2>&1 < /dev/null
