@@ -6,7 +6,8 @@
 // run's length. The histogram counts a key's top 16 bits (u8: all 8) in tiers of 4 bits, so finding the bin
 // that holds the rank walks at most 16 counts a tier. u8 and u16 keys are their bins: the bin is the value.
 // f32 keys share a bin with others of the same top 16 bits: the window's samples of that bin are gathered and
-// the rank selected among them (few: a bin is 2^16 keys wide). NaN is a missing sample, never counted: the
+// the rank selected among them (few: a bin is 2^16 keys wide), or, where the bin holds one key, that key is
+// the xor of the low halves kept a bin. NaN is a missing sample, never counted: the
 // rank is taken among the valid ones (rank_among), NaN where none is valid.
 //
 // Coordinates outside the volume go through the border (core/border_index.hpp): a run's source row is mapped
@@ -58,6 +59,7 @@ public:
     void add(std::uint32_t bin, int delta) {
         for (int t = 0; t < tiers; ++t) counts_[t][bin >> (Bits - 4 * (t + 1))] += delta;
     }
+    std::uint32_t count(std::uint32_t bin) const { return counts_[tiers - 1][bin]; }
     // The bin holding the sample of rank `want` (0-based), and how many samples lie in lower bins.
     std::uint32_t find(int want, int& below) const {
         std::uint32_t bin = 0;
@@ -89,7 +91,8 @@ public:
     }
 
     // Output rows [y0, y1) of plane z; `scratch` is the calling thread's.
-    void rows(int z, int y0, int y1, TieredHistogram<bits>& histogram, std::vector<std::uint32_t>& keys) const {
+    void rows(int z, int y0, int y1, TieredHistogram<bits>& histogram, std::vector<std::uint16_t>& low_bits,
+              std::vector<std::uint32_t>& keys) const {
         const int w = in_.width(), h = in_.height(), d = in_.shape.depth, channels = in_.channels();
         std::vector<const T*> source(runs_.size());
         for (int y = y0; y < y1; ++y) {
@@ -98,7 +101,7 @@ public:
                 source[k] = zi < 0 || yi < 0 ? nullptr : in_.plane(zi).template row<T>(yi);
             }
             T* o = out_.plane(z).template row<T>(y);
-            for (int c = 0; c < channels; ++c) row(source, w, c, channels, histogram, keys, o);
+            for (int c = 0; c < channels; ++c) row(source, w, c, channels, histogram, low_bits, keys, o);
         }
     }
 
@@ -109,18 +112,21 @@ private:
         return rank_key(row && xi >= 0 ? row[std::size_t(xi) * channels + c] : outside_);
     }
 
+    // f32: `low_bits[bin]` is the xor of the low 16 bits of the bin's keys in the window, so a bin of one key
+    // holds it whole (no gather); it is all zero again when the row's window has left.
     void row(const std::vector<const T*>& source, int w, int c, int channels, TieredHistogram<bits>& histogram,
-             std::vector<std::uint32_t>& keys, T* o) const {
+             std::vector<std::uint16_t>& low_bits, std::vector<std::uint32_t>& keys, T* o) const {
         int valid = 0;
         auto update = [&](std::uint32_t k, int delta) {
             if (k == rank_missing_key) return;  // NaN: not a sample of the order
             histogram.add(k >> shift, delta);
+            if constexpr (shift > 0) low_bits[k >> shift] ^= std::uint16_t(k);
             valid += delta;
         };
         for (std::size_t r = 0; r < runs_.size(); ++r)
             for (int x = runs_[r].dx0; x <= runs_[r].dx1; ++x) update(key(source[r], x, c, channels), 1);
         for (int x = 0; x < w; ++x) {
-            o[std::size_t(x) * channels + c] = valid ? value_at(source, x, c, channels, valid, histogram, keys)
+            o[std::size_t(x) * channels + c] = valid ? value_at(source, x, c, channels, valid, histogram, low_bits, keys)
                                                      : rank_value<T>(rank_missing_key);
             for (std::size_t r = 0; r < runs_.size(); ++r) {  // to x + 1, or (at the row's end) empty again
                 update(key(source[r], x + runs_[r].dx0, c, channels), -1);
@@ -133,13 +139,14 @@ private:
     }
 
     T value_at(const std::vector<const T*>& source, int x, int c, int channels, int valid, const TieredHistogram<bits>& histogram,
-               std::vector<std::uint32_t>& keys) const {
+               const std::vector<std::uint16_t>& low_bits, std::vector<std::uint32_t>& keys) const {
         const int want = rank_among(p_.step.rank, valid, p_.count);
         int below = 0;
         const std::uint32_t bin = histogram.find(want, below);
         if constexpr (shift == 0) {
             return rank_value<T>(bin);
-        } else {  // the window's keys of that bin, and the rank among them
+        } else {  // the bin's one key, or the window's keys of that bin and the rank among them
+            if (histogram.count(bin) == 1) return rank_value<T>((bin << shift) | low_bits[bin]);
             keys.clear();
             for (std::size_t r = 0; r < runs_.size(); ++r)
                 for (int k = x + runs_[r].dx0; k <= x + runs_[r].dx1; ++k) {
@@ -174,9 +181,13 @@ void run_rank_volume(ThreadPool& pool, const RankPlan& p, ConstImageView in, Ima
         using Histogram = TieredHistogram<VolumeJob<T>::bits>;
         std::vector<Histogram> histograms(std::size_t(pool.size()));
         std::vector<std::vector<std::uint32_t>> keys(std::size_t(pool.size()));
+        // f32's low halves a bin (VolumeJob::row); none for the types whose bins are their keys.
+        std::vector<std::vector<std::uint16_t>> low_bits(std::size_t(pool.size()),
+                                                         std::vector<std::uint16_t>(VolumeJob<T>::shift ? 65536 : 0));
         pool.run(per_plane * d, [&](int t, int who) {
             const int z = t / per_plane, y0 = (t % per_plane) * rows;
-            job.rows(z, y0, std::min(h, y0 + rows), histograms[std::size_t(who)], keys[std::size_t(who)]);
+            const std::size_t me = std::size_t(who);
+            job.rows(z, y0, std::min(h, y0 + rows), histograms[me], low_bits[me], keys[me]);
         });
     });
 }

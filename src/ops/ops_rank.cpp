@@ -109,7 +109,9 @@ void add_rank_operations(std::vector<OpInfo>& ops) {
                       -double(max_mask_side) * max_mask_side, double(max_mask_side) * max_mask_side};
     const std::string nan_rule =
         " f32 NaN is a missing sample: of the v samples that are not NaN the one of rank floor(rank * v / n) is taken, NaN "
-        "where there are none. Samples are ordered with -0 before +0, so the result is one sample's exact bits.";
+        "where there are none. Samples are ordered with -0 before +0, so the result is one sample's exact bits. On a volume an "
+        "element with planes (rect:WxHxD, ball:R, a W H D file) makes the window 3-D: in(x+i-cx, y+j-cy, z+k-cz), every axis "
+        "through the border (scipy.ndimage's N-D filter with that footprint).";
     struct Entry {
         const char* name;
         const char* summary;
@@ -125,12 +127,14 @@ void add_rank_operations(std::vector<OpInfo>& ops) {
          "with border=nearest)." + nan_rule,
          {se, border, value}, median_rank,
          {"median", "median:se=rect:5x5,border=nearest", "median:se=disk:3", "median:se=rect:4x2,border=wrap",
-          "median:se=cross:5x5,border=constant,value=7", "median:se=samples/masks/diamond5x5.se,border=mirror"}},
+          "median:se=cross:5x5,border=constant,value=7", "median:se=samples/masks/diamond5x5.se,border=mirror",
+          "median:se=ball:1,border=nearest"}},
         {"percentile", "percentile over the window",
          "out(x,y) = the sample of rank floor(n p / 100) of the window's n samples, n-1 for p = 100 (scipy.ndimage.percentile_filter)." +
              nan_rule,
          {p, se, border, value}, percentile_rank,
-         {"percentile:p=25", "percentile:p=90,se=ellipse:7x5,border=nearest", "percentile:p=100,se=rect:2x3"}},
+         {"percentile:p=25", "percentile:p=90,se=ellipse:7x5,border=nearest", "percentile:p=100,se=rect:2x3",
+          "percentile:p=75,se=rect:3x3x3,border=wrap"}},
         {"rank", "rank-th sample of the window",
          "out(x,y) = the sample of rank r (0-based; negative r counts from the maximum) of the window's n samples "
          "(scipy.ndimage.rank_filter): r = 0 is erode with this border, r = n-1 dilate." + nan_rule,

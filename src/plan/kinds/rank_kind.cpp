@@ -43,8 +43,8 @@ int RankStepKind::plan(const RankStep& step, PlanContext& context) {
     p.step = step;
     p.type = type;
     p.count = rank_cells(step.element);
-    if (step.depth > 1)  // a volume's window: gathered from its planes and selected
-        p.algorithm = RankAlgorithm::select;
+    if (step.depth > 1)  // a volume's window: histograms of its runs (u8, u16), or its keys' bins resolved (f32)
+        p.algorithm = type == PixelType::f32 ? RankAlgorithm::select : RankAlgorithm::histogram;
     else if (p.count <= rank_network_cells && step.element.width <= 7 && step.element.height <= 7)
         p.algorithm = RankAlgorithm::network;
     else if (type != PixelType::f32)
