@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "apron/errors.hpp"
+#include "apron/io.hpp"
 #include "apron/pipeline.hpp"
 #include "apron/stream.hpp"
 #include "core/dispatch.hpp"
@@ -328,6 +329,22 @@ TEST(VolumeRank, ZSlabsOfAStreamedVolumeGiveTheWholeRunsBytes) {
                 want.append(reinterpret_cast<const char*>(whole.view().row_bytes(y)), volume.shape().row_bytes());
             EXPECT_TRUE(got == want) << specs.size() << " ops from " << spec << ": the slabs differ from the whole run";
         }
+}
+
+TEST(VolumeRank, BandsOfAStreamedImageUnderAVolumesElementGiveTheWholeRunsBytes) {
+    // A 2-D image streamed in bands of rows: a volume's element reads its one plane, its rows' reach the halo.
+    iotest::ScratchDir dir;
+    const Image in = random_image(61, 97, 1, PixelType::u8, 22);
+    write_image(dir.file("in.pgm"), in);
+    for (const std::string spec : {"median:se=ball:2", "percentile:p=60,se=rect:3x7x3,border=wrap", "rank:r=1,se=cross:5x3x3,border=constant,value=4"}) {
+        const Pipeline p({spec, "dilate:se=disk:1"});
+        StreamOptions o;
+        o.run.backend = Backend::cpu;
+        o.band_rows = 10;
+        const StreamReport r = stream_filter(dir.file("in.pgm"), dir.file("out.pgm"), p, o);
+        EXPECT_GT(r.bands, 1) << spec;
+        EXPECT_TRUE(identical(read_image(dir.file("out.pgm")), p.run(in, {.backend = Backend::reference}))) << spec;
+    }
 }
 
 TEST(VolumeRank, BadElementsAreRefusedNamingTheParameter) {
