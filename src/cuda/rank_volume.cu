@@ -1,8 +1,8 @@
 // Rank filters over a volume's window on the GPU (Axes::volume; SPEC.md "Volumes", "Rank"): `rank_volume_bits`,
 // one thread per output sample of the whole volume, finds the rank-th key by the radix select of rank_bits
 // (rank_filter.cu): at each bit, most significant first, it counts the window's keys below the trial prefix in
-// a pass over the window's cells read through the border in x, y and z. bits x n reads and no memory a thread,
-// so any window size runs; f32 first counts the valid (non-NaN) samples for the rank among them. The result
+// a pass over the window's cells read through the border in x, y and z (windows of up to 64 cells read once into
+// the thread's local memory, larger ones read again each bit), so any window size runs; f32 first counts the valid (non-NaN) samples for the rank among them. The result
 // is the rank-th sample in the order of core/rank_value.hpp: the reference's bits.
 #include <algorithm>
 #include <cstdint>
@@ -35,6 +35,10 @@ __device__ __forceinline__ std::uint32_t key_at(const VolumeView& v, long long x
     return rank_key(reinterpret_cast<const T*>(row)[std::size_t(xi) * v.channels + c]);
 }
 
+// Windows of at most this many cells keep their keys in the thread's local memory (read once); larger ones
+// read the window again for every bit.
+constexpr int kept_keys = 64;
+
 // Thread (k, r): sample k of row r of the volume's rows (r = z * height + y), rows from row0.
 template <class T>
 __global__ void rank_volume_bits(VolumeView in, std::byte* out, std::size_t out_pitch, const int4* cells, int n, int rank,
@@ -44,11 +48,17 @@ __global__ void rank_volume_bits(VolumeView in, std::byte* out, std::size_t out_
     if (k >= in.width * in.channels || r >= (long long)in.height * in.depth) return;
     const int x = k / in.channels, c = k % in.channels, y = int(r % in.height), z = int(r / in.height);
     T* o = reinterpret_cast<T*>(out + std::size_t(r) * out_pitch) + k;
+    const bool keep = n <= kept_keys;
+    std::uint32_t kept[kept_keys];
+    for (int t = 0; t < (keep ? n : 0); ++t) kept[t] = key_at<T>(in, x + cells[t].x, y + cells[t].y, z + cells[t].z, c, mode, outside);
+    const std::uint32_t* held = kept;
+    auto key = [&](int t) {
+        return keep ? held[t] : key_at<T>(in, x + cells[t].x, y + cells[t].y, z + cells[t].z, c, mode, outside);
+    };
     int valid = n;
     if constexpr (std::is_same_v<T, float>) {
         valid = 0;
-        for (int t = 0; t < n; ++t)
-            valid += key_at<T>(in, x + cells[t].x, y + cells[t].y, z + cells[t].z, c, mode, outside) != rank_missing_key;
+        for (int t = 0; t < n; ++t) valid += key(t) != rank_missing_key;
         if (valid == 0) {
             *o = rank_value<T>(rank_missing_key);
             return;
@@ -59,7 +69,7 @@ __global__ void rank_volume_bits(VolumeView in, std::byte* out, std::size_t out_
     for (int b = rank_key_bits<T> - 1; b >= 0; --b) {
         const std::uint32_t trial = result | (1u << b);
         int below = 0;
-        for (int t = 0; t < n; ++t) below += key_at<T>(in, x + cells[t].x, y + cells[t].y, z + cells[t].z, c, mode, outside) < trial;
+        for (int t = 0; t < n; ++t) below += key(t) < trial;
         if (below <= want) result = trial;  // fewer than want + 1 keys lie below: the answer is at or above trial
     }
     *o = rank_value<T>(result);
