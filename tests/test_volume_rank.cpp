@@ -288,6 +288,19 @@ TEST(VolumeRank, AMaskFileOfPlanesIsAVolumesElement) {
         const auto want = rank3(v, win, 2, mode, 7);
         for (const Backend b : host_backends) expect_same(samples(Pipeline({spec}).run(v, {.backend = b})), want, spec);
     }
+    // Windows wholly left or right of their anchor (no column read on one side), on a volume wider than them.
+    std::ofstream(dir.file("left.se")) << "3 1 2\n1 0 0\n1 0 0\n";
+    std::ofstream(dir.file("right.se")) << "5 2 3\n0 0 0 1 1\n0 0 0 0 1\n0 0 0 0 0\n0 0 0 0 0\n0 0 0 1 0\n0 0 0 0 1\n";
+    const Window left{dir.file("left.se"), 3, 1, 2, [](int i, int, int) { return i == 0; }};
+    const bool right_cells[3][2][5] = {{{0, 0, 0, 1, 1}, {0, 0, 0, 0, 1}}, {{0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}}, {{0, 0, 0, 1, 0}, {0, 0, 0, 0, 1}}};
+    const Window right{dir.file("right.se"), 5, 2, 3, [right_cells](int i, int j, int k) { return right_cells[k][j][i]; }};
+    for (const Window& win : {left, right})
+        for (const PixelType t : {PixelType::u8, PixelType::u16, PixelType::f32}) {
+            const Image wide = random_volume(23, 6, 4, 2, t, 15, t == PixelType::f32 ? 0.1 : 0);
+            const std::string spec = with_se("median", win.se, BorderMode::reflect, 0);
+            const auto want = rank3(wide, win, win.cells() / 2, BorderMode::reflect, 0);
+            for (const Backend b : host_backends) expect_same(samples(Pipeline({spec}).run(wide, {.backend = b})), want, spec);
+        }
     // Weights other than 0 and 1, or no cell set, are refused naming se.
     std::ofstream(dir.file("bad.se")) << "1 1 2\n1\n2\n";
     std::ofstream(dir.file("empty.se")) << "1 1 2\n0\n0\n";

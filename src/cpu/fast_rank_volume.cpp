@@ -15,6 +15,7 @@
 // rank-th key of the window, as the reference's selection: the same bits. Threads take (plane, rows) tasks.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "core/border_index.hpp"
@@ -118,16 +119,29 @@ private:
              std::vector<std::uint16_t>& low_bits, std::vector<std::uint32_t>& keys, T* o) const {
         int valid = 0;
         auto update = [&](std::uint32_t k, int delta) {
-            if (k == rank_missing_key) return;  // NaN: not a sample of the order
+            if constexpr (std::is_same_v<T, float>)
+                if (k == rank_missing_key) return;  // NaN: not a sample of the order
             histogram.add(k >> shift, delta);
             if constexpr (shift > 0) low_bits[k >> shift] ^= std::uint16_t(k);
             valid += delta;
         };
         for (std::size_t r = 0; r < runs_.size(); ++r)
             for (int x = runs_[r].dx0; x <= runs_[r].dx1; ++x) update(key(source[r], x, c, channels), 1);
+        // Steps from x to x + 1 whose samples all lie inside the volume: read straight from the rows.
+        const bool rows_inside = std::none_of(source.begin(), source.end(), [](const T* row) { return row == nullptr; });
+        // x + dx0 >= 0 and x + 1 + dx1 < w, and not the row's last step (which empties the histogram).
+        const int inner0 = left_, inner1 = rows_inside ? std::min(w - 1, w - right_) : -1;
         for (int x = 0; x < w; ++x) {
             o[std::size_t(x) * channels + c] = valid ? value_at(source, x, c, channels, valid, histogram, low_bits, keys)
                                                      : rank_value<T>(rank_missing_key);
+            if (x >= inner0 && x < inner1) {
+                for (std::size_t r = 0; r < runs_.size(); ++r) {
+                    const T* row = source[r] + c;
+                    update(rank_key(row[std::size_t(x + runs_[r].dx0) * channels]), -1);
+                    update(rank_key(row[std::size_t(x + 1 + runs_[r].dx1) * channels]), 1);
+                }
+                continue;
+            }
             for (std::size_t r = 0; r < runs_.size(); ++r) {  // to x + 1, or (at the row's end) empty again
                 update(key(source[r], x + runs_[r].dx0, c, channels), -1);
                 if (x + 1 < w) update(key(source[r], x + 1 + runs_[r].dx1, c, channels), 1);
