@@ -81,3 +81,17 @@ TEST(RankMemory, SmallWindowRowsFollowTheChannels) {
     EXPECT_GE(rgb_scratch, 12 * std::uint64_t(4096 + 4) * 3 * 4);
     EXPECT_LT(scratch_of("median:se=cross:5x5", {256, 64, 1, PixelType::f32}), rgb_scratch);
 }
+
+// A volume's window (cpu.rank_volume, fast_rank_volume.cpp): a tiered histogram a participant (u8's 16 + 256
+// bins, u16's and f32's to 65536, f32's low halves too), counted once a thread.
+TEST(RankMemory, VolumeWindowsCountTheirTieredHistogramPerThread) {
+    for (const PixelType t : {PixelType::u8, PixelType::u16, PixelType::f32}) {
+        const ImageShape shape{256, 256, 1, t, 64};
+        const ExecutionPlan plan = cpu_plan("median:se=ball:2", shape);
+        ASSERT_EQ(rank_step(plan).kernel.family, "cpu.rank_volume");
+        const std::uint64_t histogram = t == PixelType::u8 ? (16 + 256) * 4 : (16 + 256 + 4096 + 65536) * 4;
+        const std::uint64_t one = estimate_memory(plan, 1, false).scratch;
+        EXPECT_GE(one, histogram + (t == PixelType::f32 ? low_xor_bytes : 0) + 33 * 4) << to_string(t);
+        EXPECT_GT(estimate_memory(plan, 4, false).scratch, 3 * one) << to_string(t);
+    }
+}

@@ -352,7 +352,7 @@ int run_filter_pages(const FilterArgs& a, const apron::Pipeline& pipeline, apron
 void refuse_steps_along_z(const apron::Pipeline& pipeline, const std::string& input, int bands) {
     for (const auto& op : pipeline.operations())
         for (const auto& step : op.steps)
-            if (step.axes == apron::Axes::depth)
+            if (step.axes != apron::Axes::plane)
                 throw apron::Error("--op " + op.spec + ": steps along z, and the " + std::to_string(bands) + " bands of " + input +
                                    " are not a z axis (each band is filtered alone; --volume filters across them as planes)");
 }

@@ -42,11 +42,18 @@ struct MorphStep {
 // Rank filter over the set cells of a flat element (SPEC.md "Rank"): the rank-th smallest (0-based) of the
 // element's n samples, read through the border mode. f32 NaN samples are missing: of the v samples that are
 // not NaN the one of rank floor(rank * v / n) is taken, and NaN where v = 0. Median: rank = n / 2.
+// A volume's element (SPEC.md "Volumes", Axes::volume) has depth > 1 planes of W x H cells, stacked in
+// `element` as one W x (H * depth) table: plane k (z offset k - anchor_z) is its rows k*H .. k*H + H-1, and the
+// anchor cell (anchor_x, anchor_y) lies in plane anchor_z = anchor_y / H at row anchor_y % H.
 struct RankStep {
     Mask element;  // weights 0 or 1
     int rank = 0;  // 0 .. n-1, n = the element's set cells
     BorderMode border = BorderMode::reflect;
     double border_value = 0;
+    int depth = 1;  // the element's planes; > 1 only in a step whose axes are Axes::volume
+    int plane_rows() const { return element.height / depth; }
+    int anchor_z() const { return element.anchor_y / plane_rows(); }
+    int anchor_row() const { return element.anchor_y % plane_rows(); }
 };
 
 // What a combine step computes from its samples A and B (SPEC.md "NaN and nodata in linear filters"). A
@@ -81,8 +88,10 @@ constexpr int no_operand = -2;  // a step operand that is not used (CombineStep 
 // Which axes a step's mask or element spans on a volume (SPEC.md "Volumes"). `plane`: x and y, the step
 // applied to each plane alone (every step of a 2-D image). `depth`: z alone; the mask or element is one
 // column (width 1) whose rows are planes: row j of it weighs plane z + j - anchor_y. Pointwise steps
-// (combine) read the same sample of every operand and ignore it.
-enum class Axes : unsigned char { plane, depth };
+// (combine) read the same sample of every operand and ignore it. `volume`: x, y and z at once (a rank step
+// whose element has planes, RankStep::depth > 1): the step reads the whole volume, each output voxel the
+// window of planes about its own, and a 2-D image is a volume of one plane to it.
+enum class Axes : unsigned char { plane, depth, volume };
 struct Step {
     std::variant<LinearStep, MorphStep, CombineStep, RankStep> action;
     int input = op_input;

@@ -56,6 +56,7 @@ void rank_select_rows(const RankPlan& p, ConstImageView in, ImageView out, int y
 // network kernel, larger ones the histogram kernels; the plan's algorithm is the planner's view of the
 // same split (plan/kinds/rank_kind.cpp), and every kernel gives the same bits, so the window decides.
 KernelChoice rank_kernel_for(const RankPlan& p, const ImageShape&) {
+    if (p.step.depth > 1) return {"cpu.rank_volume", ""};  // a volume's window
     if (p.step.rank < 0 || p.step.rank >= std::max(p.count, 1)) return {"cpu.rank_select", ""};  // not a rank of the window
     if (std::string d = rank_network_detail(p); !d.empty()) return {"cpu.rank_network", d};
     if (std::string d = rank_histogram_detail(p); !d.empty())
@@ -65,6 +66,7 @@ KernelChoice rank_kernel_for(const RankPlan& p, const ImageShape&) {
 
 void run_rank(ThreadPool& pool, const RankPlan& p, ConstImageView in, ImageView out) {
     const std::string kernel = rank_kernel_for(p, in.shape).family;
+    if (kernel == "cpu.rank_volume") return run_rank_volume(pool, p, in, out);
     if (kernel == "cpu.rank_network") return run_rank_network(pool, p, in, out);
     if (kernel != "cpu.rank_select") return run_rank_histogram(pool, p, in, out);
     const int height = out.height();

@@ -9,7 +9,9 @@
 //                       element's runs: fast_rank_runs.cpp);
 //   cpu.rank_keyhist    larger f32 windows, "f32 runs": a histogram of the order keys' high 16 bits, then the
 //                       few samples of the one bin that holds the rank (fast_rank_runs.cpp);
-//   cpu.rank_select     gather and select (fast_rank.cpp), for anything else (an element without cells).
+//   cpu.rank_select     gather and select (fast_rank.cpp), for anything else (an element without cells);
+//   cpu.rank_volume     a volume's window (Axes::volume): gather and select, border maths only near a face
+//                       (fast_rank_volume.cpp).
 // The memory estimate mirrors their per-participant scratch (plan/kinds/rank_scratch.cpp): change both together.
 #include <string>
 
@@ -31,5 +33,7 @@ void run_rank_histogram(ThreadPool& pool, const RankPlan& plan, ConstImageView i
 // element's runs (fast_rank_runs.cpp).
 void run_rank_columns(ThreadPool& pool, const RankPlan& plan, ConstImageView in, ImageView out);
 void run_rank_runs(ThreadPool& pool, const RankPlan& plan, ConstImageView in, ImageView out);
+// A volume's window over the whole volume `in` (fast_rank_volume.cpp).
+void run_rank_volume(ThreadPool& pool, const RankPlan& plan, ConstImageView in, ImageView out);
 
 } // namespace apron::cpu

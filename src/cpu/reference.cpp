@@ -57,6 +57,7 @@ public:
     }
 
     void rank(const RankPlan& p, ConstImageView in, ImageView out) override {
+        if (p.step.depth > 1) return with_type(p.type, [&]<class T>() { rank_volume_typed<T>(p, in, out); });
         with_type(p.type, [&]<class T>() { rank_typed<T>(p, in, out); });
     }
 
@@ -143,6 +144,44 @@ private:
                     std::nth_element(keys.begin(), keys.begin() + r, keys.end());
                     o = rank_value<T>(keys[std::size_t(r)]);
                 }
+    }
+
+    // The same over a volume's window (Axes::volume): the element's planes (RankStep) about each voxel's plane,
+    // every axis read through the border; `in` is the whole volume (a 2-D image: one plane).
+    template <class T>
+    static void rank_volume_typed(const RankPlan& p, ConstImageView in, ImageView out) {
+        const RankStep& s = p.step;
+        const Mask& e = s.element;
+        const int rows = s.plane_rows(), depth = in.shape.depth, channels = in.channels();
+        const T outside = store_pixel<T>(s.border_value);
+        std::vector<std::uint32_t> keys;
+        for (int z = 0; z < depth; ++z)
+            for (int y = 0; y < in.height(); ++y)
+                for (int x = 0; x < in.width(); ++x)
+                    for (int c = 0; c < channels; ++c) {
+                        keys.clear();
+                        for (int k = 0; k < s.depth; ++k)
+                            for (int j = 0; j < rows; ++j)
+                                for (int i = 0; i < e.width; ++i) {
+                                    if (e.at(i, k * rows + j) == 0) continue;
+                                    const int zi = map_index(z + k - s.anchor_z(), depth, s.border);
+                                    const int yi = map_index(y + j - s.anchor_row(), in.height(), s.border);
+                                    const int xi = map_index(x + i - e.anchor_x, in.width(), s.border);
+                                    const T v = xi < 0 || yi < 0 || zi < 0
+                                                    ? outside
+                                                    : in.plane(zi).row<T>(yi)[std::size_t(xi) * channels + c];
+                                    const std::uint32_t key = rank_key(v);
+                                    if (key != rank_missing_key) keys.push_back(key);
+                                }
+                        T& o = out.plane(z).row<T>(y)[std::size_t(x) * channels + c];
+                        if (keys.empty()) {
+                            o = rank_value<T>(rank_missing_key);
+                            continue;
+                        }
+                        const int r = rank_among(s.rank, int(keys.size()), p.count);
+                        std::nth_element(keys.begin(), keys.begin() + r, keys.end());
+                        o = rank_value<T>(keys[std::size_t(r)]);
+                    }
     }
 };
 

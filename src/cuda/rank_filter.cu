@@ -275,6 +275,7 @@ void launch_hist(const RankPlan& p, ConstImageView in, ImageView out, cudaStream
 } // namespace
 
 KernelChoice choose_rank(const RankPlan& p, const ImageShape& shape) {
+    if (p.step.depth > 1) return {"cuda.rank_volume_bits", ""};  // a volume's window (rank_volume.cu)
     const Pick k = pick(p, shape);
     switch (k.form) {
     case Form::tile: {
@@ -292,6 +293,7 @@ KernelChoice choose_rank(const RankPlan& p, const ImageShape& shape) {
 }
 
 void launch_rank(const RankPlan& p, ConstImageView in, ImageView out, cudaStream_t stream) {
+    if (p.step.depth > 1) return launch_rank_volume(p, in, out, stream);
     if (in.empty()) return;
     const Pick k = pick(p, in.shape);
     record_launch(choose_rank(p, in.shape));

@@ -12,5 +12,7 @@ namespace apron::cuda {
 KernelChoice choose_rank(const RankPlan& plan, const ImageShape& shape);
 // Runs it on `stream` (in and out in device memory, not aliased).
 void launch_rank(const RankPlan& plan, ConstImageView in, ImageView out, cudaStream_t stream);
+// A volume's window (RankStep::depth > 1) over the whole volume `in` (rank_volume.cu): "cuda.rank_volume_bits".
+void launch_rank_volume(const RankPlan& plan, ConstImageView in, ImageView out, cudaStream_t stream);
 
 } // namespace apron::cuda

@@ -112,13 +112,6 @@ Mask grown_rectangle(const Mask& e, int passes) {
     return g;
 }
 
-// A structuring element of a volume (SPEC.md "Volumes"): its planes, plane k at dz = k - anchor_z (a plane
-// with no cell set is an empty Mask).
-struct VolumeElement {
-    std::vector<Mask> planes;
-    int anchor_z = 0;
-};
-
 Mask empty_plane() { return Mask(); }
 
 // Cells (dx, dy, dz) about the centre of a W x H x D box where `inside` holds, as planes.
@@ -150,8 +143,8 @@ std::array<int, 3> parse_volume_size(std::string_view s, std::string_view spec) 
     return v;
 }
 
-// A volume's element from its text: rect:WxHxD, cross:WxHxD (the three axes' lines through the centre),
-// ellipsoid:WxHxD, ball:R (scikit-image's morphology.ball: x^2 + y^2 + z^2 <= R^2); nullopt for a plane's.
+} // namespace
+
 std::optional<VolumeElement> volume_element(std::string_view spec) {
     const std::string s(spec);
     const auto colon = s.find(':');
@@ -177,6 +170,8 @@ std::optional<VolumeElement> volume_element(std::string_view spec) {
     auto term = [](int v, double semi) { return semi > 0 ? (v / semi) * (v / semi) : (v == 0 ? 0.0 : 2.0); };
     return element_of(w, h, d, [=](int x, int y, int z) { return term(x, a) + term(y, b) + term(z, c) <= 1.0 + 1e-12; });
 }
+
+namespace {
 
 // The element within the box of its set cells, its anchor kept on the same cell (ball:R's planes are
 // (2R+1)^2 masks holding smaller disks: each part then reads no more than its own disk).

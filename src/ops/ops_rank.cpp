@@ -1,7 +1,9 @@
 // Rank filters over flat structuring elements: median, percentile and rank (SPEC.md "Rank").
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "apron/errors.hpp"
 #include "ops/registry_parts.hpp"
@@ -35,11 +37,69 @@ int set_cells(const Mask& e) {
     return int(std::count_if(e.weights.begin(), e.weights.end(), [](double w) { return w != 0; }));
 }
 
+// A volume's window holds at most as many cells as the largest plane's (16.8 M), as a mask file's planes do.
+constexpr double max_volume_cells = double(max_mask_side) * max_mask_side;
+
+// The element of `se` when it has planes: a 3-D shape (the morphology ops' syntax: rect:WxHxD, cross:WxHxD,
+// ellipsoid:WxHxD, ball:R) or a mask file of "W H D" with D > 1 (its anchor plane D/2, as the linear ops'
+// mask files); nullopt for a plane's element (a 2-D shape or file, or a given mask).
+std::optional<VolumeElement> planes_of_element(const OpArgs& a) {
+    const std::string text = a.text("se");
+    std::optional<VolumeElement> v;
+    try {
+        v = volume_element(text);
+    } catch (const Error& e) {
+        a.fail("se", e.what());
+    }
+    if (!v && names_file("se", text)) {
+        std::vector<Mask> planes = a.mask_planes("se");  // a given mask: its one plane
+        if (planes.size() < 2) return std::nullopt;
+        bool any = false;
+        for (Mask& m : planes) {
+            for (const double w : std::as_const(m.weights)) {
+                if (w != 0 && w != 1) a.fail("se", text + ": structuring element weights must be 0 or 1");
+                any = any || w != 0;
+            }
+        }
+        if (!any) a.fail("se", text + ": structuring element has no cell set to 1");
+        const int anchor_z = int(planes.size()) / 2;  // the file's centre plane (SPEC.md "Volumes")
+        v = VolumeElement{std::move(planes), anchor_z};
+    }
+    return v;
+}
+
+// The planes stacked into one W x (H * D) table (RankStep), the anchor on the centre cell of plane anchor_z.
+// Built field by field: the stack may be taller than a plane's max_mask_side.
+Mask stacked(const VolumeElement& v, const OpArgs& a) {
+    int w = 0, h = 0;
+    for (const Mask& m : v.planes)
+        if (!m.weights.empty()) w = m.width, h = m.height;
+    const int d = int(v.planes.size());
+    if (double(w) * h * d > max_volume_cells)
+        a.fail("se", "a volume's element of " + std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(d) +
+                         " cells is more than " + std::to_string(max_mask_side * max_mask_side));
+    std::vector<double> cells(std::size_t(w) * h * d, 0.0);
+    for (int k = 0; k < d; ++k) {
+        const Mask& m = v.planes[std::size_t(k)];
+        if (m.weights.empty()) continue;  // a plane with no cell set
+        std::copy(m.weights.begin(), m.weights.end(), cells.begin() + std::ptrdiff_t(std::size_t(k) * w * h));
+    }
+    Mask e;
+    e.width = w;
+    e.height = h * d;
+    e.anchor_x = w / 2;
+    e.anchor_y = v.anchor_z * h + h / 2;
+    e.weights = std::move(cells);
+    return e;
+}
+
 } // namespace
 
 void add_rank_operations(std::vector<OpInfo>& ops) {
     const ParamSpec se{"se", ParamKind::element, "rect:3x3",
-                       "window: the set cells of rect:WxH, cross:WxH, ellipse:WxH (sides 1..4097), disk:R (0..2048), or a 0/1 mask file"};
+                       "window: the set cells of rect:WxH, cross:WxH, ellipse:WxH (sides 1..4097), disk:R (0..2048), or a 0/1 mask file; "
+                       "on volumes rect:WxHxD, cross:WxHxD, ellipsoid:WxHxD (D 1..255), ball:R (0..127) or a 0/1 mask file of "
+                       "W H D planes span x, y and z at once (a plane's element filters each plane alone)"};
     const ParamSpec border{"border", ParamKind::border, "reflect", "border mode (constant, nearest, reflect, mirror, wrap)"};
     const ParamSpec value{"value", ParamKind::number, "0", "pixel value outside the image for border=constant (within the float32 range)",
                           -max_float32_parameter, max_float32_parameter};
@@ -49,7 +109,9 @@ void add_rank_operations(std::vector<OpInfo>& ops) {
                       -double(max_mask_side) * max_mask_side, double(max_mask_side) * max_mask_side};
     const std::string nan_rule =
         " f32 NaN is a missing sample: of the v samples that are not NaN the one of rank floor(rank * v / n) is taken, NaN "
-        "where there are none. Samples are ordered with -0 before +0, so the result is one sample's exact bits.";
+        "where there are none. Samples are ordered with -0 before +0, so the result is one sample's exact bits. On a volume an "
+        "element with planes (rect:WxHxD, ball:R, a W H D file) makes the window 3-D: in(x+i-cx, y+j-cy, z+k-cz), every axis "
+        "through the border (scipy.ndimage's N-D filter with that footprint).";
     struct Entry {
         const char* name;
         const char* summary;
@@ -65,12 +127,14 @@ void add_rank_operations(std::vector<OpInfo>& ops) {
          "with border=nearest)." + nan_rule,
          {se, border, value}, median_rank,
          {"median", "median:se=rect:5x5,border=nearest", "median:se=disk:3", "median:se=rect:4x2,border=wrap",
-          "median:se=cross:5x5,border=constant,value=7", "median:se=samples/masks/diamond5x5.se,border=mirror"}},
+          "median:se=cross:5x5,border=constant,value=7", "median:se=samples/masks/diamond5x5.se,border=mirror",
+          "median:se=ball:1,border=nearest"}},
         {"percentile", "percentile over the window",
          "out(x,y) = the sample of rank floor(n p / 100) of the window's n samples, n-1 for p = 100 (scipy.ndimage.percentile_filter)." +
              nan_rule,
          {p, se, border, value}, percentile_rank,
-         {"percentile:p=25", "percentile:p=90,se=ellipse:7x5,border=nearest", "percentile:p=100,se=rect:2x3"}},
+         {"percentile:p=25", "percentile:p=90,se=ellipse:7x5,border=nearest", "percentile:p=100,se=rect:2x3",
+          "percentile:p=75,se=rect:3x3x3,border=wrap"}},
         {"rank", "rank-th sample of the window",
          "out(x,y) = the sample of rank r (0-based; negative r counts from the maximum) of the window's n samples "
          "(scipy.ndimage.rank_filter): r = 0 is erode with this border, r = n-1 dilate." + nan_rule,
@@ -83,10 +147,20 @@ void add_rank_operations(std::vector<OpInfo>& ops) {
                            RankStep s;
                            s.border = a.border("border");
                            s.border_value = a.number("value");
-                           s.element = a.element("se");
+                           Axes axes = Axes::plane;
+                           const std::optional<VolumeElement> volume = planes_of_element(a);
+                           if (volume && volume->planes.size() > 1) {  // x, y and z at once
+                               s.element = stacked(*volume, a);
+                               s.depth = int(volume->planes.size());
+                               axes = Axes::volume;
+                           } else if (volume) {  // one plane (rect:WxHx1, ball:0): a plane's element
+                               s.element = volume->planes[0];
+                           } else {
+                               s.element = a.element("se");
+                           }
                            s.rank = rank_of(a, set_cells(s.element));
                            OpProgram program;
-                           program.steps.push_back(Step{s, op_input});
+                           program.steps.push_back(Step{s, op_input, no_operand, axes});
                            return program;
                        },
                        e.examples});

@@ -1,6 +1,8 @@
 #pragma once
 // Each family of operations registers itself from its own file; registry.cpp calls them in this order,
 // which is also the order `apron ops` lists them in.
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "apron/ops.hpp"
@@ -27,6 +29,16 @@ OpProgram linear_program(Mask mask, const OpArgs& args);
 OpProgram volume_program(Mask plane, const std::vector<double>& depth, const OpArgs& args);
 // The rank-1 mask column (x) row: weight(i, j) = column[j] * row[i].
 Mask outer_mask(const std::vector<double>& column, const std::vector<double>& row);
+// A structuring element of a volume (SPEC.md "Volumes"): its planes, plane k at dz = k - anchor_z (a plane
+// with no cell set is an empty Mask; the others are all W x H, anchored at their centre).
+struct VolumeElement {
+    std::vector<Mask> planes;
+    int anchor_z = 0;
+};
+// A volume's element from its text (ops_morphology.cpp): rect:WxHxD, cross:WxHxD (the three axes' lines
+// through the centre), ellipsoid:WxHxD, ball:R (scikit-image's morphology.ball: x^2 + y^2 + z^2 <= R^2);
+// nullopt for a plane's element. Throws apron::Error for a 3-D shape it cannot make.
+std::optional<VolumeElement> volume_element(std::string_view spec);
 // A 3x3 mask from its nine weights, row by row.
 Mask mask3x3(std::initializer_list<double> weights);
 

@@ -23,6 +23,9 @@ struct CostTable;
 // Rows a step reads above and below an output row.
 struct Reach {
     int top = 0, bottom = 0;
+    // A step spanning x, y and z (Axes::volume): the planes it reads before and after its own; top and
+    // bottom are then its rows within a plane.
+    int planes_before = 0, planes_after = 0;
 };
 
 // What one output sample of a step costs in taps, and how many taps a second the reference backend sums

@@ -45,9 +45,9 @@ namespace {
 
 // The image one call of a step's kernel sees (PlanContext::step_image): a 2-D image whole; a volume's plane
 // for a plane step, its z view for a depth step (a row per plane: every plane's pixels, width x height) and
-// all its rows for a pointwise one.
+// all its rows for a pointwise one; a step spanning x, y and z sees the whole volume.
 ImageShape step_image(const ImageShape& image, Axes axes, bool pointwise) {
-    if (image.depth == 1) return image;
+    if (image.depth == 1 || axes == Axes::volume) return image;
     ImageShape s = image.plane();
     if (pointwise) {
         s.height = int(image.rows());
@@ -79,6 +79,16 @@ void check_depth_step(const Step& step, const std::string& spec) {
         },
         step.action);
     if (m && m->width != 1) fail(spec, "internal: a step along z has a mask " + std::to_string(m->width) + " wide (a column expected)");
+}
+
+// A step spans x, y and z (Axes::volume) exactly when it is a rank step whose element has planes.
+void check_volume_axes(const Step& step, const std::string& spec) {
+    const auto* rank = std::get_if<RankStep>(&step.action);
+    const bool planes = rank && rank->depth > 1;
+    if (planes != (step.axes == Axes::volume))
+        fail(spec, "internal: a step spanning x, y and z must be a rank step with a volume's element, and such a step must span them");
+    if (planes && (rank->element.height % rank->depth != 0 || rank->element.anchor_y >= rank->element.height))
+        fail(spec, "internal: a volume's rank element is not whole planes");
 }
 
 } // namespace
@@ -125,6 +135,7 @@ ExecutionPlan make_plan(const std::vector<OpProgram>& pipeline, const ImageShape
             context.axes = step.axes;
             context.step_image = step_image(input, step.axes, std::holds_alternative<CombineStep>(step.action));
             if (step.axes == Axes::depth) check_depth_step(step, op.spec);
+            check_volume_axes(step, op.spec);
             index_of.push_back(on_kind(step, [&](auto kind, const auto& action) { return decltype(kind)::plan(action, context); }));
         }
         // Morphology keeps its type; if the op must end in another type, convert once at the end.
@@ -156,7 +167,7 @@ std::string ExecutionPlan::describe(bool with_estimates) const {
     for (const auto& op : operations) {
         o << op.spec << '\n';
         for (std::size_t k = 0; k < op.steps.size(); ++k) {
-            o << "  step " << k << ": " << (op.steps[k].axes == Axes::depth ? "along z: " : "") << op.steps[k].label << '\n';
+            o << "  step " << k << ": " << (op.steps[k].axes == Axes::depth ? "along z: " : op.steps[k].axes == Axes::volume ? "x, y and z: " : "") << op.steps[k].label << '\n';
             if (!with_estimates) continue;
             for (const PathEstimate& e : op.steps[k].estimates) {
                 char line[96];

@@ -204,15 +204,18 @@ std::uint64_t PreparedPipeline::memory(int rows, bool result_allocated) const {
 // Each step's reach added: an upper bound of the longest chain through an operation's steps, on either side
 // whichever way the executor orients the mask or element.
 // On a volume, rows are the tall image's (apron/image.hpp): a step along z reaches its planes' every row, a
-// plane step none beyond its plane; on a 2-D image a step along z reads its own row alone.
+// plane step none beyond its plane; on a 2-D image a step along z reads its own row alone. A step spanning
+// x, y and z reaches its planes' every row on a volume, and its rows within a plane on a 2-D image.
 RowReach PreparedPipeline::reach() const {
     RowReach r;
     const ImageShape& in = state_->plan.input;
     for (const auto& op : state_->plan.operations)
         for (const auto& s : op.steps) {
-            if ((in.depth > 1) != (s.axes == Axes::depth)) continue;
             const Reach k = reach_of(s);  // the step kind's (an FFT step's: its tile rows)
-            const int both = std::max(k.top, k.bottom) * (in.depth > 1 ? in.height : 1);
+            int both = 0;
+            if (s.axes == Axes::volume) both = in.depth > 1 ? std::max(k.planes_before, k.planes_after) * in.height : std::max(k.top, k.bottom);
+            else if ((in.depth > 1) == (s.axes == Axes::depth)) both = std::max(k.top, k.bottom) * (in.depth > 1 ? in.height : 1);
+            else continue;
             r.above += both, r.below += both;
             r.wraps = r.wraps || wraps(s);
         }
@@ -352,11 +355,15 @@ bool packed(ConstImageView v) { return v.data == nullptr || v.pitch == v.shape.r
 // pointwise step on all rows at once; a plane step in one call where the executor runs the planes as a
 // batch (the plain runner only: a band runner cuts views by rows), else on each plane; a depth step on the
 // z view, in one call where every operand's rows are packed and a plane's pixels fit an int, else once per
-// row of the planes.
+// row of the planes; a step spanning x, y and z on the whole volume.
 void run_volume_step(const StepRunner& runner, bool plain, Executor& ex, const StepPlan& step, ConstImageView in,
                      ConstImageView second, ImageView out) {
     if (std::holds_alternative<CombinePlan>(step.what)) {
         runner(ex, step, in.all_rows(), second.data ? second.all_rows() : second, out.all_rows());
+        return;
+    }
+    if (step.axes == Axes::volume) {  // the whole volume in one call
+        runner(ex, step, in, second, out);
         return;
     }
     if (step.axes == Axes::plane && plain && !second.data && ex.runs_planes(step, in.shape)) {
@@ -382,10 +389,11 @@ void run_volume_step(const StepRunner& runner, bool plain, Executor& ex, const S
 
 void run_plan(const ExecutionPlan& plan, Executor& ex, ConstImageView input, ImageView output, const RunOptions& options,
               const StepRunner& runner, bool whole_unwrapped) {
-    // A volume, or a step along z: steps run plane by plane or along z (run_volume_step); no step fused.
+    // A volume, or a step along z or spanning x, y and z: steps run plane by plane, along z or on the whole
+    // volume (run_volume_step); no step fused.
     bool volume = input.shape.depth > 1;
     for (const OperationPlan& op : plan.operations)
-        for (const StepPlan& s : op.steps) volume = volume || s.axes == Axes::depth;
+        for (const StepPlan& s : op.steps) volume = volume || s.axes != Axes::plane;
     // An erosion or dilation whose result equals its input gives that same result every time it is repeated:
     // the repeats of `iterations` stop there (dilate:se=disk:2048,iterations=1000 saturates after one).
     // Host memory only (the check reads the images), and only with the plain step runner, whose step is a

@@ -304,13 +304,30 @@ StepRunner band_runner(const BandBuffer& buf, int image_height) {
     };
 }
 
+// Planes [z, z + n) of a volume's view, as a volume.
+template <class View>
+View planes(View v, int z, int n) {
+    View p = v.plane(z);
+    p.shape.depth = n;
+    return p;
+}
+
 // A volume streamed in z-slabs (raw WxHxDxC): the file's rows are every plane's one after another, a band is
 // whole planes, and its steps see the band as a volume of its planes (apron/image.hpp). Steps along z split
 // at a wrap seam as the image's do (in planes); plane steps see whole planes, so nothing is placed in a band.
+// A step spanning x, y and z sees the band's volume, and splits at a seam into the planes either side.
 StepRunner volume_band_runner(const BandBuffer& buf, int plane_rows) {
     const int seam = buf.seam / plane_rows;
     return [seam](Executor& ex, const StepPlan& step, ConstImageView in, ConstImageView second, ImageView out) {
         const Reach reach = reach_of(step);
+        if (step.axes == Axes::volume) {
+            const int d = in.shape.depth;
+            if (seam <= 0 || seam >= d || wraps(step) || (reach.planes_before == 0 && reach.planes_after == 0))
+                return run_step(ex, step, in, second, out);
+            for (const auto& [z, n] : {std::pair{0, seam}, std::pair{seam, d - seam}})
+                run_step(ex, step, planes(in, z, n), second.data ? planes(second, z, n) : second, planes(out, z, n));
+            return;
+        }
         if (step.axes != Axes::depth || seam <= 0 || seam >= in.height() || wraps(step) || (reach.top == 0 && reach.bottom == 0))
             return run_step(ex, step, in, second, out);
         const int w = in.width(), h = in.height();  // the z view: a row per plane

@@ -37,6 +37,7 @@ FP35[1, 2] = True
 FP44 = _rng.random((4, 4)) > 0.3
 FP44[0, 0] = True
 DISK5 = np.hypot(*np.mgrid[-2:3, -2:3]) <= 2.2
+BALL1 = np.sum(np.square(np.mgrid[-1:2, -1:2, -1:2]), axis=0) <= 1  # scikit-image's morphology.ball(1)
 CROSS5 = np.zeros((5, 5), bool)
 CROSS5[2, :] = CROSS5[:, 2] = True
 
@@ -95,6 +96,9 @@ VOLUME_CASES = [
     case("white_tophat", (), size=3),
     case("black_tophat", (), size=(3, 2, 3)),
     case("morphological_gradient", (), size=(3, 3, 4)),
+    case("median_filter", (), size=(3, 3, 3)),
+    case("percentile_filter", (30,), footprint=BALL1),
+    case("rank_filter", (-2,), size=(2, 3, 4), origin=(0, 1, -1)),
 ]
 
 
@@ -302,7 +306,7 @@ def test_parameters_are_checked_at_the_call():
     with pytest.raises(ValueError, match="4-D"):
         an.gaussian_filter(da.zeros((3, 3, 3, 3), chunks=2), 1)
     with pytest.raises(ValueError, match="volume"):
-        an.median_filter(da.zeros((8, 9, 10), chunks=4), 3)
+        an.correlate(da.zeros((8, 9, 10), chunks=4), np.ones((3, 3, 3)))
     with pytest.warns(UserWarning, match="ignoring size"):
         an.minimum_filter(d, size=5, footprint=FP35)
 

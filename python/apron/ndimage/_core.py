@@ -233,11 +233,11 @@ def _ops_for(kind):
 
 # The functions that take volumes: their filters are 1-D passes, and a pass along z is a vertical pass over the
 # volume seen as a (Z, Y * X) image (rows are planes), one along x a horizontal pass over (Z * Y, X), any
-# other pass one per plane (_linear).
+# other pass one per plane (_linear); the rank filters run apron's 3-D rank op on the whole volume.
 _VOLUME_FUNCTIONS = ("gaussian_filter", "gaussian_filter1d", "uniform_filter", "uniform_filter1d", "correlate1d",
                      "convolve1d", "sobel", "prewitt", "laplace", "minimum_filter", "maximum_filter", "grey_erosion",
                      "grey_dilation", "grey_opening", "grey_closing", "morphological_gradient", "white_tophat",
-                     "black_tophat")
+                     "black_tophat", "rank_filter", "median_filter", "percentile_filter")
 
 
 class _Src:
@@ -428,7 +428,8 @@ def _expand_origin(ndim, axes, origin, fname):
 # ---- from SciPy's windows to apron's masks ------------------------------------------------------------
 
 def _pad_to_centre(k: np.ndarray, centre) -> np.ndarray:
-    """k (2-D) padded with zero rows/columns so that apron's centre (H // 2, W // 2, SPEC.md) falls on the cell
+    """k (2-D, or a volume's 3-D window) padded with zero rows/columns (planes) so that apron's centre (H // 2,
+    W // 2, and D // 2 for a volume's window, SPEC.md) falls on the cell
     `centre` of k: SciPy's origin. Zero weights and unset element cells are no-ops."""
     pads = []
     for n, c in zip(k.shape, centre):

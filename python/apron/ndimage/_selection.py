@@ -1,15 +1,19 @@
 """apron.ndimage's selection filters: minimum, maximum, rank, median and percentile."""
 from __future__ import annotations
 
+import contextlib
 import operator
+import os
+import tempfile
 import warnings
 
 import numpy as np
 
+from .. import _arrays, _ops
 from ._core import (
-    _Result, _Src, _axis_index, _channel_refusal, _check_axes, _check_origin, _error, _expand_footprint,
-    _expand_origin, _image_window, _mode, _pad_to_centre, _selection, _sequence, _single_mode,
-    _store, _volume_pass,
+    _NATIVE, _Result, _Src, _apron_call, _axis_index, _channel_refusal, _check_axes, _check_origin, _error,
+    _expand_footprint, _expand_origin, _image_window, _mode, _op, _pad_to_centre, _selection, _selection_coding,
+    _sequence, _single_mode, _store, _value_is_plain, _volume_pass,
 )
 from ._linear import _one_axis_mask
 
@@ -194,7 +198,7 @@ def _rank(fname, input, rank, size, footprint, output, mode, cval, origin, opera
     """scipy.ndimage._filters._rank_filter as apron's rank op: the same rank of the same window's samples."""
     if size is not None and footprint is not None:
         warnings.warn("ignoring size because footprint is set", UserWarning, stacklevel=3)
-    src = _Src(input, fname)
+    src = _Src(input, fname, volumes=True)
     axes = _check_axes(axes, src.ndim, fname)
     if footprint is None:
         if size is None:
@@ -228,9 +232,54 @@ def _rank(fname, input, rank, size, footprint, output, mode, cval, origin, opera
     res = _Result(src, output)
     if src.empty:
         return res.empty_result()
+    if src.volume:
+        return _volume_rank(src, res, fp, origins, rank, mode, cval)
     mask2d, centre = _image_window(src, fp, origins, "footprint")
     element = _element(_pad_to_centre(mask2d.astype(np.float64), centre))
     return _selection(src, res, [("rank", {"r": rank}, element)], mode, cval)
+
+
+def _volume_rank(src, res, fp, origins, rank, mode, cval):
+    """A (Z, Y, X) volume's window as apron's rank op on the whole volume (SPEC.md "Volumes"): the footprint
+    padded so that apron's centre (D // 2, H // 2, W // 2) is SciPy's origin cell, given as a box's text
+    (rect:WxHxD), a plane's element (a footprint one plane deep: each plane alone) or a mask file of its planes
+    (the registry reads a volume's element from a file of "W H D" planes)."""
+    centre = tuple(n // 2 + o for n, o in zip(fp.shape, origins))
+    cells = _pad_to_centre(fp.astype(np.float64), centre)
+    d, h, w = cells.shape
+    coding = _selection_coding(src, mode, cval)
+    if mode == "constant" and not _value_is_plain(coding.value):
+        raise _error(src.fname, f"cval: {cval!r} with mode='constant' on a volume: apron's border value is a finite "
+                                f"float32 (pad the volume with it and use mode='nearest')")
+    work = src.as_image(coding.work)
+    work_name = _arrays._DTYPE_OF_CODE[_NATIVE[src.ops.name(coding.work)]].name
+    border = {"border": mode, "value": coding.value} if mode == "constant" else {"border": mode}
+    with _volume_element(cells) as element:
+        pipeline = _apron_call(src.fname, _ops.compiled, [_op("rank", se=element, r=rank, **border)])
+    r = _apron_call(src.fname, _arrays.run, pipeline, work, None, work_name, layout="zyx")
+    r = coding.decode(r)
+    return res.finish(_store(src, r, src.dtype, res.compute_name))
+
+
+@contextlib.contextmanager
+def _volume_element(cells):
+    """apron's element for a (D, H, W) array of 0/1 cells, centred: text for a box or a single plane's array,
+    else a mask file of its planes, removed once the pipeline has read it."""
+    d, h, w = cells.shape
+    if cells.all():
+        yield f"rect:{w}x{h}x{d}" if d > 1 else f"rect:{w}x{h}"
+        return
+    if d == 1:
+        yield np.ascontiguousarray(cells[0])
+        return
+    rows = "\n".join(" ".join("1" if v else "0" for v in row) for row in cells.reshape(d * h, w))
+    fd, path = tempfile.mkstemp(prefix="apron-footprint-", suffix=".se")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{w} {h} {d}\n{rows}\n")
+        yield path
+    finally:
+        os.unlink(path)
 
 
 def rank_filter(input, rank, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,

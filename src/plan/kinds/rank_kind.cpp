@@ -43,7 +43,9 @@ int RankStepKind::plan(const RankStep& step, PlanContext& context) {
     p.step = step;
     p.type = type;
     p.count = rank_cells(step.element);
-    if (p.count <= rank_network_cells && step.element.width <= 7 && step.element.height <= 7)
+    if (step.depth > 1)  // a volume's window: histograms of its runs (u8, u16), or its keys' bins resolved (f32)
+        p.algorithm = type == PixelType::f32 ? RankAlgorithm::select : RankAlgorithm::histogram;
+    else if (p.count <= rank_network_cells && step.element.width <= 7 && step.element.height <= 7)
         p.algorithm = RankAlgorithm::network;
     else if (type != PixelType::f32)
         p.algorithm = RankAlgorithm::histogram;
@@ -61,8 +63,8 @@ int RankStepKind::operands(const RankStep&) { return 1; }
 void RankStepKind::tables(RankStep& step, const MaskVisitor& visit) { visit(step.element); }
 
 std::string RankStepKind::parameters(const RankStep& a) {
-    return "rank " + std::to_string(a.rank) + " " + mask_text(a.element) + " border " + to_string(a.border) + " " +
-           exact_number(a.border_value);
+    return "rank " + std::to_string(a.rank) + " " + mask_text(a.element) + (a.depth > 1 ? " planes " + std::to_string(a.depth) : "") +
+           " border " + to_string(a.border) + " " + exact_number(a.border_value);
 }
 
 // The reference gathers the window and selects: about 5e7 samples a second on one core (measured 2026-11,
@@ -75,12 +77,20 @@ double RankStepKind::gain(const RankStep&) { return 1; }  // one of the input's 
 bool RankStepKind::bit_exact(const RankPlan&) { return true; }  // comparisons only
 
 std::string RankStepKind::label(const RankPlan& r) {
-    return rank_name(r.step, r.count) + ' ' + mask_size(r.step.element) + ' ' + algorithm_name(r.algorithm) + ' ' +
+    const RankStep& s = r.step;
+    const std::string size =
+        s.depth > 1 ? std::to_string(s.element.width) + "x" + std::to_string(s.plane_rows()) + "x" + std::to_string(s.depth)
+                    : mask_size(s.element);
+    return rank_name(r.step, r.count) + ' ' + size + ' ' + algorithm_name(r.algorithm) + ' ' +
            to_string(r.type) + " border=" + to_string(r.step.border);
 }
 
+// A volume's element: rows within a plane, and planes along z.
 Reach RankStepKind::reach(const RankPlan& r) {
-    const Mask& e = r.step.element;
+    const RankStep& s = r.step;
+    const Mask& e = s.element;
+    if (s.depth > 1)
+        return {s.anchor_row(), s.plane_rows() - 1 - s.anchor_row(), s.anchor_z(), s.depth - 1 - s.anchor_z()};
     return {e.anchor_y, e.height - 1 - e.anchor_y};
 }
 
@@ -101,7 +111,8 @@ std::uint64_t RankStepKind::host_scratch_per_thread(const RankPlan& r, const Ima
 }
 
 bool RankStepKind::repeats(const RankPlan& a, const RankPlan& b) {
-    return a.type == b.type && a.algorithm == b.algorithm && a.step.rank == b.step.rank && a.step.border == b.step.border &&
+    return a.type == b.type && a.algorithm == b.algorithm && a.step.rank == b.step.rank && a.step.depth == b.step.depth &&
+           a.step.border == b.step.border &&
            a.step.border_value == b.step.border_value && a.step.element == b.step.element;
 }
 

@@ -161,6 +161,16 @@ KernelScratch runs_scratch(const RankPlan& p, const ImageShape& in) {
 // selection is compiled (sanitizer builds compile the medians only), so a full 3, 5 or 7 square counts both.
 std::vector<KernelScratch> candidate_kernels(const RankPlan& p, const ImageShape& in) {
     std::vector<KernelScratch> kernels{select_scratch(p)};
+    // fast_rank_volume.cpp: a participant's tiered histogram (16 + 256 bins for u8, to 65536 for u16 and f32; f32's
+    // low halves a bin),
+    // the keys of one bin and a source row a run; per call the runs and the column map.
+    if (p.step.depth > 1) {
+        const Bytes histogram = (p.type == PixelType::u8 ? 16 + 256 : 16 + 256 + 4096 + 65536) * 4 +
+                                (p.type == PixelType::f32 ? low_xor_bytes : 0);
+        const Bytes runs = Bytes(p.chords.size());
+        return {{participant_record + histogram + Bytes(p.count) * 8 + runs * sizeof(void*),
+                 runs * 16 + (Bytes(std::max(in.width, 0)) + Bytes(p.step.element.width) + 1) * 4}};
+    }
     const Mask& e = p.step.element;
     if (p.count < 1) return kernels;
     const bool full = p.count == e.width * e.height;
