@@ -33,20 +33,22 @@ Mask column(int h, bool integer, std::uint32_t seed) {
     return Mask(1, h, v);
 }
 
-// `in` through the column kernel on device buffers whose rows start `offset` bytes into a padded pitch.
+// `in` through the column kernel on device buffers whose rows start `offset` samples into a padded pitch
+// (a sample's alignment, not a vector's: the scalar form).
 Image on_gpu(const LinearPlan& p, ConstImageView in, std::size_t offset) {
     const ImageShape out_shape{in.width(), in.height(), in.channels(), p.out};
-    const std::size_t in_pitch = in.shape.row_bytes() + offset + 32, out_pitch = out_shape.row_bytes() + offset + 32;
+    const std::size_t in_skip = offset * bytes_per_sample(in.shape.type), out_skip = offset * bytes_per_sample(p.out);
+    const std::size_t in_pitch = in.shape.row_bytes() + in_skip + 32, out_pitch = out_shape.row_bytes() + out_skip + 32;
     std::byte *din = nullptr, *dout = nullptr;
-    EXPECT_EQ(cudaMalloc(&din, in_pitch * std::size_t(in.height()) + offset), cudaSuccess);
-    EXPECT_EQ(cudaMalloc(&dout, out_pitch * std::size_t(in.height()) + offset), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy2D(din + offset, in_pitch, in.data, in.pitch, in.shape.row_bytes(), std::size_t(in.height()),
+    EXPECT_EQ(cudaMalloc(&din, in_pitch * std::size_t(in.height()) + in_skip), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&dout, out_pitch * std::size_t(in.height()) + out_skip), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy2D(din + in_skip, in_pitch, in.data, in.pitch, in.shape.row_bytes(), std::size_t(in.height()),
                            cudaMemcpyHostToDevice),
               cudaSuccess);
-    cuda::launch_column_linear(p, ConstImageView{din + offset, in.shape, in_pitch, Memory::device},
-                               ImageView{dout + offset, out_shape, out_pitch, Memory::device}, nullptr);
+    cuda::launch_column_linear(p, ConstImageView{din + in_skip, in.shape, in_pitch, Memory::device},
+                               ImageView{dout + out_skip, out_shape, out_pitch, Memory::device}, nullptr);
     Image got(out_shape);
-    EXPECT_EQ(cudaMemcpy2D(got.view().data, got.pitch(), dout + offset, out_pitch, out_shape.row_bytes(),
+    EXPECT_EQ(cudaMemcpy2D(got.view().data, got.pitch(), dout + out_skip, out_pitch, out_shape.row_bytes(),
                            std::size_t(in.height()), cudaMemcpyDeviceToHost),
               cudaSuccess);
     cudaFree(din);
@@ -73,8 +75,8 @@ void expect_matches_cpu(const LinearPlan& p, const Image& in, const std::string&
             tol = 1e-5 * p.step.mask.abs_sum() * std::max({test::max_abs(in.view()), std::fabs(p.step.border_value), 1.0}) + 1e-30;
         EXPECT_LE(test::max_abs_diff(want.view(), aligned.view()), tol) << what;
     }
-    // Rows that start at odd bytes take the scalar form: the same bits.
-    const Image odd = on_gpu(p, in.view(), 3);
+    // Rows that start one sample into the buffer take the scalar form: the same bits.
+    const Image odd = on_gpu(p, in.view(), 1);
     EXPECT_TRUE(test::identical(aligned.view(), odd.view())) << what << " (unaligned view)";
 }
 

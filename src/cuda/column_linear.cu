@@ -3,10 +3,15 @@
 //
 // Why a kernel of its own: a z step streams the whole volume (a u16 Gaussian's z pass reads 4 bytes of f32
 // and writes 2 per voxel) and needs no staging, no halo along x and no shared tile: each thread walks
-// `column_rows` output rows of 4 adjacent samples, and the K input rows an output reads are the ones its
+// `column_rows` output rows of V adjacent samples, and the K input rows an output reads are the ones its
 // previous output read, one row on: they come from L1, so DRAM sees each input sample about
 // (column_rows + K - 1) / column_rows times. The run-time (NVRTC) kernel that took z steps before stages
 // 2-D tiles with a halo along x that a column does not have.
+//
+// L1 holds those rows only if the SM's threads' K rows fit it: 2048 threads x V samples x K rows. The first
+// version (V = 4 always: 288 KB for f32 at K = 9) missed L1 and read every row K times from L2: the u16
+// Gaussian (2,2,1) took 1.78 ms against 1.65 through the run-time kernel (H200). V is now the widest of 4,
+// 2, 1 whose rows fit `l1_budget`, and the kernel asks for the largest L1 (no shared memory carve-out).
 //
 // Arithmetic: per output sample, the taps in order k = 0 .. K-1, zero taps skipped (0 x NaN stays out of the
 // sum, as in every float kernel of this backend), one fmaf each, then finish_float; exact plans sum integer
@@ -29,7 +34,9 @@ namespace {
 
 constexpr int column_threads = 256;
 constexpr int column_rows = 16;    // output rows a thread walks (L1 reuse of the K - 1 rows they share)
-constexpr int column_vector = 4;   // adjacent samples a thread makes (one 4-, 8- or 16-byte load per row)
+constexpr int column_vector_max = 4;  // adjacent samples a thread makes, at most (one vector load a row)
+constexpr std::size_t l1_budget = 96 * 1024;  // bytes of rows in flight an SM's L1 may keep (of ~200 KB)
+constexpr int threads_per_sm = 2048;
 
 struct ColumnParams {
     const std::byte* in;
@@ -53,6 +60,10 @@ struct Vec<In, 1> {
     In v[1];
 };
 template <class In>
+struct alignas(2 * sizeof(In)) Vec<In, 2> {
+    In v[2];
+};
+template <class In>
 struct alignas(4 * sizeof(In)) Vec<In, 4> {
     In v[4];
 };
@@ -67,7 +78,7 @@ __device__ __forceinline__ const std::byte* source_row(const ColumnParams& p, in
     return p.in + std::size_t(row) * p.in_pitch;
 }
 
-// V samples from s on (V = 4: one aligned vector load; the launcher checked the view's alignment).
+// V samples from s on (one aligned vector load; the launcher checked the view's alignment).
 template <class In, int V>
 __device__ __forceinline__ Vec<In, V> load_samples(const std::byte* row, int s) {
     return *reinterpret_cast<const Vec<In, V>*>(reinterpret_cast<const In*>(row) + s);
@@ -103,9 +114,9 @@ __device__ __forceinline__ void column_outputs(const ColumnParams& p, const floa
     }
 }
 
-// Vectored: the launcher checked that rows and both views are aligned to V samples; the row's last samples
+// V > 1: the launcher checked that rows and both views are aligned to V samples; the row's last samples
 // (fewer than V) take the scalar form.
-template <class In, class Out, bool Exact, bool Vectored>
+template <class In, class Out, bool Exact, int V>
 __global__ void __launch_bounds__(column_threads) column_kernel(const ColumnParams p) {
     __shared__ float w[column_max_taps];
     __shared__ long long wi[column_max_taps];
@@ -114,15 +125,15 @@ __global__ void __launch_bounds__(column_threads) column_kernel(const ColumnPara
         else w[k] = p.w[k];
     }
     __syncthreads();
-    const int s = (int(blockIdx.x) * column_threads + int(threadIdx.x)) * column_vector;
+    const int s = (int(blockIdx.x) * column_threads + int(threadIdx.x)) * V;
     if (s >= p.samples) return;
     const int y0 = int(blockIdx.y) * column_rows, y1 = min(y0 + column_rows, p.height);
-    const bool whole = Vectored && s + column_vector <= p.samples;
+    const bool whole = s + V <= p.samples;
     for (int y = y0; y < y1; ++y) {
         if (whole) {
-            column_outputs<In, Out, Exact, column_vector>(p, w, wi, s, y);
+            column_outputs<In, Out, Exact, V>(p, w, wi, s, y);
         } else {
-            for (int q = s; q < min(s + column_vector, p.samples); ++q) column_outputs<In, Out, Exact, 1>(p, w, wi, q, y);
+            for (int q = s; q < min(s + V, p.samples); ++q) column_outputs<In, Out, Exact, 1>(p, w, wi, q, y);
         }
     }
 }
@@ -158,25 +169,37 @@ void launch_column_linear(const LinearPlan& plan, ConstImageView in, ImageView o
         p.w[k] = float(m.weights[std::size_t(k)]);
         if (plan.exact) p.wi[k] = (long long)plan.integer_mask.weights[std::size_t(k)];
     }
-    const dim3 grid(unsigned((p.samples + column_threads * column_vector - 1) / (column_threads * column_vector)),
-                    unsigned((p.height + column_rows - 1) / column_rows));
-    if (grid.y > 65535u) throw Error("column_linear: more than 1048560 rows");
+    if ((p.height + column_rows - 1) / column_rows > 65535) throw Error("column_linear: more than 1048560 rows");
     with_type(plan.in, [&]<class In>() {
         const In outside = store_pixel<In>(plan.step.border_value);
         p.outside = float(outside);
         p.outside_int = (long long)outside;
         with_type(plan.out, [&]<class Out>() {
-            const bool vectored = aligned_to(in.data, in.pitch, column_vector * sizeof(In)) &&
-                                  aligned_to(out.data, out.pitch, column_vector * sizeof(Out));
-            auto launch = [&](auto kernel) { kernel<<<grid, column_threads, 0, stream>>>(p); };
+            // The widest V whose rows in flight fit L1 and whose loads and stores the views align.
+            int v = column_vector_max;
+            while (v > 1 && (std::size_t(threads_per_sm) * v * sizeof(In) * std::size_t(m.height) > l1_budget ||
+                             !aligned_to(in.data, in.pitch, v * sizeof(In)) || !aligned_to(out.data, out.pitch, v * sizeof(Out))))
+                v /= 2;
+            const dim3 grid(unsigned((p.samples + column_threads * v - 1) / (column_threads * v)),
+                            unsigned((p.height + column_rows - 1) / column_rows));
+            auto launch = [&](auto kernel) {
+                static const bool most_l1 = [&] {  // once per kernel: the rows live in L1, not shared memory
+                    cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 0);
+                    return true;
+                }();
+                (void)most_l1;
+                kernel<<<grid, column_threads, 0, stream>>>(p);
+            };
+            auto by_width = [&]<bool Exact>() {
+                if (v == 4) launch(column_kernel<In, Out, Exact, 4>);
+                else if (v == 2) launch(column_kernel<In, Out, Exact, 2>);
+                else launch(column_kernel<In, Out, Exact, 1>);
+            };
             if (plan.exact) {
-                if constexpr (PixelTraits<In>::integer) {
-                    vectored ? launch(column_kernel<In, Out, true, true>) : launch(column_kernel<In, Out, true, false>);
-                } else {
-                    throw Error("column_linear: an exact plan on a float image");
-                }
+                if constexpr (PixelTraits<In>::integer) by_width.template operator()<true>();
+                else throw Error("column_linear: an exact plan on a float image");
             } else {
-                vectored ? launch(column_kernel<In, Out, false, true>) : launch(column_kernel<In, Out, false, false>);
+                by_width.template operator()<false>();
             }
         });
     });
