@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "apron/volume_io.hpp"
 #include "io/row_stream.hpp"
 #include "test_io_support.hpp"
 
@@ -260,6 +261,157 @@ TEST(Fits, CubesArePages) {
     EXPECT_TRUE(fails_naming([&] { read_image(flat, one); }, flat, "no page 1"));
     one.page = 0;
     EXPECT_TRUE(same_pixels(read_image(flat, one).view(), planes[0].view()));
+}
+
+// Whether read_volume's volume of `path` is, plane for plane and bit for bit, what read_image reads of each
+// plane (ReadOptions::page) from the file and decode_image from its bytes: the one-open read of a cube is the
+// plane-by-plane read it replaced.
+::testing::AssertionResult volume_is_its_planes(const std::string& path) {
+    const Image volume = read_volume(path);
+    const std::string bytes = read_text(path);
+    for (int z = 0; z < volume.depth(); ++z) {
+        ReadOptions one;
+        one.page = z;
+        if (auto r = same_pixels(volume.view().plane(z), read_image(path, one).view()); !r) return r << " (plane " << z << ", file)";
+        if (auto r = same_pixels(volume.view().plane(z), decode_image(ByteVec(bytes.begin(), bytes.end()), path, one).view()); !r)
+            return r << " (plane " << z << ", memory)";
+    }
+    ReadOptions past;
+    past.page = volume.depth();
+    if (!fails_naming([&] { read_image(path, past); }, path, "no page " + std::to_string(volume.depth())))
+        return ::testing::AssertionFailure() << "the volume has " << volume.depth() << " planes and the file more";
+    return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult same_volume(const Image& a, const Image& b) {
+    if (!(a.shape() == b.shape())) return ::testing::AssertionFailure() << "shapes differ";
+    for (int z = 0; z < a.depth(); ++z)
+        if (auto r = same_pixels(a.view().plane(z), b.view().plane(z)); !r) return r << " in plane " << z;
+    return ::testing::AssertionSuccess();
+}
+
+TEST(Fits, CubesReadAsOneVolumeAsPlaneByPlane) {
+    ScratchDir dir;
+    // f32 of 7 planes, 37 x 11 (rows padded in memory), NaN and infinities, written by apron (cfitsio) with
+    // a header, read back as one volume and written again: the same samples and cards.
+    Image cube(ImageShape{37, 11, 1, PixelType::f32, 7});
+    for (int z = 0; z < 7; ++z) {
+        const Image plane = random_image(37, 11, 1, PixelType::f32, 40 + unsigned(z));
+        for (int y = 0; y < 11; ++y) std::memcpy(cube.view().plane(z).row_bytes(y), plane.view().row_bytes(y), 37 * 4);
+    }
+    cube.view().plane(0).row<float>(0)[0] = nan;
+    cube.view().plane(3).row<float>(5)[36] = nan;
+    cube.view().plane(6).row<float>(10)[17] = -inf;
+    const std::string f32 = dir.file("f32.fits");
+    ImageMetadata header;
+    header.fits_cards = {"OBJECT  = 'seven planes'", "CTYPE3  = 'FREQ    '", "BLANK   =               -32768"};
+    std::vector<ImageMetadata> each(7, header);
+    WriteOptions wo;
+    write_volume(f32, cube, wo, each);
+    EXPECT_TRUE(volume_is_its_planes(f32));
+    const Image back = read_volume(f32);
+    EXPECT_TRUE(same_volume(back, cube));
+    const std::vector<ImageMetadata> carried = read_pages_metadata(f32);
+    ASSERT_EQ(carried.size(), 7u);
+    EXPECT_EQ(carried[6].fits_cards, header.fits_cards);
+    const std::string again = dir.file("again.fits");
+    write_volume(again, back, wo, carried);
+    EXPECT_EQ(read_text(again), read_text(f32));  // byte for byte: nothing lost or doubled in the round trip
+
+    // Integers with BZERO (u16: BITPIX 16, BZERO 32768) and signed ones (i16 and i8 as exact f32), 7 planes of
+    // 29 x 13, written byte by byte (independently of cfitsio), with BLANK kept as a card (not applied).
+    std::vector<std::int16_t> s;
+    for (int i = 0; i < 29 * 13 * 7; ++i) s.push_back(std::int16_t(i * 977 - 32768));
+    ByteVec i8;
+    for (int i = 0; i < 29 * 13 * 7; ++i) i8.push_back(std::uint8_t(i * 37));
+    auto u16_cards = image_cards(16, {29, 13, 7});
+    u16_cards.push_back(card("BZERO", "32768"));
+    u16_cards.push_back(card("BLANK", "-32768"));
+    auto i8_cards = image_cards(8, {29, 13, 7});
+    i8_cards.push_back(card("BZERO", "-128"));
+    const std::vector<std::pair<std::string, ByteVec>> files = {
+        {"u16.fits", hdu(u16_cards, big_endian(s))},
+        {"i16.fits", hdu(image_cards(16, {29, 13, 7}), big_endian(s))},
+        {"i8.fits", hdu(i8_cards, i8)},
+    };
+    for (const auto& [name, bytes] : files) {
+        const std::string path = dir.file(name);
+        write_file_atomically(path, bytes);
+        EXPECT_TRUE(volume_is_its_planes(path)) << name;
+        const Image v = read_volume(path);
+        ASSERT_EQ(v.shape(), (ImageShape{29, 13, 1, name == "u16.fits" ? PixelType::u16 : PixelType::f32, 7})) << name;
+        // Plane 4, row 12, sample 28: the file's sample 4 * 29 * 13 + 12 * 29 + 28.
+        const std::size_t at = 4 * 29 * 13 + 12 * 29 + 28;
+        if (name == "u16.fits") EXPECT_EQ(v.view().plane(4).row<std::uint16_t>(12)[28], std::uint16_t(s[at] + 32768));
+        if (name == "i16.fits") EXPECT_EQ(v.view().plane(4).row<float>(12)[28], float(s[at]));
+        if (name == "i8.fits") EXPECT_EQ(v.view().plane(4).row<float>(12)[28], float(int(i8[at]) - 128));
+        const std::string out = dir.file("out_" + name);
+        write_volume(out, v, wo, read_pages_metadata(path));
+        EXPECT_TRUE(same_volume(read_volume(out), v)) << name;
+        if (name == "u16.fits")
+            EXPECT_EQ(read_metadata(out).fits_cards, (std::vector<std::string>{"BLANK   =               -32768"}));
+    }
+
+    // Tile-compressed cubes (astropy's, in the fuzz corpus): Rice tiles of two planes each, and gzip tiles of
+    // floats with NaN, read whole once and decompressed plane after plane.
+    const std::filesystem::path corpus = std::filesystem::path(APRON_SOURCE_DIR) / "fuzz" / "corpus" / "fuzz_fits";
+    for (const char* name : {"cube-rice-i16.fits", "cube-gzip2-f32.fits", "cube.fits"}) {
+        const std::string path = (corpus / name).string();
+        EXPECT_TRUE(volume_is_its_planes(path)) << name;
+    }
+    EXPECT_EQ(read_volume((corpus / "cube-rice-i16.fits").string()).shape(), (ImageShape{9, 7, 1, PixelType::f32, 3}));
+    const Image gz = read_volume((corpus / "cube-gzip2-f32.fits").string());
+    EXPECT_TRUE(std::isnan(gz.view().plane(1).row<float>(2)[3]));
+    EXPECT_TRUE(std::isnan(gz.view().plane(2).row<float>(0)[6]));
+}
+
+TEST(Fits, CubesReadAsOneVolumeKeepTheRefusals) {
+    ScratchDir dir;
+    // Cut short: refused from the header, before the volume is allocated, naming the file.
+    const ByteVec whole = hdu(image_cards(-32, {5, 4, 3}), ByteVec(5 * 4 * 3 * 4));
+    const std::string cut = dir.file("cut.fits");
+    write_file_atomically(cut, ByteVec(whole.begin(), whole.begin() + 2880 + 5 * 4 * 4 * 2));
+    EXPECT_TRUE(fails_naming([&] { read_volume(cut); }, cut, "truncated FITS file"));
+    // The limits of the whole volume and of each plane, and what apron does not read.
+    const std::string ok = dir.file("ok.fits");
+    write_file_atomically(ok, whole);
+    ReadOptions small;
+    small.max_pixels = 5 * 4 * 2;
+    EXPECT_TRUE(fails_naming([&] { read_volume(ok, small); }, ok, "a volume of 60 voxels is over --max-pixels (40)"));
+    small.max_pixels = 10;
+    EXPECT_TRUE(fails_naming([&] { read_volume(ok, small); }, ok, "--max-pixels"));
+    ReadOptions budget;
+    budget.memory_budget = 1000;
+    EXPECT_TRUE(fails_naming([&] { read_volume(ok, budget); }, ok, "memory budget"));
+    ReadOptions page;
+    page.page = 1;
+    EXPECT_TRUE(fails_naming([&] { read_volume(ok, page); }, ok, "no page is chosen"));
+    auto scaled = image_cards(16, {2, 2, 2});
+    scaled.push_back(card("BSCALE", "0.5"));
+    const std::string bscale = dir.file("bscale.fits");
+    write_file_atomically(bscale, hdu(scaled, ByteVec(16)));
+    EXPECT_TRUE(fails_naming([&] { read_volume(bscale); }, bscale, "BSCALE 0.5"));
+    EXPECT_TRUE(fails_naming([&] { read_volume(dir.file("none.fits")); }, dir.file("none.fits")));
+    // Hostile files of the fuzz corpus: the same one-line refusal as read_image's, and the next file reads.
+    const std::filesystem::path corpus = std::filesystem::path(APRON_SOURCE_DIR) / "fuzz" / "corpus" / "fuzz_fits";
+    for (const char* name : {"regress-rice-overlap.fits", "regress-rice-one-block-zero.fits", "regress-gzip-cut.fits",
+                             "regress-nul-in-card.fits", "regress-descriptor-past-end.fits"}) {
+        const std::string path = (corpus / name).string();
+        std::string want;
+        try {
+            read_image(path);
+        } catch (const Error& e) {
+            want = e.what();
+        }
+        ASSERT_FALSE(want.empty()) << name;
+        try {
+            read_volume(path);
+            ADD_FAILURE() << name << " was read";
+        } catch (const Error& e) {
+            EXPECT_EQ(std::string(e.what()), want) << name;
+        }
+        EXPECT_TRUE(volume_is_its_planes((corpus / "cube-rice-i16.fits").string())) << "after " << name;
+    }
 }
 
 TEST(Fits, FewPlanesAreStillPlanesNotChannels) {

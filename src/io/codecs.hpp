@@ -178,6 +178,9 @@ Buffer encode_tiff_bands(ConstImageView stack, const TiffBands& layout, const st
 // metadata (one header: every plane's), from fits.cpp; planes of one shape and type written as one cube
 // whose header carries `metadata`'s FITS cards.
 std::vector<Image> decode_fits_pages(const ByteSource& file, const std::string& name, const ReadOptions& options);
+// Every plane of a FITS file (NAXIS3, or an image's one) as the planes of one volume, through one open of the
+// file and one parse of its header, with read_image's checks of each plane and check_volume's of the whole.
+Image decode_fits_volume(const ByteSource& file, const std::string& name, const ReadOptions& options);
 int count_fits_pages(const ByteSource& source, const std::string& name, const ReadOptions& options);
 std::vector<ImageShape> probe_fits_pages(const ByteSource& source, const std::string& name, const ReadOptions& options);
 ImageMetadata metadata_fits(const ByteSource& source, const std::string& name, const ReadOptions& options);
@@ -221,6 +224,15 @@ Image allocate_image(const std::string& name, std::uint64_t width, std::uint64_t
                      const ReadOptions& options, const Held& held);
 // Bytes of the pixels of an Image of this shape (rows padded as Image pads them).
 std::uint64_t image_bytes(std::uint64_t width, std::uint64_t height, int channels, PixelType type);
+// A file that a decoder holds whole must fit options.memory_budget (when not 0) by itself: refused before it
+// is read, in the words every reader uses.
+void check_file_budget(const std::string& name, std::uint64_t file_bytes, const ReadOptions& options);
+// The limits of a volume read whole (read_volume; `shape` with its depth, the planes already checked one by
+// one): a valid shape, its voxels within options.max_pixels, and its bytes, with what the decoder holds
+// besides (`held`: a compressed FITS file), within options.memory_budget (volume_io.cpp).
+void check_volume(const std::string& name, const ImageShape& shape, const ReadOptions& options, const Held& held = {});
+// The volume of that shape, in options.memory (an allocation failure names the file).
+Image allocate_volume(const std::string& name, const ImageShape& shape, const ReadOptions& options);
 
 // Byte order helpers: files carry a fixed order, memory holds native order.
 inline void swap_bytes_16(std::uint8_t* p, std::size_t count) {

@@ -26,8 +26,11 @@
 // from the data unit's start), so they are read straight into the image in parallel parts as binary PNM's
 // are (read_fixed_rows), and streamed by rows the same way (open_fits_rows). Only a tile-compressed image
 // is read whole into memory for cfitsio to decompress (the file counts against the memory budget, as a TIFF
-// file does). Writing goes through cfitsio into memory (fits_create_memfile), uncompressed: BITPIX 8, 16
-// with BZERO 32768, or -32.
+// file does). A cube read as one volume (decode_fits_volume, read_volume) is opened and its header parsed
+// once: an uncompressed cube's planes lie one after another, so the whole cube is one parallel read of rows
+// into the volume; a compressed one is read whole once, and cfitsio decompresses plane after plane from it.
+// Writing goes through cfitsio into memory (fits_create_memfile), uncompressed: BITPIX 8, 16 with BZERO
+// 32768, or -32, every plane of a cube into the one file.
 //
 // cfitsio is built reentrant on Debian (fits_is_reentrant), so the batch's reading threads may each open
 // files at once. Its messages are taken from the status code alone (fits_get_errstatus): its message
@@ -329,6 +332,17 @@ public:
         if (!whole_ && !layout_.compressed) return read_stored_rows(plane, y0, out, threads);
         if (!whole_) load_whole();
         read_through_cfitsio(plane, y0, out);
+    }
+
+    // Every plane into `volume` (planes() planes of the image's shape). An uncompressed cube's planes lie one
+    // after another in the file as the volume's do in memory (plane z's row y is row z * height + y of
+    // both), so the cube is read as the rows of one tall image: one parallel read, no plane apart. Through
+    // cfitsio (a file in memory, or tile-compressed: loaded once, not once a plane), plane by plane, each
+    // plane's tiles checked before it is decoded, as read_image reads one.
+    void read_volume(ImageView volume, int threads) {
+        if (!whole_ && !layout_.compressed && volume.shape.rows() <= INT_MAX)
+            return read_stored_rows(0, 0, volume.all_rows(), threads);
+        for (int z = 0; z < volume.shape.depth; ++z) read_rows(z, 0, volume.plane(z), threads);
     }
 
     ImageMetadata metadata() const {
@@ -826,7 +840,8 @@ private:
     }
 
     // Samples at fixed offsets, big-endian: straight into the rows (signed samples land at the start of each
-    // f32 row, then widen in place from its end, so none is overwritten before it is read).
+    // f32 row, then widen in place from its end, so none is overwritten before it is read). `out` may run on
+    // past the plane's last row into the next planes' rows (read_volume).
     void read_stored_rows(int plane, int y0, ImageView out, int threads) {
         FixedRows r;
         r.data_offset = layout_.data_offset + std::uint64_t(plane) * layout_.plane_bytes();
@@ -901,6 +916,20 @@ std::vector<Image> decode_fits_pages(const ByteSource& source, const std::string
         pages.push_back(std::move(img));
     }
     return pages;
+}
+
+Image decode_fits_volume(const ByteSource& source, const std::string& name, const ReadOptions& options) {
+    FitsReader reader(source, name);
+    if (reader.layout().planes > std::uint64_t(INT_MAX))
+        fail(name, "a FITS cube of " + std::to_string(reader.layout().planes) + " planes: a volume holds at most " +
+                       std::to_string(INT_MAX));
+    ImageShape shape = reader.shape(options);  // each plane's limits, as read_image checks them
+    shape.depth = reader.planes();
+    check_volume(name, shape, options, reader.held());
+    reader.check_complete();  // a truncated cube is refused before its volume is allocated
+    Image volume = allocate_volume(name, shape, options);
+    reader.read_volume(volume.view(), io_threads_for_whole_images());
+    return volume;
 }
 
 ImageShape probe_fits(const ByteSource& source, const std::string& name, const ReadOptions& options) {
@@ -1105,6 +1134,7 @@ namespace {
 Image decode_fits(Bytes, const std::string& name, const ReadOptions&) { not_built(name); }
 Image decode_fits(const ByteSource&, const std::string& name, const ReadOptions&) { not_built(name); }
 std::vector<Image> decode_fits_pages(const ByteSource&, const std::string& name, const ReadOptions&) { not_built(name); }
+Image decode_fits_volume(const ByteSource&, const std::string& name, const ReadOptions&) { not_built(name); }
 ImageShape probe_fits(const ByteSource&, const std::string& name, const ReadOptions&) { not_built(name); }
 std::vector<ImageShape> probe_fits_pages(const ByteSource&, const std::string& name, const ReadOptions&) { not_built(name); }
 int count_fits_pages(const ByteSource&, const std::string& name, const ReadOptions&) { not_built(name); }

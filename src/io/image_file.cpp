@@ -172,6 +172,14 @@ std::pair<std::string, std::string> two_sizes(std::uint64_t a, std::uint64_t b) 
 
 }  // namespace
 
+// The file itself is held while it is decoded: refuse one larger than the budget before reading it.
+void io::check_file_budget(const std::string& name, std::uint64_t file_bytes, const ReadOptions& options) {
+    if (options.memory_budget != 0 && file_bytes > options.memory_budget) {
+        const auto [file, budget] = two_sizes(file_bytes, options.memory_budget);
+        fail(name, "the file is " + file + ", over the memory budget of " + budget + " (raise it with --memory)");
+    }
+}
+
 std::uint64_t io::image_bytes(std::uint64_t width, std::uint64_t height, int channels, PixelType type) {
     // With sides up to 2^31 a padded row stays below 2^36 bytes, but rows times height may pass 2^64:
     // saturate rather than wrap.
@@ -372,20 +380,13 @@ ImageMetadata metadata_of_source(const io::ByteSource& source, const std::string
     }
 }
 
-// The file itself is held while it is decoded: refuse one larger than the budget before reading it.
-void check_file_budget(const std::string& path, std::uint64_t size, const ReadOptions& options) {
-    if (options.memory_budget != 0 && size > options.memory_budget) {
-        const auto [file, budget] = two_sizes(size, options.memory_budget);
-        fail(path, "the file is " + file + ", over the memory budget of " + budget + " (raise it with --memory)");
-    }
-}
 
 // `read(source, path, options)` on the file at `path`, read on demand (the header's bytes only), once the
 // file's size is within the budget.
 template <class Read>
 auto read_file_header(const std::string& path, const ReadOptions& options, Read read) {
     const io::InputFile file(path);
-    check_file_budget(path, file.size(), options);
+    io::check_file_budget(path, file.size(), options);
     return read(FileSource(file), path, options);
 }
 
@@ -425,7 +426,7 @@ Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name,
 // FITS images are read whole, then parsed.
 Image read_image(const std::string& path, const ReadOptions& options) {
     const io::InputFile file(path);
-    check_file_budget(path, file.size(), options);
+    io::check_file_budget(path, file.size(), options);
     const FileSource source(file);
     const io::Buffer first = io::read_prefix(source, 8);
     const Magic magic = magic_of(first);
@@ -487,7 +488,7 @@ std::vector<Image> read_pages(const std::string& path, const ReadOptions& option
     // A TIFF's pages and a FITS cube's planes decode from reads of the file (no copy of it); any other format is
     // read_image's one page.
     const io::InputFile file(path);
-    check_file_budget(path, file.size(), options);
+    io::check_file_budget(path, file.size(), options);
     const FileSource source(file);
     return by_pages(
         magic_of(io::read_prefix(source, 8)), path, options, [&] { return io::decode_tiff_pages(source, path, options); },

@@ -2,6 +2,7 @@
 // TIFF page of more than 4 samples as a band stack's (apron/volume_io.hpp).
 #include "apron/volume_io.hpp"
 
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -25,7 +26,36 @@ bool is_tiff(const io::ByteSource& file) {
                              (b[0] == 'M' && b[1] == 'M' && b[2] == 0 && (b[3] == 42 || b[3] == 43)));
 }
 
+// FITS: the keyword SIMPLE of the primary header's first card, as read_image tells a FITS file.
+bool is_fits(const io::ByteSource& file) {
+    const io::Buffer b = io::read_prefix(file, 8);
+    return b.size() == 8 && std::memcmp(b.data(), "SIMPLE  ", 8) == 0;
+}
+
 } // namespace
+
+void io::check_volume(const std::string& name, const ImageShape& shape, const ReadOptions& options, const Held& held) {
+    validate_shape(shape, name.c_str());
+    if (options.max_pixels && shape.pixels() > options.max_pixels)
+        fail(name, "a volume of " + std::to_string(shape.pixels()) + " voxels is over --max-pixels (" +
+                       std::to_string(options.max_pixels) + ")");
+    const std::uint64_t bytes = std::uint64_t(shape.row_bytes()) * std::uint64_t(shape.rows());
+    const std::uint64_t besides =
+        held.decoder_bytes > UINT64_MAX - held.file_bytes ? UINT64_MAX : held.file_bytes + held.decoder_bytes;
+    if (options.memory_budget && (bytes > options.memory_budget || besides > options.memory_budget - bytes))
+        fail(name, "a volume of " + format_bytes(bytes) +
+                       (besides ? " (and " + format_bytes(besides) + " of the file and its decoder's buffers)" : "") +
+                       " is over the memory budget of " + format_bytes(options.memory_budget) +
+                       " (raise --memory; raw volumes stream in slabs: --raw WxHxDxC)");
+}
+
+Image io::allocate_volume(const std::string& name, const ImageShape& shape, const ReadOptions& options) {
+    try {
+        return Image(shape, options.memory);
+    } catch (const Error& e) {
+        fail(name, e.what());  // the allocation's own message names "image", not the file
+    }
+}
 
 TiffBands probe_bands(const std::string& path, const ReadOptions& options) {
     const std::unique_ptr<io::ByteSource> file = io::open_file_source(path);
@@ -58,6 +88,15 @@ void write_bands(const std::string& path, ConstImageView stack, const TiffBands&
 
 Image read_volume(const std::string& path, const ReadOptions& options) {
     if (options.page != -1) fail(path, "a volume is every page of the file (no page is chosen)");
+    {
+        // A FITS cube through one open of the file (a read of each plane as an image of its own would open
+        // the file and parse its header again for every plane, and read a compressed file whole every time).
+        const std::unique_ptr<io::ByteSource> file = io::open_file_source(path);
+        if (is_fits(*file)) {
+            io::check_file_budget(path, file->size(), options);
+            return io::decode_fits_volume(*file, path, options);
+        }
+    }
     if (probe_bands(path, options).bands > 0) return read_bands(path, options);  // a TIFF of one page of its bands
     const std::vector<ImageShape> pages = probe_pages(path, options);
     if (pages.empty()) fail(path, "holds no image");
@@ -67,16 +106,9 @@ Image read_volume(const std::string& path, const ReadOptions& options) {
                            ": a volume's planes share one size and type (filter the pages apart instead: without --volume)");
     ImageShape shape = pages[0];
     shape.depth = int(pages.size());
-    validate_shape(shape, path.c_str());
-    if (options.max_pixels && shape.pixels() > options.max_pixels)
-        fail(path, "a volume of " + std::to_string(shape.pixels()) + " voxels is over --max-pixels (" +
-                       std::to_string(options.max_pixels) + ")");
-    const std::uint64_t bytes = std::uint64_t(shape.row_bytes()) * std::uint64_t(shape.rows());
-    if (options.memory_budget && bytes > options.memory_budget)
-        fail(path, "a volume of " + format_bytes(bytes) + " is over the memory budget of " + format_bytes(options.memory_budget) +
-                       " (raise --memory; raw volumes stream in slabs: --raw WxHxDxC)");
-    Image volume(shape, options.memory);
-    // Page by page: the volume and one page at a time, not every page twice.
+    io::check_volume(path, shape, options);
+    Image volume = io::allocate_volume(path, shape, options);
+    // A TIFF page by page: the volume and one page at a time, not every page twice.
     for (int z = 0; z < shape.depth; ++z) {
         ReadOptions one = options;
         one.page = z;

@@ -383,3 +383,42 @@ def test_batch_keeps_fits_as_fits(apron, tmp_path):
     for k in range(2):
         got, _ = fits_data(tmp_path / "out" / f"f{k}.fits")
         np.testing.assert_array_equal(got, fits_data(tmp_path / "in" / f"f{k}.fits")[0])
+
+
+@pytest.mark.parametrize(
+    "dtype, compression",
+    [(np.float32, None), (np.uint16, None), (np.int16, None), (np.int16, "RICE_1"), (np.float32, "GZIP_2")],
+    ids=["f32", "u16-bzero", "i16", "i16-rice", "f32-gzip2"],
+)
+def test_a_cube_as_one_volume_is_its_samples(apron, tmp_path, dtype, compression):
+    # --volume reads the cube in one pass (read_volume): filtered across its planes, the same bytes as the
+    # cube's samples given as raw (astropy's reading of them), and the header carried into the FITS output.
+    rng = np.random.default_rng(21)
+    if dtype == np.float32:
+        c = rng.normal(100, 10, (7, 13, 11)).astype(np.float32)
+        c[2, 4, 5] = np.nan
+        c[6, 12, :] = np.nan
+    else:
+        info = np.iinfo(dtype)
+        c = rng.integers(info.min, info.max, (7, 13, 11), endpoint=True).astype(dtype)
+    if compression:
+        kw = {"quantize_level": 0.0} if dtype == np.float32 else {}
+        hdu = fits.CompImageHDU(c, compression_type=compression, tile_shape=(2, 5, 11), **kw)
+        hdu.header["OBJECT"] = "a cube"
+        fits.HDUList([fits.PrimaryHDU(), hdu]).writeto(tmp_path / "c.fits")
+    else:
+        hdu = fits.PrimaryHDU(c)
+        hdu.header["OBJECT"] = "a cube"
+        hdu.writeto(tmp_path / "c.fits")
+    with fits.open(tmp_path / "c.fits") as hdus:
+        stored = hdus[-1].data.astype(np.float32 if dtype == np.int16 else dtype)  # signed 16-bit reads as f32
+    stored.tofile(tmp_path / "c.raw")
+    op = ["--op", "gaussian:sigma=1,sigma_z=1", "--backend", "cpu"]
+    r = apron.run("filter", tmp_path / "c.fits", tmp_path / "o.fits", "--volume", *op)
+    assert r.stderr == "", r.stderr
+    kind = {np.float32: "f32", np.uint16: "u16"}[stored.dtype.type]
+    apron.run("filter", tmp_path / "c.raw", tmp_path / "o.raw", "--raw", f"11x13x7x1:{kind}", *op)
+    got, header = fits_data(tmp_path / "o.fits")
+    assert got.shape == c.shape and header["NAXIS"] == 3 and header["OBJECT"] == "a cube"
+    want = np.fromfile(tmp_path / "o.raw", dtype=stored.dtype).reshape(c.shape)
+    np.testing.assert_array_equal(got, want)
