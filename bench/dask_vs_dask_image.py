@@ -13,7 +13,10 @@ against apron's whole-array NumPy run of the same volume; dask-image's is SciPy'
         [--sigma 1 2 2] [--workers 2] [--threads-per-worker 1] [--reps 3] [--csv dask_vs_dask_image.csv]
 
 Prints a Markdown table and writes the CSV. Each worker is a process; apron uses every core in each call
-(threads=0), SciPy one.
+(threads=0), SciPy one. --cupy moves the persisted volume's chunks to the GPU (CuPy arrays on the workers): apron
+then filters each block on the GPU (CUDA backend) and dask-image dispatches to cupyx.scipy.ndimage; the
+whole-array reference is apron's run of the whole volume on the GPU. Keep the workers few there: each opens
+its own CUDA context on the one device.
 """
 from __future__ import annotations
 
@@ -69,6 +72,7 @@ def main():
     ap.add_argument("--threads-per-worker", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--csv", default="dask_vs_dask_image.csv")
+    ap.add_argument("--cupy", action="store_true", help="CuPy chunks on the GPU (apron's CUDA backend against cupyx)")
     args = ap.parse_args()
 
     import dask
@@ -82,7 +86,8 @@ def main():
     import apron.ndimage as andi
 
     shape, chunks, sigma = tuple(args.shape), tuple(args.chunks), tuple(args.sigma)
-    print(f"volume {shape} uint16 ({np.prod(shape) * 2 / 2**20:.0f} MiB), chunks {chunks}, gaussian sigma {sigma}; "
+    print(f"volume {shape} uint16 ({np.prod(shape) * 2 / 2**20:.0f} MiB), chunks {chunks} "
+          f"({'CuPy on the GPU' if args.cupy else 'NumPy'}), gaussian sigma {sigma}; "
           f"LocalCluster {args.workers} workers x {args.threads_per_worker} thread(s), processes; "
           f"{os.cpu_count()} cores; best of {args.reps}", flush=True)
     rows = []
@@ -90,6 +95,10 @@ def main():
                                        processes=True, dashboard_address=None, silence_logs=40)
     with cluster, distributed.Client(cluster) as client:
         vol = da.random.default_rng(2027).integers(0, 60000, size=shape, chunks=chunks, dtype=np.uint16)
+        if args.cupy:
+            import cupy
+
+            vol = vol.map_blocks(cupy.asarray, meta=cupy.empty((0, 0, 0), dtype=np.uint16))
         vol = vol.persist()
         distributed.wait(vol)
         impls = {
@@ -132,7 +141,15 @@ def main():
         whole_input = vol.compute()
     t0 = time.perf_counter()
     whole = andi.gaussian_filter(whole_input, sigma)
-    t_whole = time.perf_counter() - t0
+    if args.cupy:  # the device's result, then every array on the host for the comparisons
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+        t_whole = time.perf_counter() - t0
+        whole = cupy.asnumpy(whole)
+        results = {k: cupy.asnumpy(v) for k, v in results.items()}
+    else:
+        t_whole = time.perf_counter() - t0
     identical = bool(np.array_equal(results["apron.ndimage"], whole))
     diff = np.abs(results["dask_image.ndfilters"].astype(np.int32) - whole.astype(np.int32))
     peer_diff = int(diff.max())
@@ -140,6 +157,7 @@ def main():
     machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
     for r in rows:
         r.update({"shape": "x".join(map(str, shape)), "chunks": "x".join(map(str, chunks)),
+                  "chunks_on": "gpu (cupy)" if args.cupy else "host (numpy)",
                   "sigma": " ".join(f"{s:g}" for s in sigma), "dtype": "uint16", "workers": args.workers,
                   "threads_per_worker": args.threads_per_worker, "reps": args.reps,
                   "compute_vs_dask_image": base / r["compute_s"],
@@ -161,7 +179,8 @@ def main():
             note = f"SciPy's per-pass truncation: up to {peer_diff} from apron's"
         print(f"| {r['impl']} | {r['compute_s']:.3f} | {r['compute_vs_dask_image']:.2f}x | {r['persist_s']:.3f} | "
               f"{r['persist_vs_dask_image']:.2f}x | {note} |")
-    print(f"\nwhole-array apron.ndimage.gaussian_filter in this process: {t_whole:.3f} s")
+    where = "on the GPU" if args.cupy else "on the host"
+    print(f"\nwhole-array apron.ndimage.gaussian_filter in this process, {where}: {t_whole:.3f} s")
     print(f"versions: {rows[0]['versions']}; commit {rows[0]['commit']}")
     with open(args.csv, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))

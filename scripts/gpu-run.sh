@@ -41,7 +41,9 @@
 # streams a generated huge image against dd and libvips (bench/huge_image.py; APRON_HUGE_SIZE, _TYPES, _DIR,
 # _MEMORY, _BACKENDS); "beyond" streams an image larger than the GPU's memory (bench/beyond_gpu_memory.py).
 # "volumes" times volumes (3-D Gaussian, ball and box) against cupyx.scipy.ndimage and a batch of tensors against
-# kornia and torch, then the fused volume pass's variants (bench/volumes_gpu.py, into volumes.txt).
+# kornia and torch, then the fused volume pass's variants (bench/volumes_gpu.py, into volumes.txt). "dask" runs
+# bench/dask_vs_dask_image.py on a LocalCluster, NumPy and CuPy chunks (APRON_DASK_VARIANTS, ';'-separated
+# argument lists), into dask.txt.
 set -uo pipefail
 OUT=${OUT:-/tmp/apron-gpu-out}
 mkdir -p "$OUT"
@@ -241,6 +243,20 @@ case " $steps " in *" volumes "*)
       python3 bench/volumes_gpu.py --only gaussian >> "$OUT/volumes.txt" 2>&1 < /dev/null
   done
   tail -25 "$OUT/volumes.txt" | tee -a "$OUT/summary.txt"
+;; esac
+
+case " $steps " in *" dask "*)
+  # apron.ndimage against dask-image on a dask.distributed LocalCluster of this machine's cores, NumPy chunks
+  # and CuPy chunks on the GPU (bench/dask_vs_dask_image.py, into dask.txt). dask, distributed and dask-image
+  # are not on the GPU machine: carried unpacked in .device-carry/pydask (its PYDASK-README.txt says how).
+  log "dask: apron.ndimage against dask-image on a LocalCluster"
+  IFS=';' read -r -a dask_variants <<< "${APRON_DASK_VARIANTS:---workers 4 --threads-per-worker 4;--cupy --workers 2}"
+  for variant in "${dask_variants[@]}"; do
+    echo "== $variant" >> "$OUT/dask.txt"
+    PYTHONPATH=$root/build-gpu/python:$carry/pydask${PYTHONPATH:+:$PYTHONPATH} timeout ${APRON_DASK_TIMEOUT:-200} \
+      python3 bench/dask_vs_dask_image.py $variant --csv "/tmp/dask.csv" >> "$OUT/dask.txt" 2>&1 < /dev/null
+  done
+  grep -E "^\| |^==|whole-array" "$OUT/dask.txt" | tee -a "$OUT/summary.txt"
 ;; esac
 
 case " $steps " in *" profile "*)
