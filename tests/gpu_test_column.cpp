@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include "apron/pipeline.hpp"
+#include "core/overrides.hpp"
 #include "cuda/column_linear.hpp"
 #include "cuda/launch_record.hpp"
 #include "gpu_test_support.hpp"
@@ -122,6 +123,9 @@ TEST(CudaColumn, TheExecutorRunsZStepsHere) {
     std::mt19937 rng(3);
     for (int y = 0; y < int(v.shape().rows()); ++y)
         for (int x = 0; x < 40; ++x) v.row<std::uint16_t>(y)[x] = std::uint16_t(rng() % 65536);
+    Overrides o = overrides();
+    o.column_on = true;  // opt-in (APRON_COLUMN=1)
+    OverrideScope scope(o);
     cuda::clear_launches();
     const Pipeline p({"gaussian:sigma=1,sigma_z=1.5"});
     const Image gpu = p.run(v, {.backend = Backend::cuda});

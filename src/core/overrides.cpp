@@ -32,7 +32,7 @@ std::string Overrides::describe() const {
     if (dp4a_off) add("APRON_DP4A=0");
     if (direct_regs >= 0) add("APRON_DIRECT_REGS=" + std::to_string(direct_regs));
     if (runtime_off) add("APRON_RUNTIME_DIRECT=0");
-    if (column_off) add("APRON_COLUMN=0");
+    if (column_on) add("APRON_COLUMN=1");
     if (rtc_integer) add("APRON_RTC_INTEGER=1");
     if (chords_variant >= 0) add("APRON_CHORDS_VARIANT=" + std::to_string(chords_variant));
     if (volume_fused) add("APRON_VOLUME_FUSED=1");
@@ -53,7 +53,7 @@ Overrides& table() {
         r.dp4a_off = env_is("APRON_DP4A", "0");
         r.direct_regs = env_int("APRON_DIRECT_REGS", -1);
         r.runtime_off = env_is("APRON_RUNTIME_DIRECT", "0");
-        r.column_off = env_is("APRON_COLUMN", "0");
+        r.column_on = env_is("APRON_COLUMN", "1");
         r.rtc_integer = env_is("APRON_RTC_INTEGER", "1");
         r.chords_variant = env_int("APRON_CHORDS_VARIANT", -1);
         r.volume_fused = env_is("APRON_VOLUME_FUSED", "1");

@@ -19,7 +19,8 @@ struct Overrides {
     bool dp4a_off = false;         // APRON_DP4A=0: no byte dot-product kernel
     int direct_regs = -1;          // APRON_DIRECT_REGS=0|4|8: the register kernel off / its outputs per thread
     bool runtime_off = false;      // APRON_RUNTIME_DIRECT=0: no run-time compiled kernel
-    bool column_off = false;       // APRON_COLUMN=0: no column kernel (masks one sample wide: z steps)
+    bool column_on = false;        // APRON_COLUMN=1: the column kernel for masks one sample wide (z steps; slower
+                                   // than the run-time kernel so far: docs/perf-notes.md)
     bool rtc_integer = false;      // APRON_RTC_INTEGER=1: the run-time kernel accumulates integers where it can
     int chords_variant = -1;       // APRON_CHORDS_VARIANT=0|1: the chord kernel's schedule, thread_loads or
                                    // staged_rows (cuda/chord_schedule.hpp); other values: the table's choice

@@ -11,7 +11,11 @@
 // L1 holds those rows only if the SM's threads' K rows fit it: 2048 threads x V samples x K rows. The first
 // version (V = 4 always: 288 KB for f32 at K = 9) missed L1 and read every row K times from L2: the u16
 // Gaussian (2,2,1) took 1.78 ms against 1.65 through the run-time kernel (H200). V is now the widest of 4,
-// 2, 1 whose rows fit `l1_budget`, and the kernel asks for the largest L1 (no shared memory carve-out).
+// 2, 1 whose rows fit `l1_budget`, and the kernel asks for the largest L1 (no shared memory carve-out). That
+// made it worse (3.57 ms at V = 1 for f32 rows): each output's taps are a loop of loads whose addresses and
+// sums depend on the previous tap, so a thread waits out one load latency a tap. Hence opt-in (APRON_COLUMN=1,
+// the dispatch table's family `column`) until its taps are loaded ahead of their sums (a compacted tap list
+// unrolled by 4-8, or a register window over the thread's rows); docs/perf-notes.md.
 //
 // Arithmetic: per output sample, the taps in order k = 0 .. K-1, zero taps skipped (0 x NaN stays out of the
 // sum, as in every float kernel of this backend), one fmaf each, then finish_float; exact plans sum integer

@@ -36,7 +36,9 @@ constexpr ArchPolicy sm90 = {
     //    at 127x127);
     //  - tensor (IMMA): u8-int 3x3-9x9 ~270 Gpix/s, 15x15 193, 31x31 141 (tiles: 20.5 at 31x31);
     //  - separable_fused: f32 Gaussian sigma 1-8 at 74-39 % of the roofline, 2.4-4.9x NPP's fixed masks;
-    //  - column: masks one sample wide, 2-64 taps (a volume's z steps on its z view: no halo along x);
+    //  - column: masks one sample wide, 2-64 taps (a volume's z steps on its z view), opt-in (APRON_COLUMN=1):
+    //    the u16 Gaussian (2,2,1) 1024x1024x256 took 1.78 ms (V = 4) and 3.57 (V = 1) through it against 1.52-1.65
+    //    through the run-time kernel (H200): its taps are a chain of dependent loads (docs/perf-notes.md);
     //  - direct_tiled: f32 5x5 326 Gpix/s, 31x31 22.9 (54-66 % of the roofline; 5.7x NPP at 31x31);
     //  - runtime_direct: sides up to 63 that are not odd squares, one kernel per mask (NVRTC);
     //  - linear_direct: the baseline, any mask (85x85 0.09 Gpix/s: the planner takes the FFT there).
@@ -103,7 +105,7 @@ bool try_family(LinearFamily f, const LinearPlan& p, const ImageShape& shape, co
         *out = family_name(f, p);
         return true;
     case LinearFamily::column:
-        if (o.column_off || !column_linear_supports(p)) return false;
+        if (!o.column_on || !column_linear_supports(p)) return false;
         *out = family_name(f, p);
         return true;
     case LinearFamily::direct_tiled:

@@ -27,7 +27,7 @@ enum class LinearFamily : unsigned char {
     fft,              // fft_linear.cu: overlap-save tiles through cuFFT (the planner chose the FFT)
     tensor,           // direct_imma.cu: u8 x s8 matrix products on the tensor cores (planner chose tensor)
     separable_fused,  // separable_fused*.cu: row and column passes in one kernel (planner chose separable)
-    column,           // column_linear.cu: masks one sample wide (a volume's z steps), any view
+    column,           // column_linear.cu: masks one sample wide (a volume's z steps), any view; opt-in
     direct_tiled,     // direct_tiled*.cu: odd square masks 3..31, itself direct_dp4a / direct_regs / tiles
     runtime_direct,   // runtime_direct.cu: NVRTC-compiled for the mask, sides up to 63
     linear_direct,    // cuda_executor.cu: one thread per output sample, any mask
