@@ -13,7 +13,7 @@ from .. import _arrays, _ops
 from ._core import (
     _NATIVE, _Result, _Src, _apron_call, _axis_index, _channel_refusal, _check_axes, _check_origin, _error,
     _expand_footprint, _expand_origin, _image_window, _mode, _op, _pad_to_centre, _selection, _selection_coding,
-    _sequence, _single_mode, _store, _value_is_plain, _volume_pass,
+    _selection_zyx, _sequence, _single_mode, _spans_volume, _store, _value_is_plain, _volume_pass,
 )
 from ._linear import _one_axis_mask
 
@@ -61,9 +61,6 @@ def _min_or_max(fname, input, size, footprint, structure, output, mode, cval, or
     if fp is not None and not fp.any():
         raise _error(fname, "All-zero footprint is not supported.")
     if fp is not None and not fp.all():
-        if src.volume:
-            raise _error(fname, f"a footprint that is not a full box on a {src.shape} volume: apron.ndimage filters "
-                                f"volumes with boxes (size=, or a footprint of ones) for now")
         fp = _expand_footprint(src.ndim, axes, fp, "footprint", fname)
         origins = _expand_origin(src.ndim, axes, origin, fname)
         if reflect:
@@ -72,6 +69,10 @@ def _min_or_max(fname, input, size, footprint, structure, output, mode, cval, or
         mode = _single_mode(mode, fname, "for non-separable footprints")
         if src.empty:
             return res.empty_result()
+        if _spans_volume(src, fp):  # a (D, H, W) element over the volume, centred as SciPy's origin says
+            centre = [n // 2 + o for n, o in zip(fp.shape, origins)]
+            element = _pad_to_centre(fp.astype(np.float64), centre)
+            return _selection_zyx(src, res, op, element, mode, cval)
         mask2d, centre = _image_window(src, fp, origins, "footprint")
         element = _element(_pad_to_centre(mask2d.astype(np.float64), centre))
         return _selection(src, res, [(op, {}, element)], mode, cval)
