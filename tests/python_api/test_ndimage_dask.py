@@ -320,7 +320,7 @@ def test_parameters_are_checked_at_the_call():
     with pytest.raises(ValueError, match="4-D"):
         an.gaussian_filter(da.zeros((3, 3, 3, 3), chunks=2), 1)
     with pytest.raises(ValueError, match="volume"):
-        an.correlate(da.zeros((8, 9, 10), chunks=4), np.ones((3, 3, 3)))
+        an.minimum_filter1d(da.zeros((8, 9, 10), chunks=4), 3)
     with pytest.warns(UserWarning, match="ignoring size"):
         an.minimum_filter(d, size=5, footprint=FP35)
 

@@ -3,7 +3,8 @@
 What is pinned (docs/python.md, docs/volumes.md "3-D mask files"):
 - apron.correlate / convolve / apron.op("correlate", mask=...) take (D, H, W) weights on a volume (layout='zyx'):
   the 'W H D' mask file's result (plane k weighs plane z + k - D // 2), within SPEC.md's tolerance of SciPy;
-- apron.dilate / erode / open / close / gradient / tophat / blackhat take (D, H, W) 0/1 elements: SciPy's bits;
+- apron.dilate / erode / open / close / gradient / tophat / blackhat and median / percentile take (D, H, W) 0/1
+  elements: SciPy's bits;
 - apron.ndimage.correlate / convolve on (Z, Y, X) volumes with 3-D weights (origins, even sizes, weights larger
   than the volume, one-plane volumes, every mode): within SPEC.md's float tolerance of SciPy, and on integer
   images SPEC.md's rounding (exact for integer weights);
@@ -123,6 +124,15 @@ def test_morphology_takes_3d_elements(dtype):
     grad = apron.gradient(f, FP333, border="reflect", layout="zyx")
     ref = sn.maximum_filter(f, footprint=FP333) - sn.minimum_filter(f, footprint=FP333)
     np.testing.assert_array_equal(grad, ref)
+
+
+def test_rank_filters_take_3d_elements():
+    """The rank ops' se= reads planes as the morphology's does: a (D, H, W) array is its W H D element."""
+    v = random_array((6, 8, 9), np.uint16, seed=12)
+    np.testing.assert_array_equal(apron.median(v, ball(2), border="nearest", layout="zyx"),
+                                  apron.median(v, "ball:2", border="nearest", layout="zyx"))
+    np.testing.assert_array_equal(apron.percentile(v, 30, FP243, border="wrap", layout="zyx"),
+                                  sn.percentile_filter(v, 30, footprint=FP243, mode="wrap"))
 
 
 def test_3d_arrays_are_refused_in_one_line_naming_the_parameter():
