@@ -97,6 +97,10 @@ Mask read_mask_file(const std::string& path);
 // first, its z offset -D/2 from the output's plane); "W H" gives one plane. The planes in order of z.
 std::vector<Mask> parse_mask_planes_text(std::string_view text, const std::string& source);
 std::vector<Mask> read_mask_planes_file(const std::string& path);
+// Planes given as weights (a 3-D array from the Python bindings) checked as parse_mask_planes_text checks a
+// file's: at least one plane, every plane of the first one's size and anchor, at most 4097 x 4097 weights in
+// all (a plane's own sides and weights are Mask's to check). `source` names them in the error.
+void check_mask_planes(const std::vector<Mask>& planes, const std::string& source);
 
 // Weights that are integers over one common divisor: weight = integer / divisor, exactly.
 struct IntegerMask {

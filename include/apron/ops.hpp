@@ -106,9 +106,16 @@ struct OpProgram {
 
 // ---- the registry -------------------------------------------------------------------------------
 
-// Masks and structuring elements given as weights rather than as text (the Python bindings' NumPy arrays),
-// keyed by parameter name. The spec keeps a value for such a parameter only to name it in messages.
-using GivenMasks = std::map<std::string, Mask>;
+// A mask or structuring element given as weights rather than as text (the Python bindings' NumPy arrays):
+// its planes in order of z, plane k weighing plane z + k - D/2 as in a 'W H D' mask file (SPEC.md "Volumes");
+// one plane is a 2-D mask. The planes are checked where they are read (check_mask_planes), as a file's are.
+struct GivenMask {
+    std::vector<Mask> planes;
+    GivenMask(Mask plane) : planes{std::move(plane)} {}
+    GivenMask(std::vector<Mask> z_planes) : planes(std::move(z_planes)) {}
+};
+// Given masks keyed by parameter name. The spec keeps a value for such a parameter only to name it in messages.
+using GivenMasks = std::map<std::string, GivenMask>;
 
 enum class ParamKind : unsigned char { number, integer, text, border, normalise, mask, element, vector, choice };
 
@@ -143,14 +150,18 @@ public:
     std::string text(const std::string& name) const;
     BorderMode border(const std::string& name) const;
     Normalise normalise(const std::string& name) const;
-    Mask mask(const std::string& name) const;     // reads a mask file
+    // Masks and elements: given weights (use_given_masks) where there are some for `name`, else the text.
+    Mask mask(const std::string& name) const;     // reads a mask file (2-D)
     std::vector<Mask> mask_planes(const std::string& name) const;  // a mask file's planes (one: a 2-D mask)
-    Mask element(const std::string& name) const;  // rect:WxH, cross:WxH, ellipse:WxH, disk:R or a mask file
+    Mask element(const std::string& name) const;  // rect:WxH, cross:WxH, ellipse:WxH, disk:R or a mask file (2-D)
+    // A plane's element or a volume's (structuring_element_planes): its planes in order of z (one: 2-D).
+    std::vector<Mask> element_planes(const std::string& name) const;
     std::vector<double> vector(const std::string& name) const;  // numbers separated by ':' or ';'
     // "--op <op>: <param>: <problem>"
     [[noreturn]] void fail(const std::string& name, const std::string& problem) const;
     const std::string& op() const { return op_; }
-    // mask() and element() return these instead of reading the parameter's text (not owned; may be null).
+    // The mask and element accessors return these instead of reading the parameter's text (not owned; may
+    // be null). mask() and element() take one plane and refuse more, naming the parameter.
     void use_given_masks(const GivenMasks* given) { given_ = given; }
     // The parameters read so far (by any accessor but has()), in the order first read.
     const std::vector<std::string>& parameters_read() const { return read_; }
@@ -158,6 +169,8 @@ public:
 private:
     const std::string& raw(const std::string& name) const;
     const ParamSpec* spec(const std::string& name) const;
+    const GivenMask* given(const std::string& name) const;  // null: none given for `name`
+    const Mask& given_plane(const std::string& name, const GivenMask& g) const;
     std::string op_;
     std::map<std::string, std::string> values_;
     const std::vector<ParamSpec>* specs_;
@@ -210,5 +223,13 @@ bool names_file(std::string_view key, std::string_view value);
 Mask structuring_element(std::string_view spec);
 // `m` checked as a structuring element (weights 0 or 1, at least one 1); `source` names it in the error.
 Mask checked_element(Mask m, const std::string& source);
+// A plane's element or a volume's (SPEC.md "Volumes") as planes in order of z, plane k at dz = k - D/2, each
+// W x H with 0 where no cell is set: the 2-D forms above (one plane), rect:WxHxD, cross:WxHxD,
+// ellipsoid:WxHxD, ball:R, or a 0/1 mask file of 'W H' or 'W H D'. At most max_element_depth planes.
+std::vector<Mask> structuring_element_planes(std::string_view spec);
+constexpr int max_element_depth = 255;
+// Planes checked as a structuring element: check_mask_planes, weights 0 or 1, at least one 1 in all, at most
+// max_element_depth planes; `source` names them in the error.
+std::vector<Mask> checked_element_planes(std::vector<Mask> planes, const std::string& source);
 
 } // namespace apron

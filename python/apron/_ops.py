@@ -11,8 +11,9 @@ Required parameters come after the image, then the optional ones that OpenCV's o
 kind takes positionally (``box(img, 5)`` as ``uniform_filter(img, 5)``, ``dilate(img, se)``, ``sobel(img, 1,
 0)``: POSITIONAL below), the rest are keywords. Values become the registry's text form
 (``sigma=1.5`` -> ``gaussian:sigma=1.5``) and the registry validates them, so its one-line errors are the
-errors (ValueError). Masks and structuring elements may be NumPy 2-D arrays (weights, rows x columns);
-they are handed to the registry as weights, not through a file.
+errors (ValueError). Masks and structuring elements may be NumPy arrays: 2-D (weights, rows x columns) or
+3-D (planes x rows x columns, a volume's: plane k weighs plane z + k - D // 2, as a 'W H D' mask file); they
+are handed to the registry as weights, not through a file.
 """
 from __future__ import annotations
 
@@ -74,8 +75,9 @@ NOTES = {
                 "follows SciPy (truncate=4.0).",
     "unsharp": "Radius: apron's default is ceil(3 sigma) (SPEC.md), not SciPy's truncate=4.0.",
 }
-_ELEMENT_NOTE = ("se also takes an int k (the k x k square, rect:kxk) or a NumPy 2-D 0/1 array (rows x columns, "
-                 "centre at (rows // 2, columns // 2)).")
+_ELEMENT_NOTE = ("se also takes an int k (the k x k square, rect:kxk) or a NumPy 0/1 array: 2-D (rows x columns, "
+                 "centre at (rows // 2, columns // 2)) or, for a volume (layout='zyx'), 3-D (planes x rows x columns, "
+                 "centre at (planes // 2, rows // 2, columns // 2)).")
 
 # The C++ core's errors name the command line's options; from Python they name the keywords.
 _OPTION_WORDS = (
@@ -204,11 +206,12 @@ class OpSpec:
                 value = f"rect:{int(value)}x{int(value)}"
             if kind in ("mask", "element") and not isinstance(value, str):
                 weights = np.asarray(value)
-                if weights.ndim != 2 or weights.dtype.kind not in "biuf":
-                    raise ValueError(f"{self.fname}(): {name}: a mask array must be 2-D numbers (rows x columns); "
-                                     f"got shape {weights.shape}, dtype {weights.dtype}")
+                if weights.ndim not in (2, 3) or weights.dtype.kind not in "biuf":
+                    raise ValueError(f"{self.fname}(): {name}: a mask array must be 2-D numbers (rows x columns) or 3-D "
+                                     f"(planes x rows x columns, a volume's); got shape {weights.shape}, dtype "
+                                     f"{weights.dtype}")
                 masks[name] = np.ascontiguousarray(weights, dtype=np.float64)
-                items.append(f"{name}=<array {weights.shape[0]}x{weights.shape[1]}>")
+                items.append(f"{name}=<array {'x'.join(str(n) for n in weights.shape)}>")
                 continue
             if isinstance(value, bool) and name in self.switches:
                 value = int(value)

@@ -26,20 +26,34 @@ namespace apron::python {
 
 namespace {
 
-using MaskArray = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+using MaskArray = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
 using MaskArrays = std::map<std::string, MaskArray>;
 
-// A NumPy mask (float64, H x W) as an apron::Mask; `what` names it ("--op SPEC: mask") in errors.
-Mask mask_of(const MaskArray& a, const std::string& what) {
-    const auto h = a.shape(0), w = a.shape(1);
-    if (w < 1 || h < 1 || w > std::size_t(max_mask_side) || h > std::size_t(max_mask_side))
-        fail(what, "the array is " + std::to_string(h) + "x" + std::to_string(w) + " (rows x columns); each side must be 1.." +
-                       std::to_string(max_mask_side));
-    std::vector<double> weights(a.data(), a.data() + w * h);
-    for (std::size_t k = 0; k < weights.size(); ++k)
-        if (!std::isfinite(weights[k]))
-            fail(what, "weight at row " + std::to_string(k / w) + ", column " + std::to_string(k % w) + " is not finite");
-    return Mask(int(w), int(h), std::move(weights));
+// A NumPy mask (float64) as apron's planes: (rows, columns) is one plane, (planes, rows, columns) a volume's
+// mask, plane 0 first (SciPy's (Z, Y, X)); `what` names it ("--op SPEC: mask") in errors. The sizes are
+// checked before any weight is copied.
+GivenMask mask_of(const MaskArray& a, const std::string& what) {
+    if (a.ndim() != 2 && a.ndim() != 3)
+        fail(what, "a " + std::to_string(a.ndim()) + "-D array; weights are 2-D (rows x columns) or 3-D (planes x rows x columns)");
+    const std::size_t d = a.ndim() == 3 ? a.shape(0) : 1, h = a.shape(a.ndim() - 2), w = a.shape(a.ndim() - 1);
+    const std::size_t side = max_mask_side;
+    if (w < 1 || h < 1 || d < 1 || w > side || h > side || d > side)
+        fail(what, "the array is " + (a.ndim() == 3 ? std::to_string(d) + "x" : std::string()) + std::to_string(h) + "x" +
+                       std::to_string(w) + (a.ndim() == 3 ? " (planes x rows x columns)" : " (rows x columns)") +
+                       "; each side must be 1.." + std::to_string(max_mask_side));
+    if (double(w) * double(h) * double(d) > double(side) * double(side))
+        fail(what, "the array has " + std::to_string(w * h * d) + " weights, more than " + std::to_string(side * side));
+    std::vector<Mask> planes;
+    for (std::size_t z = 0; z < d; ++z) {
+        const double* first = a.data() + z * h * w;
+        std::vector<double> weights(first, first + w * h);
+        for (std::size_t k = 0; k < weights.size(); ++k)
+            if (!std::isfinite(weights[k]))
+                fail(what, "weight at " + (a.ndim() == 3 ? "plane " + std::to_string(z) + ", " : std::string()) + "row " +
+                               std::to_string(k / w) + ", column " + std::to_string(k % w) + " is not finite");
+        planes.emplace_back(int(w), int(h), std::move(weights));
+    }
+    return GivenMask(std::move(planes));
 }
 
 Backend backend_of(const std::string& name) {

@@ -131,6 +131,27 @@ std::vector<Mask> parse_mask_planes_text(std::string_view text, const std::strin
     return planes;
 }
 
+void check_mask_planes(const std::vector<Mask>& planes, const std::string& source) {
+    if (planes.empty()) fail(source, "no planes (a mask has at least one)");
+    if (planes.size() > std::size_t(max_mask_side))
+        fail(source, std::to_string(planes.size()) + " planes, more than " + std::to_string(max_mask_side));
+    const Mask& first = planes[0];
+    for (std::size_t z = 1; z < planes.size(); ++z) {
+        const Mask& m = planes[z];
+        if (m.width != first.width || m.height != first.height)
+            fail(source, "plane " + std::to_string(z) + " is " + std::to_string(m.width) + "x" + std::to_string(m.height) +
+                             ", plane 0 " + std::to_string(first.width) + "x" + std::to_string(first.height) +
+                             " (every plane of a mask has one size)");
+        if (m.anchor_x != first.anchor_x || m.anchor_y != first.anchor_y)
+            fail(source, "plane " + std::to_string(z) + " has another anchor than plane 0");
+    }
+    // The limit of a mask file's planes (parse_mask_planes_text): the weights of the largest plane.
+    if (double(first.width) * first.height * double(planes.size()) > double(max_mask_side) * max_mask_side)
+        fail(source, "mask size " + std::to_string(first.width) + "x" + std::to_string(first.height) + "x" +
+                         std::to_string(planes.size()) + " has more than " + std::to_string(max_mask_side * max_mask_side) +
+                         " weights");
+}
+
 std::optional<IntegerMask> integer_form(const Mask& m) {
     // Integer weights stay below 9e15 < 2^53 (any divisor only makes them larger): larger ones, 1e38 say,
     // are integral doubles but no int64 holds them, and their sums could not be exact anyway.

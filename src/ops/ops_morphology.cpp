@@ -14,9 +14,6 @@
 namespace apron {
 namespace {
 
-// A volume's element spans at most this many planes (each plane of it is one step along z per part).
-constexpr int max_volume_element_depth = 255;
-
 [[noreturn]] void bad_element(std::string_view spec, const std::string& problem) {
     throw Error("structuring element '" + std::string(spec) + "': " + problem);
 }
@@ -112,22 +109,18 @@ Mask grown_rectangle(const Mask& e, int passes) {
     return g;
 }
 
-Mask empty_plane() { return Mask(); }
-
 // Cells (dx, dy, dz) about the centre of a W x H x D box where `inside` holds, as planes.
 template <class Inside>
-VolumeElement element_of(int w, int h, int d, Inside inside) {
-    VolumeElement e;
-    e.anchor_z = d / 2;
+std::vector<Mask> element_of(int w, int h, int d, Inside inside) {
+    std::vector<Mask> planes;
     for (int k = 0; k < d; ++k) {
         Mask m(w, h, std::vector<double>(std::size_t(w) * h, 0.0));
-        bool any = false;
         for (int j = 0; j < h; ++j)
             for (int i = 0; i < w; ++i)
-                if (inside(i - w / 2, j - h / 2, k - d / 2)) m.at(i, j) = 1, any = true;
-        e.planes.push_back(any ? std::move(m) : empty_plane());
+                if (inside(i - w / 2, j - h / 2, k - d / 2)) m.at(i, j) = 1;
+        planes.push_back(std::move(m));
     }
-    return e;
+    return planes;
 }
 
 // "WxHxD": three sides.
@@ -137,22 +130,22 @@ std::array<int, 3> parse_volume_size(std::string_view s, std::string_view spec) 
     for (int k = 0; k < 3; ++k) {
         const auto x = s.find('x');
         if ((k < 2) == (x == std::string_view::npos)) bad_element(spec, std::string("expected ") + syntax);
-        v[std::size_t(k)] = parse_count(s.substr(0, x), spec, 1, k == 2 ? max_volume_element_depth : max_mask_side, syntax, "sides");
+        v[std::size_t(k)] = parse_count(s.substr(0, x), spec, 1, k == 2 ? max_element_depth : max_mask_side, syntax, "sides");
         s = k < 2 ? s.substr(x + 1) : std::string_view{};
     }
     return v;
 }
 
-} // namespace
-
-std::optional<VolumeElement> volume_element(std::string_view spec) {
+// A volume's element from its text: rect:WxHxD, cross:WxHxD (the three axes' lines through the centre),
+// ellipsoid:WxHxD, ball:R (scikit-image's morphology.ball: x^2 + y^2 + z^2 <= R^2); nullopt for a plane's.
+std::optional<std::vector<Mask>> volume_shape(std::string_view spec) {
     const std::string s(spec);
     const auto colon = s.find(':');
     if (colon == std::string::npos) return std::nullopt;
     const std::string shape = s.substr(0, colon);
     const std::string_view rest = std::string_view(s).substr(colon + 1);
     if (shape == "ball") {
-        const int r = parse_count(rest, spec, 0, (max_volume_element_depth - 1) / 2, "a radius R (ball:R)", "the radius",
+        const int r = parse_count(rest, spec, 0, (max_element_depth - 1) / 2, "a radius R (ball:R)", "the radius",
                                   " (the ball is (2R+1)^3, at most 255 planes deep)");
         const std::int64_t r2 = std::int64_t(r) * r;
         return element_of(2 * r + 1, 2 * r + 1, 2 * r + 1, [r2](std::int64_t x, std::int64_t y, std::int64_t z) {
@@ -170,8 +163,6 @@ std::optional<VolumeElement> volume_element(std::string_view spec) {
     auto term = [](int v, double semi) { return semi > 0 ? (v / semi) * (v / semi) : (v == 0 ? 0.0 : 2.0); };
     return element_of(w, h, d, [=](int x, int y, int z) { return term(x, a) + term(y, b) + term(z, c) <= 1.0 + 1e-12; });
 }
-
-namespace {
 
 // The element within the box of its set cells, its anchor kept on the same cell (ball:R's planes are
 // (2R+1)^2 masks holding smaller disks: each part then reads no more than its own disk).
@@ -299,7 +290,20 @@ OpProgram build_blackhat(const MorphStep& m, const Volume& v, int n) {
 
 } // namespace
 
-Mask structuring_element(std::string_view spec) {
+VolumeElement volume_of(std::vector<Mask> planes) {
+    VolumeElement e;
+    e.anchor_z = int(planes.size()) / 2;
+    for (Mask& m : planes) {
+        const bool any = std::any_of(m.weights.begin(), m.weights.end(), [](double v) { return v != 0; });
+        e.planes.push_back(any ? std::move(m) : Mask());
+    }
+    return e;
+}
+
+namespace {
+
+// The 2-D shapes (rect:WxH, cross:WxH, ellipse:WxH, disk:R); nullopt for other text.
+std::optional<Mask> plane_shape(std::string_view spec) {
     const std::string s(spec);
     const auto colon = s.find(':');
     const std::string shape = s.substr(0, colon);
@@ -318,10 +322,31 @@ Mask structuring_element(std::string_view spec) {
         return disk(parse_count(std::string_view(s).substr(colon + 1), spec, 0, (max_mask_side - 1) / 2,
                                 "a radius R (disk:R; ellipse:WxH for other sizes)", "the radius",
                                 " (the disk is (2R+1)x(2R+1), at most 4097x4097)"));
-    if (colon != std::string::npos && !std::ifstream(s))
-        throw Error("structuring element '" + s + "': unknown shape '" + shape +
-                    "' (use rect:WxH, cross:WxH, ellipse:WxH, disk:R or a mask file)");
+    return std::nullopt;
+}
+
+// Text with a ':' that names no shape and no file.
+[[noreturn]] void unknown_shape(const std::string& spec, const char* shapes) {
+    throw Error("structuring element '" + spec + "': unknown shape '" + spec.substr(0, spec.find(':')) + "' (use " +
+                shapes + " or a mask file)");
+}
+
+} // namespace
+
+Mask structuring_element(std::string_view spec) {
+    if (auto m = plane_shape(spec)) return std::move(*m);
+    const std::string s(spec);
+    if (s.find(':') != std::string::npos && !std::ifstream(s)) unknown_shape(s, "rect:WxH, cross:WxH, ellipse:WxH, disk:R");
     return checked_element(read_mask_file(s), s);
+}
+
+std::vector<Mask> structuring_element_planes(std::string_view spec) {
+    if (auto planes = volume_shape(spec)) return std::move(*planes);  // first: rect:WxHxD is no rect:WxH
+    if (auto m = plane_shape(spec)) return {std::move(*m)};
+    const std::string s(spec);
+    if (s.find(':') != std::string::npos && !std::ifstream(s))
+        unknown_shape(s, "rect:WxH, cross:WxH, ellipse:WxH, disk:R, rect:WxHxD, cross:WxHxD, ellipsoid:WxHxD, ball:R");
+    return checked_element_planes(read_mask_planes_file(s), s);
 }
 
 Mask checked_element(Mask m, const std::string& source) {
@@ -334,11 +359,26 @@ Mask checked_element(Mask m, const std::string& source) {
     return m;
 }
 
+std::vector<Mask> checked_element_planes(std::vector<Mask> planes, const std::string& source) {
+    check_mask_planes(planes, source);
+    if (planes.size() > std::size_t(max_element_depth))
+        throw Error(source + ": structuring element of " + std::to_string(planes.size()) + " planes (at most " +
+                    std::to_string(max_element_depth) + ")");
+    bool any = false;
+    for (const Mask& m : planes)
+        for (const double v : m.weights) {
+            if (v != 0 && v != 1) throw Error(source + ": structuring element weights must be 0 or 1");
+            any = any || v != 0;
+        }
+    if (!any) throw Error(source + ": structuring element has no cell set to 1");
+    return planes;
+}
+
 void add_morphology_operations(std::vector<OpInfo>& ops) {
     const std::vector<ParamSpec> params = {
         {"se", ParamKind::element, "rect:3x3",
          "structuring element: rect:WxH, cross:WxH, ellipse:WxH (sides 1..4097), disk:R (0..2048), or a 0/1 mask file; "
-         "on volumes rect:WxHxD, cross:WxHxD, ellipsoid:WxHxD (D 1..255) or ball:R (0..127)"},
+         "on volumes rect:WxHxD, cross:WxHxD, ellipsoid:WxHxD (D 1..255), ball:R (0..127) or a 0/1 'W H D' mask file (D 1..255)"},
         {"iterations", ParamKind::integer, "1",
          "times each erosion/dilation is applied (the passes share one element table; n passes of a full W x H rectangle with border=ignore run as one rectangle of n(W-1)+1 x n(H-1)+1, as OpenCV does)", 1, 1000},
         {"border", ParamKind::text, "ignore", "ignore (pixels outside the image do not count) or a border mode"},
@@ -373,14 +413,12 @@ void add_morphology_operations(std::vector<OpInfo>& ops) {
                            MorphStep m;
                            m.border = morph_border(a);  // first, for a clear message
                            m.border_value = a.number("value");
-                           // A volume's element (rect:WxHxD, ball:R, ...) or a plane's.
+                           // A volume's element (rect:WxHxD, ball:R, a 'W H D' file or 3-D weights) or a
+                           // plane's: one plane is the plane's element, whatever its text.
+                           std::vector<Mask> planes = a.element_planes("se");
                            std::optional<VolumeElement> volume;
-                           try {
-                               volume = volume_element(a.text("se"));
-                           } catch (const Error& e) {
-                               a.fail("se", e.what());
-                           }
-                           if (!volume) m.element = a.element("se");
+                           if (planes.size() > 1) volume = volume_of(std::move(planes));
+                           else m.element = std::move(planes[0]);
                            // Every pass shares this element's table (SharedValues), so iterations cost
                            // time, not memory.
                            const int n = a.integer("iterations");

@@ -40,34 +40,6 @@ int set_cells(const Mask& e) {
 // A volume's window holds at most as many cells as the largest plane's (16.8 M), as a mask file's planes do.
 constexpr double max_volume_cells = double(max_mask_side) * max_mask_side;
 
-// The element of `se` when it has planes: a 3-D shape (the morphology ops' syntax: rect:WxHxD, cross:WxHxD,
-// ellipsoid:WxHxD, ball:R) or a mask file of "W H D" with D > 1 (its anchor plane D/2, as the linear ops'
-// mask files); nullopt for a plane's element (a 2-D shape or file, or a given mask).
-std::optional<VolumeElement> planes_of_element(const OpArgs& a) {
-    const std::string text = a.text("se");
-    std::optional<VolumeElement> v;
-    try {
-        v = volume_element(text);
-    } catch (const Error& e) {
-        a.fail("se", e.what());
-    }
-    if (!v && names_file("se", text)) {
-        std::vector<Mask> planes = a.mask_planes("se");  // a given mask: its one plane
-        if (planes.size() < 2) return std::nullopt;
-        bool any = false;
-        for (Mask& m : planes) {
-            for (const double w : std::as_const(m.weights)) {
-                if (w != 0 && w != 1) a.fail("se", text + ": structuring element weights must be 0 or 1");
-                any = any || w != 0;
-            }
-        }
-        if (!any) a.fail("se", text + ": structuring element has no cell set to 1");
-        const int anchor_z = int(planes.size()) / 2;  // the file's centre plane (SPEC.md "Volumes")
-        v = VolumeElement{std::move(planes), anchor_z};
-    }
-    return v;
-}
-
 // The planes stacked into one W x (H * D) table (RankStep), the anchor on the centre cell of plane anchor_z.
 // Built field by field: the stack may be taller than a plane's max_mask_side.
 Mask stacked(const VolumeElement& v, const OpArgs& a) {
@@ -148,15 +120,15 @@ void add_rank_operations(std::vector<OpInfo>& ops) {
                            s.border = a.border("border");
                            s.border_value = a.number("value");
                            Axes axes = Axes::plane;
-                           const std::optional<VolumeElement> volume = planes_of_element(a);
-                           if (volume && volume->planes.size() > 1) {  // x, y and z at once
-                               s.element = stacked(*volume, a);
-                               s.depth = int(volume->planes.size());
+                           // A volume's element (rect:WxHxD, ball:R, a 'W H D' file or 3-D weights) or a
+                           // plane's: one plane (rect:WxHx1, ball:0 too) is the plane's element.
+                           std::vector<Mask> planes = a.element_planes("se");
+                           if (planes.size() > 1) {  // x, y and z at once
+                               s.depth = int(planes.size());
+                               s.element = stacked(volume_of(std::move(planes)), a);
                                axes = Axes::volume;
-                           } else if (volume) {  // one plane (rect:WxHx1, ball:0): a plane's element
-                               s.element = volume->planes[0];
                            } else {
-                               s.element = a.element("se");
+                               s.element = std::move(planes[0]);
                            }
                            s.rank = rank_of(a, set_cells(s.element));
                            OpProgram program;

@@ -116,10 +116,22 @@ Normalise OpArgs::normalise(const std::string& name) const {
     return *n;
 }
 
+const GivenMask* OpArgs::given(const std::string& name) const {
+    if (!given_) return nullptr;
+    const auto it = given_->find(name);
+    return it == given_->end() ? nullptr : &it->second;
+}
+
+// The one plane of a given mask or element, for the parameters that take 2-D weights.
+const Mask& OpArgs::given_plane(const std::string& name, const GivenMask& g) const {
+    if (g.planes.size() != 1)
+        fail(name, "takes 2-D weights (rows x columns); these have " + std::to_string(g.planes.size()) + " planes");
+    return g.planes[0];
+}
+
 Mask OpArgs::mask(const std::string& name) const {
     const std::string& text = raw(name);
-    if (given_)
-        if (const auto it = given_->find(name); it != given_->end()) return it->second;
+    if (const GivenMask* g = given(name)) return given_plane(name, *g);
     try {
         return read_mask_file(text);
     } catch (const Error& e) {
@@ -128,10 +140,13 @@ Mask OpArgs::mask(const std::string& name) const {
 }
 
 std::vector<Mask> OpArgs::mask_planes(const std::string& name) const {
-    if (given_)
-        if (const auto it = given_->find(name); it != given_->end()) return {it->second};
+    const std::string& text = raw(name);
     try {
-        return read_mask_planes_file(raw(name));
+        if (const GivenMask* g = given(name)) {
+            check_mask_planes(g->planes, text);
+            return g->planes;
+        }
+        return read_mask_planes_file(text);
     } catch (const Error& e) {
         fail(name, e.what());
     }
@@ -139,10 +154,20 @@ std::vector<Mask> OpArgs::mask_planes(const std::string& name) const {
 
 Mask OpArgs::element(const std::string& name) const {
     const std::string& text = raw(name);
+    const GivenMask* g = given(name);
+    const Mask* plane = g ? &given_plane(name, *g) : nullptr;
     try {
-        if (given_)
-            if (const auto it = given_->find(name); it != given_->end()) return checked_element(it->second, text);
-        return structuring_element(text);
+        return plane ? checked_element(*plane, text) : structuring_element(text);
+    } catch (const Error& e) {
+        fail(name, e.what());
+    }
+}
+
+std::vector<Mask> OpArgs::element_planes(const std::string& name) const {
+    const std::string& text = raw(name);
+    try {
+        if (const GivenMask* g = given(name)) return checked_element_planes(g->planes, text);
+        return structuring_element_planes(text);
     } catch (const Error& e) {
         fail(name, e.what());
     }

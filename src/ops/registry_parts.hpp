@@ -35,10 +35,9 @@ struct VolumeElement {
     std::vector<Mask> planes;
     int anchor_z = 0;
 };
-// A volume's element from its text (ops_morphology.cpp): rect:WxHxD, cross:WxHxD (the three axes' lines
-// through the centre), ellipsoid:WxHxD, ball:R (scikit-image's morphology.ball: x^2 + y^2 + z^2 <= R^2);
-// nullopt for a plane's element. Throws apron::Error for a 3-D shape it cannot make.
-std::optional<VolumeElement> volume_element(std::string_view spec);
+// An element's planes (OpArgs::element_planes: a 3-D shape, a 'W H D' file or given planes, checked) as a
+// volume's element (ops_morphology.cpp): centred in z, planes with no cell set empty.
+VolumeElement volume_of(std::vector<Mask> planes);
 // A 3x3 mask from its nine weights, row by row.
 Mask mask3x3(std::initializer_list<double> weights);
 

@@ -132,6 +132,26 @@ def test_rect_and_cross_elements_on_volumes(apron, tmp_path, se, fp):
     np.testing.assert_array_equal(got, ndi.grey_opening(v, footprint=fp, mode="nearest"))
 
 
+def test_an_element_file_of_planes_is_any_3d_footprint(apron, tmp_path):
+    # se=FILE with a 'W H D' first line: an asymmetric, even-sized 0/1 element (a plane of no cell included),
+    # the 3-D max and min over its cells (SciPy's maximum_filter and minimum_filter, no reflection).
+    fp = np.random.default_rng(17).random((4, 3, 5)) > 0.5
+    fp[1] = False
+    fp[0, 0, 0] = True
+    se = write_mask_planes(tmp_path / "fp.se", fp.astype(np.float64))
+    v = random_image((7, 8, 9), np.uint8, 17)
+    for mode in ("reflect", "wrap", "constant"):
+        got = filter_volume(apron, tmp_path, v, f"dilate:se={se},border={mode},value=3")
+        np.testing.assert_array_equal(got, ndi.maximum_filter(v, footprint=fp, mode=mode, cval=3), err_msg=mode)
+        got = filter_volume(apron, tmp_path, v, f"erode:se={se},border={mode},value=3")
+        np.testing.assert_array_equal(got, ndi.minimum_filter(v, footprint=fp, mode=mode, cval=3), err_msg=mode)
+    bad = write_mask_planes(tmp_path / "bad.se", np.full((2, 2, 2), 0.5))
+    src = tmp_path / "in.raw"
+    v.tofile(src)
+    r = apron.run("filter", src, tmp_path / "o.raw", "--raw", raw_layout(v), "--op", f"dilate:se={bad}", check=False)
+    assert r.returncode == 1 and "se: " in r.stderr and "0 or 1" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
 def test_a_volume_four_times_the_memory_streams_in_slabs_with_the_same_bytes(apron, tmp_path):
     # 3072 planes of 256x256 u16 (384 MiB) under --memory 96M: streamed in slabs of whole planes, the same bytes
     # as the whole run, the process's peak within the budget (which counts the process itself).

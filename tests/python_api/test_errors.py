@@ -22,7 +22,7 @@ IMG = random_image((9, 8), np.uint8, seed=40)
     (lambda: apron.dilate(IMG, se=np.array([[0, 2], [1, 0]])), "<array 2x2>: structuring element weights must be 0 or 1"),
     (lambda: apron.dilate(IMG, se=np.zeros((3, 3))), "structuring element has no cell set to 1"),
     (lambda: apron.correlate(IMG, np.array([[1, np.nan]])), "mask: weight at row 0, column 1 is not finite"),
-    (lambda: apron.correlate(IMG, np.ones((2, 2, 2))), "a mask array must be 2-D"),
+    (lambda: apron.correlate(IMG, np.ones((2, 2, 2, 2))), "a mask array must be 2-D"),
     (lambda: apron.correlate(IMG, np.ones((0, 3))), "each side must be 1..4097"),
     (lambda: apron.separable(IMG, "1::2"), "row: number 2 of '1::2' is empty"),
     (lambda: apron.box(IMG, scale=float("inf")), "scale:"),

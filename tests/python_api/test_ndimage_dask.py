@@ -40,6 +40,12 @@ DISK5 = np.hypot(*np.mgrid[-2:3, -2:3]) <= 2.2
 BALL1 = np.sum(np.square(np.mgrid[-1:2, -1:2, -1:2]), axis=0) <= 1  # scikit-image's morphology.ball(1)
 CROSS5 = np.zeros((5, 5), bool)
 CROSS5[2, :] = CROSS5[:, 2] = True
+W333 = _rng.normal(size=(3, 3, 3))
+W243 = _rng.normal(size=(2, 4, 3))
+FP333 = _rng.random((3, 3, 3)) > 0.5
+FP333[1, 1, 1] = True
+FP254 = _rng.random((2, 5, 4)) > 0.4
+FP254[0, 0, 0] = True
 
 
 def case(name, args=(), l1=None, **kwargs):
@@ -99,6 +105,14 @@ VOLUME_CASES = [
     case("median_filter", (), size=(3, 3, 3)),
     case("percentile_filter", (30,), footprint=BALL1),
     case("rank_filter", (-2,), size=(2, 3, 4), origin=(0, 1, -1)),
+    # 3-D weights and footprints: one window over the three axes, its halo from its shape and origin
+    case("correlate", (W333,), l1=np.abs(W333).sum(), origin=(1, 0, -1)),
+    case("convolve", (W243,), l1=np.abs(W243).sum(), origin=(0, -2, 1)),
+    case("minimum_filter", (), footprint=FP333, origin=(0, 1, -1)),
+    case("grey_dilation", (), footprint=FP254, origin=(-1, 2, 0)),
+    case("grey_opening", (), footprint=BALL1),
+    case("black_tophat", (), footprint=FP254),
+    case("morphological_gradient", (), footprint=FP333, origin=(1, 0, 0)),
 ]
 
 
@@ -306,7 +320,7 @@ def test_parameters_are_checked_at_the_call():
     with pytest.raises(ValueError, match="4-D"):
         an.gaussian_filter(da.zeros((3, 3, 3, 3), chunks=2), 1)
     with pytest.raises(ValueError, match="volume"):
-        an.correlate(da.zeros((8, 9, 10), chunks=4), np.ones((3, 3, 3)))
+        an.minimum_filter1d(da.zeros((8, 9, 10), chunks=4), 3)
     with pytest.warns(UserWarning, match="ignoring size"):
         an.minimum_filter(d, size=5, footprint=FP35)
 

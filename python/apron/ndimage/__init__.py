@@ -16,9 +16,12 @@ any strides (Fortran order, column slices and negative strides are copied first)
 images (H, W), and 3-D (H, W, C) with C <= 4 channels when the call filters each channel alike (a size,
 sigma or footprint of 1 along the last axis, or axes=(0, 1)). A 3-D array whose last axis is longer than 4
 is a (Z, Y, X) volume, filtered along every axis as SciPy by the separable functions (gaussian_filter,
-gaussian_filter1d, uniform_filter, uniform_filter1d, correlate1d, convolve1d, sobel, prewitt, laplace; and with
-boxes minimum_filter, maximum_filter and the grey morphology); the other
-functions, and 4-D arrays, raise ValueError.
+gaussian_filter1d, uniform_filter, uniform_filter1d, correlate1d, convolve1d, sobel, prewitt, laplace), by
+correlate and convolve with (D, H, W) weights, and by minimum_filter, maximum_filter and the grey morphology
+with sizes or any (D, H, W) footprint, and by median_filter, percentile_filter and rank_filter with sizes or
+any (D, H, W) footprint (each 3-D window one apron call over the volume); the other functions,
+and 4-D arrays, raise ValueError. 3-D weights and footprints that span the last axis of a 3-D array of at most
+4 columns filter it as such a volume too (SciPy's N-D result).
 
 Pixel types (the result is the input's dtype unless output= says otherwise, as in SciPy):
 

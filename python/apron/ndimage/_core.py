@@ -112,6 +112,10 @@ class _NumpyLike:
         widths = ((t, b), (l, r)) + (((0, 0),) if a.ndim == 3 else ())
         return self.xp.pad(a, widths, mode="constant", constant_values=value)
 
+    def pad_axes(self, a, widths, value):
+        """a padded with `value` by (before, after) along each of its axes (a volume's three)."""
+        return self.xp.pad(a, tuple(widths), mode="constant", constant_values=value)
+
     def copy_into(self, dst, src):
         dst[...] = src
 
@@ -191,6 +195,12 @@ class _TorchOps:
             return F.pad(a.permute(2, 0, 1), (l, r, t, b), value=float(value)).permute(1, 2, 0).contiguous()
         return F.pad(a, (l, r, t, b), value=float(value))
 
+    def pad_axes(self, a, widths, value):
+        import torch.nn.functional as F
+
+        flat = [n for before_after in reversed(widths) for n in before_after]  # F.pad: the last axis first
+        return F.pad(a, tuple(flat), value=float(value))
+
     def copy_into(self, dst, src):
         dst.copy_(src)
 
@@ -231,13 +241,15 @@ def _ops_for(kind):
 
 # ---- the input ----------------------------------------------------------------------------------------
 
-# The functions that take volumes: their filters are 1-D passes, and a pass along z is a vertical pass over the
-# volume seen as a (Z, Y * X) image (rows are planes), one along x a horizontal pass over (Z * Y, X), any
-# other pass one per plane (_linear); the rank filters run apron's 3-D rank op on the whole volume.
-_VOLUME_FUNCTIONS = ("gaussian_filter", "gaussian_filter1d", "uniform_filter", "uniform_filter1d", "correlate1d",
-                     "convolve1d", "sobel", "prewitt", "laplace", "minimum_filter", "maximum_filter", "grey_erosion",
-                     "grey_dilation", "grey_opening", "grey_closing", "morphological_gradient", "white_tophat",
-                     "black_tophat", "rank_filter", "median_filter", "percentile_filter")
+# The functions that take volumes. Separable filters are 1-D passes, and a pass along z is a vertical pass over
+# the volume seen as a (Z, Y * X) image (rows are planes), one along x a horizontal pass over (Z * Y, X), any
+# other pass one per plane (_linear); 3-D weights and footprints are one apron call over the volume
+# (_linear_zyx, _selection_zyx), and so are the rank filters (apron's 3-D rank op).
+_VOLUME_FUNCTIONS = ("correlate", "convolve", "gaussian_filter", "gaussian_filter1d", "uniform_filter",
+                     "uniform_filter1d", "correlate1d", "convolve1d", "sobel", "prewitt", "laplace", "minimum_filter",
+                     "maximum_filter", "grey_erosion", "grey_dilation", "grey_opening", "grey_closing",
+                     "morphological_gradient", "white_tophat", "black_tophat", "rank_filter", "median_filter",
+                     "percentile_filter")
 
 
 class _Src:
@@ -428,9 +440,9 @@ def _expand_origin(ndim, axes, origin, fname):
 # ---- from SciPy's windows to apron's masks ------------------------------------------------------------
 
 def _pad_to_centre(k: np.ndarray, centre) -> np.ndarray:
-    """k (2-D, or a volume's 3-D window) padded with zero rows/columns (planes) so that apron's centre (H // 2,
-    W // 2, and D // 2 for a volume's window, SPEC.md) falls on the cell
-    `centre` of k: SciPy's origin. Zero weights and unset element cells are no-ops."""
+    """k (2-D, or a volume's 3-D window) padded with zeros along each axis so that apron's centre (n // 2 on
+    every axis, SPEC.md) falls on the cell `centre` of k: SciPy's origin. Zero weights and unset element cells
+    are no-ops."""
     pads = []
     for n, c in zip(k.shape, centre):
         if 2 * c - n + 1 >= 0:
@@ -611,10 +623,31 @@ def _op(name, **params):
     return _ops.op(name, **params)
 
 
-def _run(src, work, ops, out_name, out=None):
-    """The compiled pipeline of `ops` on the working array (apron's image form); the result in out_name."""
+def _run(src, work, ops, out_name, out=None, layout=None):
+    """The compiled pipeline of `ops` on the working array (apron's image form, or a C-ordered (Z, Y, X)
+    volume with layout='zyx'); the result in out_name."""
     pipeline = _apron_call(src.fname, _ops.compiled, ops)
-    return _apron_call(src.fname, _arrays.run, pipeline, work, out, out_name)
+    return _apron_call(src.fname, _arrays.run, pipeline, work, out, out_name, layout=layout)
+
+
+def _spans_volume(src, window) -> bool:
+    """Whether a window over every axis of the input (weights, a footprint) filters it as a (Z, Y, X) volume:
+    a volume's, or a 3-D array's window that spans its last axis (then the array is a volume of at most 4
+    columns, not a colour image; SciPy filters every axis alike either way)."""
+    return src.ndim == 3 and (src.volume or window.shape[2] != 1)
+
+
+def _zyx_run(src, work, op_name, params, mode, value, window, out_name):
+    """One op over a C-ordered (Z, Y, X) volume in one apron call, its mask or element `window` (D, H, W)
+    centred as apron centres it; a constant border apron cannot take (NaN, +-inf) is padded in instead."""
+    if mode == "constant" and not _value_is_plain(value):
+        widths = [(n // 2, n - 1 - n // 2) for n in window.shape]
+        padded = src.ops.pad_axes(work, widths, value)
+        r = _run(src, padded, [_op(op_name, border="nearest", **params)], out_name, layout="zyx")
+        inner = tuple(slice(before, before + n) for (before, _), n in zip(widths, work.shape))
+        return src.ops.contiguous(r[inner])
+    border = {"border": mode, "value": value} if mode == "constant" else {"border": mode}
+    return _run(src, work, [_op(op_name, **border, **params)], out_name, layout="zyx")
 
 
 def _padded_run(src, work, op_name, params, mode, value, mask, out_name):
@@ -686,6 +719,34 @@ class _Result:
         if r is src.a:
             r = r.copy() if src.kind != "torch" else r.clone()
         return self.finish(r)
+
+
+def _selection_zyx(src, res, op_name, element, mode, cval):
+    """One selection op (erode, dilate) with a (D, H, W) element over the input as a (Z, Y, X) volume."""
+    coding = _selection_coding(src, mode, cval)
+    work = src.ops.contiguous(coding.work)
+    work_name = src.ops.name(coding.work)
+    direct = coding.native and res.compute_name in _NATIVE
+    value = coding.value if mode == "constant" else 0
+    r = _zyx_run(src, work, op_name, {"se": np.ascontiguousarray(element, dtype=np.float64)}, mode, value, element,
+                 res.compute_name if direct else work_name)
+    if not direct:
+        r = _store(src, coding.decode(r), src.dtype, res.compute_name)
+    return res.finish(r)
+
+
+def _linear_zyx(src, res, mask, mode, cval):
+    """correlate with a (D, H, W) mask over the input as a (Z, Y, X) volume, in one apron call: apron sums
+    each plane of the mask to float32, then the planes in order (SPEC.md "Volumes")."""
+    coding = _linear_coding(src, mode, cval)
+    work = src.ops.contiguous(coding.work)
+    direct = coding.native and res.compute_name in _NATIVE
+    value = coding.value if mode == "constant" else 0
+    r = _zyx_run(src, work, "correlate", {"mask": np.ascontiguousarray(mask)}, mode, value, mask,
+                 res.compute_name if direct else "float32")
+    if not direct:
+        r = _store(src, r, "float32", res.compute_name)
+    return res.finish(r)
 
 
 def _selection(src, res, steps, mode, cval):

@@ -8,8 +8,8 @@ import numpy as np
 
 from ._core import (
     _DBL_EPSILON, _Result, _Src, _axis_index, _channel_refusal, _check_axes, _check_origin, _error,
-    _expand_footprint, _expand_origin, _image_window, _linear, _mode, _pad_to_centre, _sequence,
-    _single_mode, _store,
+    _expand_footprint, _expand_origin, _image_window, _linear, _linear_zyx, _mode, _pad_to_centre, _sequence,
+    _single_mode, _spans_volume, _store,
 )
 
 
@@ -23,7 +23,7 @@ def _weights(weights, fname, what="weights"):
 
 
 def _correlate(fname, input, weights, output, mode, cval, origin, axes, convolution):
-    src = _Src(input, fname)
+    src = _Src(input, fname, volumes=True)
     w = _weights(weights, fname)
     axes = _check_axes(axes, src.ndim, fname)
     w = _expand_footprint(src.ndim, axes, w, "weights", fname)
@@ -37,6 +37,9 @@ def _correlate(fname, input, weights, output, mode, cval, origin, axes, convolut
     if src.empty:
         return res.empty_result()
     w = np.where(np.abs(w) > _DBL_EPSILON, w, 0.0)  # SciPy leaves these weights out
+    if _spans_volume(src, w):  # a (D, H, W) mask, apron's centre moved to SciPy's by zero planes, rows, columns
+        centre = [n // 2 + o for n, o in zip(w.shape, origins)]
+        return _linear_zyx(src, res, _pad_to_centre(w, centre), mode, cval)
     mask2d, centre = _image_window(src, w, origins, "weights array")
     mask = _pad_to_centre(mask2d, centre)
     return _linear(src, res, [("correlate", {"mask": np.ascontiguousarray(mask)}, mode, mask)], cval)
@@ -46,8 +49,9 @@ def correlate(input, weights, output=None, mode="reflect", cval=0.0, origin=0, *
     """Multidimensional correlation (scipy.ndimage.correlate), computed by apron.
 
     out[y, x] = sum_ij weights[j, i] * input[y + j - cy, x + i - cx] with (cy, cx) = shape // 2 + origin.
-    Weights of magnitude <= 2.2e-16 are left out, as SciPy does. See the module's documentation for the
-    arrays, dtypes and the integer rounding rule.
+    Weights of magnitude <= 2.2e-16 are left out, as SciPy does. A (Z, Y, X) volume takes (D, H, W) weights
+    (out[z, y, x] likewise over the three axes; apron sums each plane of the weights, then the planes). See the
+    module's documentation for the arrays, dtypes and the integer rounding rule.
     """
     return _correlate("correlate", input, weights, output, mode, cval, origin, axes, False)
 

@@ -1,10 +1,7 @@
 """apron.ndimage's selection filters: minimum, maximum, rank, median and percentile."""
 from __future__ import annotations
 
-import contextlib
 import operator
-import os
-import tempfile
 import warnings
 
 import numpy as np
@@ -13,7 +10,7 @@ from .. import _arrays, _ops
 from ._core import (
     _NATIVE, _Result, _Src, _apron_call, _axis_index, _channel_refusal, _check_axes, _check_origin, _error,
     _expand_footprint, _expand_origin, _image_window, _mode, _op, _pad_to_centre, _selection, _selection_coding,
-    _sequence, _single_mode, _store, _value_is_plain, _volume_pass,
+    _selection_zyx, _sequence, _single_mode, _spans_volume, _store, _value_is_plain, _volume_pass,
 )
 from ._linear import _one_axis_mask
 
@@ -61,9 +58,6 @@ def _min_or_max(fname, input, size, footprint, structure, output, mode, cval, or
     if fp is not None and not fp.any():
         raise _error(fname, "All-zero footprint is not supported.")
     if fp is not None and not fp.all():
-        if src.volume:
-            raise _error(fname, f"a footprint that is not a full box on a {src.shape} volume: apron.ndimage filters "
-                                f"volumes with boxes (size=, or a footprint of ones) for now")
         fp = _expand_footprint(src.ndim, axes, fp, "footprint", fname)
         origins = _expand_origin(src.ndim, axes, origin, fname)
         if reflect:
@@ -72,6 +66,10 @@ def _min_or_max(fname, input, size, footprint, structure, output, mode, cval, or
         mode = _single_mode(mode, fname, "for non-separable footprints")
         if src.empty:
             return res.empty_result()
+        if _spans_volume(src, fp):  # a (D, H, W) element over the volume, centred as SciPy's origin says
+            centre = [n // 2 + o for n, o in zip(fp.shape, origins)]
+            element = _pad_to_centre(fp.astype(np.float64), centre)
+            return _selection_zyx(src, res, op, element, mode, cval)
         mask2d, centre = _image_window(src, fp, origins, "footprint")
         element = _element(_pad_to_centre(mask2d.astype(np.float64), centre))
         return _selection(src, res, [(op, {}, element)], mode, cval)
@@ -254,32 +252,19 @@ def _volume_rank(src, res, fp, origins, rank, mode, cval):
     work = src.as_image(coding.work)
     work_name = _arrays._DTYPE_OF_CODE[_NATIVE[src.ops.name(coding.work)]].name
     border = {"border": mode, "value": coding.value} if mode == "constant" else {"border": mode}
-    with _volume_element(cells) as element:
-        pipeline = _apron_call(src.fname, _ops.compiled, [_op("rank", se=element, r=rank, **border)])
+    pipeline = _apron_call(src.fname, _ops.compiled, [_op("rank", se=_volume_element(cells), r=rank, **border)])
     r = _apron_call(src.fname, _arrays.run, pipeline, work, None, work_name, layout="zyx")
     r = coding.decode(r)
     return res.finish(_store(src, r, src.dtype, res.compute_name))
 
 
-@contextlib.contextmanager
 def _volume_element(cells):
-    """apron's element for a (D, H, W) array of 0/1 cells, centred: text for a box or a single plane's array,
-    else a mask file of its planes, removed once the pipeline has read it."""
+    """apron's element for a (D, H, W) array of 0/1 cells, centred: a box's text (rect:WxHxD: a cached
+    pipeline), else the cells themselves (a 3-D array reaches the registry as planes, as a W H D file would)."""
     d, h, w = cells.shape
     if cells.all():
-        yield f"rect:{w}x{h}x{d}" if d > 1 else f"rect:{w}x{h}"
-        return
-    if d == 1:
-        yield np.ascontiguousarray(cells[0])
-        return
-    rows = "\n".join(" ".join("1" if v else "0" for v in row) for row in cells.reshape(d * h, w))
-    fd, path = tempfile.mkstemp(prefix="apron-footprint-", suffix=".se")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{w} {h} {d}\n{rows}\n")
-        yield path
-    finally:
-        os.unlink(path)
+        return f"rect:{w}x{h}x{d}" if d > 1 else f"rect:{w}x{h}"
+    return np.ascontiguousarray(cells if d > 1 else cells[0], dtype=np.float64)
 
 
 def rank_filter(input, rank, size=None, footprint=None, output=None, mode="reflect", cval=0.0, origin=0, *,
