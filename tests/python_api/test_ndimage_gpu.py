@@ -102,3 +102,37 @@ def test_torch_output_and_one_dimensional(torch):
     out = torch.zeros((25, 26), dtype=torch.int16, device="cuda")
     assert an.grey_erosion(torch.from_numpy(host).cuda(), size=(2, 2), output=out) is out
     assert np.array_equal(out.cpu().numpy(), sn.grey_erosion(host, size=(2, 2)))
+
+
+BALL1 = np.array([[[0, 0, 0], [0, 1, 0], [0, 0, 0]], [[0, 1, 0], [1, 1, 1], [0, 1, 0]], [[0, 0, 0], [0, 1, 0], [0, 0, 0]]], bool)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32], ids=["u8", "u16", "f32"])
+def test_volume_footprints_and_ranks_on_device_arrays(device_lib, dtype):
+    """3-D footprints (one apron call over the whole volume: the volume's rank step, the union of plane
+    elements) on a device volume: SciPy's bits, the result on the same device."""
+    host = random_array((7, 10, 13), dtype, seed=6)
+    dev, back = device_lib.put(host), device_lib.back
+    for name, args, kw in (("median_filter", (), {"size": (3, 3, 3)}),
+                           ("percentile_filter", (30,), {"footprint": BALL1, "mode": "wrap"}),
+                           ("grey_dilation", (), {"footprint": BALL1, "mode": "nearest"}),
+                           ("minimum_filter", (), {"footprint": BALL1[:, :2], "mode": "constant", "cval": 3})):
+        got = getattr(an, name)(dev, *args, **kw)
+        assert type(got) is type(dev) and tuple(got.shape) == host.shape, name
+        assert np.array_equal(back(got), getattr(sn, name)(host, *args, **kw)), (name, device_lib.name, np.dtype(dtype))
+
+
+def test_volume_weights_on_device_arrays(device_lib):
+    """correlate / convolve with 3-D weights (even sizes, an origin, a NaN cval padded in 3-D) on a device
+    volume, within SPEC.md's tolerance of SciPy."""
+    host = random_array((6, 9, 11), np.float32, seed=7)
+    dev, back = device_lib.put(host), device_lib.back
+    w = np.random.default_rng(8).uniform(-1, 1, (2, 3, 4))
+    for name, kw in (("correlate", {"mode": "reflect"}), ("convolve", {"mode": "mirror", "origin": (0, 1, -1)}),
+                     ("correlate", {"mode": "constant", "cval": np.nan})):
+        got = getattr(an, name)(dev, w, **kw)
+        assert type(got) is type(dev) and tuple(got.shape) == host.shape, name
+        expected = getattr(sn, name)(host.astype(np.float64), w, **kw)
+        diff = np.abs(back(got) - expected)
+        assert np.array_equal(np.isnan(back(got)), np.isnan(expected)), (name, kw)
+        assert np.nanmax(diff) <= 1e-5 * np.abs(w).sum() + 1e-6, (name, kw)
