@@ -777,12 +777,17 @@ def _selection(src, res, steps, mode, cval):
 
 def _volume_pass(src, r, along_z, mask, run_pass):
     """One 2-D pass over a C-ordered (Z, Y, X) volume: along z on the (Z, Y * X) image (rows are planes), along
-    x alone on (Z * Y, X) (rows stay within their plane), anything else plane by plane."""
+    x alone on (Z * Y, X) (rows stay within their plane), anything else as apron's plane step on the volume
+    (layout='zyx': one call, the planes a batch on the GPU) where the pass takes a layout, else plane by plane.
+    (Plane by plane, a 64 x 512 x 512 CuPy block's y pass was 64 calls: through dask, apron's blocks took 0.33 s
+    against cupyx's 0.23.)"""
     z, y, x = src.shape
     if along_z:
         return run_pass(r.reshape(z, y * x)).reshape(z, y, x)
     if mask.shape[0] == 1:
         return run_pass(r.reshape(z * y, x)).reshape(z, y, x)
+    if getattr(run_pass, "takes_layout", False):
+        return run_pass(r, layout="zyx")
     return src.ops.stack([run_pass(r[k]) for k in range(z)])
 
 
@@ -811,8 +816,10 @@ def _linear(src, res, passes, cval):
             out = res.direct_out() if last and direct else None
             border = {"border": mode, "value": value} if mode == "constant" else {"border": mode}
 
-            def run_pass(image, ops=[_op(name, **border, **params)], out_name=out_name, out=out):
-                return _run(src, image, ops, out_name, out)
+            def run_pass(image, ops=[_op(name, **border, **params)], out_name=out_name, out=out, layout=None):
+                return _run(src, image, ops, out_name, out, layout=layout)
+
+            run_pass.takes_layout = out is None  # the result's own array: one volume call
         r = _volume_pass(src, r, along == ["z"], mask, run_pass) if src.volume else run_pass(r)
     if not direct:
         r = _store(src, r, "float32" if passes else work_name, res.compute_name)
