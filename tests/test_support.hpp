@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include "apron/border.hpp"
 #include "apron/image.hpp"
 #include "core/dispatch.hpp"
 
@@ -73,5 +74,28 @@ inline bool same_samples(ConstImageView a, ConstImageView b) {
 }
 
 inline std::string source_path(const std::string& relative) { return std::string(APRON_SOURCE_DIR) + "/" + relative; }
+
+// The index an outside coordinate reads (SPEC.md "Border modes"), restated independently of
+// core/border_index.hpp for the tests' own references; -1: the constant.
+inline int border_index(int i, int n, BorderMode mode) {
+    if (i >= 0 && i < n) return i;
+    switch (mode) {
+    case BorderMode::constant: return -1;
+    case BorderMode::nearest: return i < 0 ? 0 : n - 1;
+    case BorderMode::wrap: return ((i % n) + n) % n;
+    case BorderMode::reflect: {  // d c b a | a b c d | d c b a
+        const int period = 2 * n;
+        const int m = ((i % period) + period) % period;
+        return m < n ? m : period - 1 - m;
+    }
+    case BorderMode::mirror: {  // d c b | a b c d | c b a
+        if (n == 1) return 0;
+        const int period = 2 * n - 2;
+        const int m = ((i % period) + period) % period;
+        return m < n ? m : period - m;
+    }
+    }
+    return -1;
+}
 
 } // namespace apron::test

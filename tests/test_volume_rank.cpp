@@ -46,28 +46,6 @@ Image random_volume(int w, int h, int d, int c, PixelType t, std::uint32_t seed,
     return v;
 }
 
-// The index an outside coordinate reads (SPEC.md "Border modes"); -1: the constant.
-int border_index(int i, int n, BorderMode mode) {
-    if (i >= 0 && i < n) return i;
-    switch (mode) {
-    case BorderMode::constant: return -1;
-    case BorderMode::nearest: return i < 0 ? 0 : n - 1;
-    case BorderMode::wrap: return ((i % n) + n) % n;
-    case BorderMode::reflect: {  // d c b a | a b c d | d c b a
-        const int period = 2 * n;
-        const int m = ((i % period) + period) % period;
-        return m < n ? m : period - 1 - m;
-    }
-    case BorderMode::mirror: {  // d c b | a b c d | c b a
-        if (n == 1) return 0;
-        const int period = 2 * n - 2;
-        const int m = ((i % period) + period) % period;
-        return m < n ? m : period - m;
-    }
-    }
-    return -1;
-}
-
 // A window: W x H x D cells about (W/2, H/2, D/2), `inside(i, j, k)` for the set ones (0-based in the box).
 struct Window {
     std::string se;

@@ -39,28 +39,6 @@ double at(ConstImageView v, int x, int y, int z, int c) {
     return sample_at(v.plane(z), x, y, c);
 }
 
-// The index an outside coordinate reads (SPEC.md "Border modes"); -1: the constant.
-int border_index(int i, int n, BorderMode mode) {
-    if (i >= 0 && i < n) return i;
-    switch (mode) {
-    case BorderMode::constant: return -1;
-    case BorderMode::nearest: return i < 0 ? 0 : n - 1;
-    case BorderMode::wrap: return ((i % n) + n) % n;
-    case BorderMode::reflect: {  // d c b a | a b c d | d c b a
-        const int period = 2 * n;
-        int m = ((i % period) + period) % period;
-        return m < n ? m : period - 1 - m;
-    }
-    case BorderMode::mirror: {  // d c b | a b c d | c b a
-        if (n == 1) return 0;
-        const int period = 2 * n - 2;
-        int m = ((i % period) + period) % period;
-        return m < n ? m : period - m;
-    }
-    }
-    return -1;
-}
-
 // The voxel (x, y, z) of channel c, any coordinate outside read through the border (the constant: value).
 double read_through(ConstImageView in, int x, int y, int z, int c, BorderMode mode, double value) {
     const int xi = border_index(x, in.width(), mode), yi = border_index(y, in.height(), mode), zi = border_index(z, in.shape.depth, mode);

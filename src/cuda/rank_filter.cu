@@ -23,6 +23,7 @@
 #include "core/rank_value.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_view.hpp"
+#include "cuda/rank_select.cuh"
 #include "cuda/launch_record.hpp"
 #include "cuda/rank_filter.hpp"
 #include "cuda/rank_kernels.hpp"
@@ -45,24 +46,7 @@ __global__ void rank_bits(DeviceView in, std::byte* out, std::size_t out_pitch, 
     if (k >= in.width * in.channels || y >= in.height) return;
     const int x = k / in.channels, c = k % in.channels;
     T* o = reinterpret_cast<T*>(out + std::size_t(y) * out_pitch) + k;
-    int valid = n;
-    if constexpr (std::is_same_v<T, float>) {
-        valid = 0;
-        for (int t = 0; t < n; ++t) valid += key_at<T>(in, x + cells[t].x, y + cells[t].y, c, mode, outside) != rank_missing_key;
-        if (valid == 0) {
-            *o = rank_value<T>(rank_missing_key);
-            return;
-        }
-    }
-    const int want = rank_among(rank, valid, n);
-    std::uint32_t result = 0;
-    for (int b = rank_key_bits<T> - 1; b >= 0; --b) {
-        const std::uint32_t trial = result | (1u << b);
-        int below = 0;
-        for (int t = 0; t < n; ++t) below += key_at<T>(in, x + cells[t].x, y + cells[t].y, c, mode, outside) < trial;
-        if (below <= want) result = trial;  // fewer than want + 1 keys lie below: the answer is at or above trial
-    }
-    *o = rank_value<T>(result);
+    *o = select_rank<T>(n, rank, [&](int t) { return key_at<T>(in, x + cells[t].x, y + cells[t].y, c, mode, outside); });
 }
 
 void launch_rank_bits(const RankPlan& p, ConstImageView in, ImageView out, cudaStream_t stream) {

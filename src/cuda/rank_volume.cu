@@ -1,6 +1,6 @@
 // Rank filters over a volume's window on the GPU (Axes::volume; SPEC.md "Volumes", "Rank"): `rank_volume_bits`,
-// one thread per output sample of the whole volume, finds the rank-th key by the radix select of rank_bits
-// (rank_filter.cu): at each bit, most significant first, it counts the window's keys below the trial prefix in
+// one thread per output sample of the whole volume, finds the rank-th key by the radix select (rank_select.cuh)
+// that rank_bits (rank_filter.cu) also runs: at each bit, most significant first, it counts the window's keys below the trial prefix in
 // a pass over the window's cells read through the border in x, y and z (windows of up to 64 cells read once into
 // the thread's local memory, larger ones read again each bit), so any window size runs; f32 first counts the valid (non-NaN) samples for the rank among them. The result
 // is the rank-th sample in the order of core/rank_value.hpp: the reference's bits.
@@ -15,6 +15,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/launch_record.hpp"
 #include "cuda/rank_filter.hpp"
+#include "cuda/rank_select.cuh"
 
 namespace apron::cuda {
 namespace {
@@ -55,24 +56,7 @@ __global__ void rank_volume_bits(VolumeView in, std::byte* out, std::size_t out_
     auto key = [&](int t) {
         return keep ? held[t] : key_at<T>(in, x + cells[t].x, y + cells[t].y, z + cells[t].z, c, mode, outside);
     };
-    int valid = n;
-    if constexpr (std::is_same_v<T, float>) {
-        valid = 0;
-        for (int t = 0; t < n; ++t) valid += key(t) != rank_missing_key;
-        if (valid == 0) {
-            *o = rank_value<T>(rank_missing_key);
-            return;
-        }
-    }
-    const int want = rank_among(rank, valid, n);
-    std::uint32_t result = 0;
-    for (int b = rank_key_bits<T> - 1; b >= 0; --b) {
-        const std::uint32_t trial = result | (1u << b);
-        int below = 0;
-        for (int t = 0; t < n; ++t) below += key(t) < trial;
-        if (below <= want) result = trial;  // fewer than want + 1 keys lie below: the answer is at or above trial
-    }
-    *o = rank_value<T>(result);
+    *o = select_rank<T>(n, rank, key);
 }
 
 // The element's set cells as (dx, dy, dz) offsets from the anchor.
