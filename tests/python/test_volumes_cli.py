@@ -18,6 +18,22 @@ def ball(r: int) -> np.ndarray:
     return x * x + y * y + z * z <= r * r
 
 
+@pytest.mark.parametrize("r", [0, 1, 2, 3, 5, 8])
+def test_ball_formula_matches_scikit_image(r):
+    """ball:R is scikit-image's morphology.ball (where scikit-image is installed)."""
+    skm = pytest.importorskip("skimage.morphology")
+    np.testing.assert_array_equal(skm.ball(r).astype(bool), ball(r))
+
+
+def test_ball_formula_itself():
+    """x^2 + y^2 + z^2 <= R^2: the lattice points of the ball (1, 7, 33, 123, 257, 515, 925 for R = 0..6);
+    ball:1 is the 3-D cross."""
+    assert [int(ball(r).sum()) for r in range(7)] == [1, 7, 33, 123, 257, 515, 925]
+    cross = np.zeros((3, 3, 3), bool)
+    cross[1, 1, :] = cross[1, :, 1] = cross[:, 1, 1] = True
+    np.testing.assert_array_equal(ball(1), cross)
+
+
 def raw_layout(v: np.ndarray) -> str:
     d, h, w = v.shape[:3]
     c = v.shape[3] if v.ndim == 4 else 1
