@@ -105,6 +105,8 @@ VOLUME_CASES = [
     case("median_filter", (), size=(3, 3, 3)),
     case("percentile_filter", (30,), footprint=BALL1),
     case("rank_filter", (-2,), size=(2, 3, 4), origin=(0, 1, -1)),
+    case("minimum_filter1d", (4,), axis=0, origin=1),
+    case("maximum_filter1d", (3,), axis=1, origin=-1),
     # 3-D weights and footprints: one window over the three axes, its halo from its shape and origin
     case("correlate", (W333,), l1=np.abs(W333).sum(), origin=(1, 0, -1)),
     case("convolve", (W243,), l1=np.abs(W243).sum(), origin=(0, -2, 1)),
@@ -319,8 +321,8 @@ def test_parameters_are_checked_at_the_call():
         an.gaussian_filter(d, 2, order=1)
     with pytest.raises(ValueError, match="4-D"):
         an.gaussian_filter(da.zeros((3, 3, 3, 3), chunks=2), 1)
-    with pytest.raises(ValueError, match="volume"):
-        an.minimum_filter1d(da.zeros((8, 9, 10), chunks=4), 3)
+    with pytest.raises(RuntimeError, match="size"):
+        an.minimum_filter1d(da.zeros((8, 9, 10), chunks=4), 0)
     with pytest.warns(UserWarning, match="ignoring size"):
         an.minimum_filter(d, size=5, footprint=FP35)
 

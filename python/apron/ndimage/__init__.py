@@ -19,8 +19,8 @@ is a (Z, Y, X) volume, filtered along every axis as SciPy by the separable funct
 gaussian_filter1d, uniform_filter, uniform_filter1d, correlate1d, convolve1d, sobel, prewitt, laplace), by
 correlate and convolve with (D, H, W) weights, and by minimum_filter, maximum_filter and the grey morphology
 with sizes or any (D, H, W) footprint, and by median_filter, percentile_filter and rank_filter with sizes or
-any (D, H, W) footprint (each 3-D window one apron call over the volume); the other functions,
-and 4-D arrays, raise ValueError. 3-D weights and footprints that span the last axis of a 3-D array of at most
+any (D, H, W) footprint (each 3-D window one apron call over the volume), and by minimum_filter1d and
+maximum_filter1d along any axis; 4-D arrays raise ValueError. 3-D weights and footprints that span the last axis of a 3-D array of at most
 4 columns filter it as such a volume too (SciPy's N-D result).
 
 Pixel types (the result is the input's dtype unless output= says otherwise, as in SciPy):

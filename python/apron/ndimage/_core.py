@@ -249,7 +249,7 @@ _VOLUME_FUNCTIONS = ("correlate", "convolve", "gaussian_filter", "gaussian_filte
                      "uniform_filter1d", "correlate1d", "convolve1d", "sobel", "prewitt", "laplace", "minimum_filter",
                      "maximum_filter", "grey_erosion", "grey_dilation", "grey_opening", "grey_closing",
                      "morphological_gradient", "white_tophat", "black_tophat", "rank_filter", "median_filter",
-                     "percentile_filter")
+                     "percentile_filter", "minimum_filter1d", "maximum_filter1d")
 
 
 class _Src:

@@ -178,7 +178,7 @@ def maximum_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0
 
 
 def _filter1d_extreme(fname, input, size, axis, output, mode, cval, origin, minimum):
-    src = _Src(input, fname)
+    src = _Src(input, fname, volumes=True)
     axis = _axis_index(axis, src.ndim, fname)
     size = int(size)
     if size < 1:
@@ -189,7 +189,10 @@ def _filter1d_extreme(fname, input, size, axis, output, mode, cval, origin, mini
     if src.empty:
         return res.empty_result()
     mask = _one_axis_mask(src, np.ones(size), axis, origin, fname)
-    return _selection(src, res, [("erode" if minimum else "dilate", {}, _element(mask))], mode, cval)
+    op = "erode" if minimum else "dilate"
+    if src.volume:  # along z on the (Z, Y * X) view, along y or x over the planes (_volume_pass)
+        return _volume_min_or_max(src, res, op, [(mask, mode, src.image_axis(axis) == 2)], cval)
+    return _selection(src, res, [(op, {}, _element(mask))], mode, cval)
 
 
 def _rank(fname, input, rank, size, footprint, output, mode, cval, origin, operation, axes):
