@@ -89,11 +89,22 @@ def test_nan_is_a_missing_sample_in_volumes():
     assert got[2, 3, 4] == valid[1]
 
 
+def test_infinite_and_nan_cval_are_padded_in():
+    """A constant border apron cannot take (+-inf, NaN) is padded around the volume: SciPy's bits for the
+    infinities; NaN a missing sample, as in the volume padded by hand and filtered with mode='nearest'."""
+    v = volume((5, 6, 7), np.float32, 7)
+    for cval in (np.inf, -np.inf):
+        for name, args, kw in (("median_filter", (), {"size": (3, 3, 3)}), ("percentile_filter", (30,), {"footprint": ball(1)}),
+                               ("rank_filter", (-2,), {"size": (2, 3, 4), "origin": (0, 1, -1)})):
+            got = getattr(an, name)(v, *args, mode="constant", cval=cval, **kw)
+            np.testing.assert_array_equal(got, getattr(sn, name)(v, *args, mode="constant", cval=cval, **kw))
+    got = an.median_filter(v, size=(3, 3, 3), mode="constant", cval=np.nan)
+    by_hand = an.median_filter(np.pad(v, 1, constant_values=np.nan), size=(3, 3, 3), mode="nearest")[1:-1, 1:-1, 1:-1]
+    np.testing.assert_array_equal(got, by_hand)
+
+
 def test_refusals_are_one_line():
     v = volume((5, 6, 7), np.float32, 7)
-    with pytest.raises(ValueError, match=r"^median_filter\(\): cval") as e:
-        an.median_filter(v, 3, mode="constant", cval=np.nan)
-    assert "\n" not in str(e.value)
     with pytest.raises(RuntimeError, match="rank not within"):
         an.rank_filter(v, 27, size=3)
 

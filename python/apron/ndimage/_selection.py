@@ -10,7 +10,7 @@ from .. import _arrays, _ops
 from ._core import (
     _NATIVE, _Result, _Src, _apron_call, _axis_index, _channel_refusal, _check_axes, _check_origin, _error,
     _expand_footprint, _expand_origin, _image_window, _mode, _op, _pad_to_centre, _selection, _selection_coding,
-    _selection_zyx, _sequence, _single_mode, _spans_volume, _store, _value_is_plain, _volume_pass,
+    _selection_zyx, _sequence, _zyx_run, _single_mode, _spans_volume, _store, _value_is_plain, _volume_pass,
 )
 from ._linear import _one_axis_mask
 
@@ -249,14 +249,11 @@ def _volume_rank(src, res, fp, origins, rank, mode, cval):
     cells = _pad_to_centre(fp.astype(np.float64), centre)
     d, h, w = cells.shape
     coding = _selection_coding(src, mode, cval)
-    if mode == "constant" and not _value_is_plain(coding.value):
-        raise _error(src.fname, f"cval: {cval!r} with mode='constant' on a volume: apron's border value is a finite "
-                                f"float32 (pad the volume with it and use mode='nearest')")
-    work = src.as_image(coding.work)
+    work = src.ops.contiguous(src.as_image(coding.work))
     work_name = _arrays._DTYPE_OF_CODE[_NATIVE[src.ops.name(coding.work)]].name
-    border = {"border": mode, "value": coding.value} if mode == "constant" else {"border": mode}
-    pipeline = _apron_call(src.fname, _ops.compiled, [_op("rank", se=_volume_element(cells), r=rank, **border)])
-    r = _apron_call(src.fname, _arrays.run, pipeline, work, None, work_name, layout="zyx")
+    value = coding.value if mode == "constant" else 0
+    # One call over the volume; a constant border apron cannot take (NaN, +-inf) padded in (_zyx_run).
+    r = _zyx_run(src, work, "rank", {"se": _volume_element(cells), "r": rank}, mode, value, cells, work_name)
     r = coding.decode(r)
     return res.finish(_store(src, r, src.dtype, res.compute_name))
 
