@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "apron/border.hpp"
 #include "apron/image.hpp"
@@ -96,6 +97,17 @@ inline int border_index(int i, int n, BorderMode mode) {
     }
     }
     return -1;
+}
+
+// Every sample of a volume (or image), plane by plane, row by row, as doubles: the tests' flat form for their
+// own references.
+inline std::vector<double> volume_samples(ConstImageView v) {
+    std::vector<double> out;
+    for (int z = 0; z < v.shape.depth; ++z)
+        for (int y = 0; y < v.height(); ++y)
+            for (int x = 0; x < v.width(); ++x)
+                for (int c = 0; c < v.channels(); ++c) out.push_back(sample_at(v.plane(z), x, y, c));
+    return out;
 }
 
 } // namespace apron::test

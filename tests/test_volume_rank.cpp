@@ -101,15 +101,6 @@ std::vector<double> rank3(ConstImageView in, const Window& win, int rank, Border
     return out;
 }
 
-std::vector<double> samples(ConstImageView v) {
-    std::vector<double> out;
-    for (int z = 0; z < v.shape.depth; ++z)
-        for (int y = 0; y < v.height(); ++y)
-            for (int x = 0; x < v.width(); ++x)
-                for (int c = 0; c < v.channels(); ++c) out.push_back(sample_at(v.plane(z), x, y, c));
-    return out;
-}
-
 // Equal values with equal signs of zero, any NaN matching any NaN.
 void expect_same(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
     ASSERT_EQ(got.size(), want.size()) << what;
@@ -156,7 +147,7 @@ TEST(VolumeRank, EveryShapeModeAndTypeMatchesTheDirectWindow) {
                 const std::string spec = with_se(op.spec, win.se, mode, value);
                 const auto want = rank3(v, win, op.rank(win.cells()), mode, value);
                 for (const Backend b : host_backends)
-                    expect_same(samples(Pipeline({spec}).run(v, {.backend = b})), want, spec + " " + to_string(t) + " on " + to_string(b));
+                    expect_same(volume_samples(Pipeline({spec}).run(v, {.backend = b})), want, spec + " " + to_string(t) + " on " + to_string(b));
             }
 }
 
@@ -166,7 +157,7 @@ TEST(VolumeRank, EveryOperationOnABallAndABox) {
             const Image v = random_volume(9, 8, 7, 1, PixelType::u8, 5);
             const std::string spec = with_se(op.spec, win.se, BorderMode::reflect, 0);
             const auto want = rank3(v, win, op.rank(win.cells()), BorderMode::reflect, 0);
-            for (const Backend b : host_backends) expect_same(samples(Pipeline({spec}).run(v, {.backend = b})), want, spec);
+            for (const Backend b : host_backends) expect_same(volume_samples(Pipeline({spec}).run(v, {.backend = b})), want, spec);
         }
 }
 
@@ -198,7 +189,7 @@ TEST(VolumeRank, OnePlaneOnePixelAndWindowsLargerThanTheVolume) {
             const std::string spec = with_se("median", win.se, mode, 2);
             const auto want = rank3(*in, win, win.cells() / 2, mode, 2);
             for (const Backend b : host_backends)
-                expect_same(samples(Pipeline({spec}).run(*in, {.backend = b})), want, spec + " on " + to_string(b));
+                expect_same(volume_samples(Pipeline({spec}).run(*in, {.backend = b})), want, spec + " on " + to_string(b));
         }
     }
 }
@@ -216,10 +207,10 @@ TEST(VolumeRank, NanSamplesAreMissingAndAllNanGivesNan) {
             // border=constant with value NaN: the outside is missing too.
             const std::string nan_spec = op + (op.find(':') == std::string::npos ? ":" : ",") + "se=ball:1,border=constant,value=nan";
             for (const Backend b : host_backends) {
-                expect_same(samples(Pipeline({spec}).run(v, {.backend = b})), rank3(v, win, rank, mode, 0), spec);
+                expect_same(volume_samples(Pipeline({spec}).run(v, {.backend = b})), rank3(v, win, rank, mode, 0), spec);
                 if (mode == BorderMode::constant) {
                     try {
-                        expect_same(samples(Pipeline({nan_spec}).run(v, {.backend = b})), rank3(v, win, rank, mode, NAN), nan_spec);
+                        expect_same(volume_samples(Pipeline({nan_spec}).run(v, {.backend = b})), rank3(v, win, rank, mode, NAN), nan_spec);
                     } catch (const Error&) {
                         // value=nan refused by the registry: nothing to compare.
                     }
@@ -229,7 +220,7 @@ TEST(VolumeRank, NanSamplesAreMissingAndAllNanGivesNan) {
     // Every sample NaN: NaN out.
     Image all_nan = random_volume(3, 3, 3, 1, PixelType::f32, 9, 1.0);
     const Image out = Pipeline({"median:se=rect:3x3x3"}).run(all_nan, {.backend = Backend::cpu});
-    for (const double s : samples(out)) EXPECT_TRUE(std::isnan(s));
+    for (const double s : volume_samples(out)) EXPECT_TRUE(std::isnan(s));
 }
 
 TEST(VolumeRank, APlaneElementFiltersEachPlaneAlone) {
@@ -249,7 +240,7 @@ TEST(VolumeRank, AVolumesElementOnAPlainImageIsAVolumeOfOnePlane) {
     for (const BorderMode mode : all_modes) {
         const std::string spec = with_se("median", "ball:2", mode, 5);
         const auto want = rank3(img, ball(2), ball(2).cells() / 2, mode, 5);
-        for (const Backend b : host_backends) expect_same(samples(Pipeline({spec}).run(img, {.backend = b})), want, spec);
+        for (const Backend b : host_backends) expect_same(volume_samples(Pipeline({spec}).run(img, {.backend = b})), want, spec);
     }
 }
 
@@ -264,7 +255,7 @@ TEST(VolumeRank, AMaskFileOfPlanesIsAVolumesElement) {
     for (const BorderMode mode : all_modes) {
         const std::string spec = with_se("rank:r=2", path, mode, 7);
         const auto want = rank3(v, win, 2, mode, 7);
-        for (const Backend b : host_backends) expect_same(samples(Pipeline({spec}).run(v, {.backend = b})), want, spec);
+        for (const Backend b : host_backends) expect_same(volume_samples(Pipeline({spec}).run(v, {.backend = b})), want, spec);
     }
     // Windows wholly left or right of their anchor (no column read on one side), on a volume wider than them.
     std::ofstream(dir.file("left.se")) << "3 1 2\n1 0 0\n1 0 0\n";
@@ -277,7 +268,7 @@ TEST(VolumeRank, AMaskFileOfPlanesIsAVolumesElement) {
             const Image wide = random_volume(23, 6, 4, 2, t, 15, t == PixelType::f32 ? 0.1 : 0);
             const std::string spec = with_se("median", win.se, BorderMode::reflect, 0);
             const auto want = rank3(wide, win, win.cells() / 2, BorderMode::reflect, 0);
-            for (const Backend b : host_backends) expect_same(samples(Pipeline({spec}).run(wide, {.backend = b})), want, spec);
+            for (const Backend b : host_backends) expect_same(volume_samples(Pipeline({spec}).run(wide, {.backend = b})), want, spec);
         }
     // Weights other than 0 and 1, or no cell set, are refused naming se.
     std::ofstream(dir.file("bad.se")) << "1 1 2\n1\n2\n";

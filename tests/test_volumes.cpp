@@ -104,15 +104,6 @@ std::vector<double> morph3(ConstImageView in, int r, const std::function<bool(in
     return out;
 }
 
-std::vector<double> samples(ConstImageView v) {
-    std::vector<double> out;
-    for (int z = 0; z < v.shape.depth; ++z)
-        for (int y = 0; y < v.height(); ++y)
-            for (int x = 0; x < v.width(); ++x)
-                for (int c = 0; c < v.channels(); ++c) out.push_back(at(v, x, y, z, c));
-    return out;
-}
-
 // The stored value of an exact result in type t (rounded half to even, saturated), as SPEC's conversion.
 double stored(double v, PixelType t) {
     if (t == PixelType::f32) return double(float(v));
@@ -157,7 +148,7 @@ TEST(Volumes, GaussianWithSigmaZMatchesTheDirect3DSumInEveryMode) {
                     ASSERT_EQ(out.shape(), v.shape());
                     // f32: SPEC's float tolerance on sums of magnitude < 2; integers: one unit where the float sum
                     // lies within its rounding of a half.
-                    expect_near(samples(out), want, t == PixelType::f32 ? 2e-5 : 1.0,
+                    expect_near(volume_samples(out), want, t == PixelType::f32 ? 2e-5 : 1.0,
                                 spec + " " + to_string(t) + " c=" + std::to_string(channels) + " on " + to_string(b));
                 }
             }
@@ -172,9 +163,9 @@ TEST(Volumes, BoxWithDepthAndSobelAlongZAreTheirSums) {
         // Sobel along z: [-1 0 1] along z, [1 2 1] across; integer sums, exact in f32.
         const std::vector<double> dz = correlate3(v, outer3({1, 2, 1}, {1, 2, 1}, {-1, 0, 1}), mode, 9);
         for (const Backend b : host_backends) {
-            expect_near(samples(Pipeline({"box:width=3,height=2,depth=5" + tail}).run(v, {.backend = b})), box, 1.0,
+            expect_near(volume_samples(Pipeline({"box:width=3,height=2,depth=5" + tail}).run(v, {.backend = b})), box, 1.0,
                         "box " + tail + " on " + to_string(b));
-            expect_near(samples(Pipeline({"sobel:dx=0,dz=1" + tail}).run(v, {.backend = b, .out_type = PixelType::f32})), dz, 0,
+            expect_near(volume_samples(Pipeline({"sobel:dx=0,dz=1" + tail}).run(v, {.backend = b, .out_type = PixelType::f32})), dz, 0,
                         "sobel dz " + tail + " on " + to_string(b));
         }
     }
@@ -211,7 +202,7 @@ TEST(Volumes, ErodeAndDilateWithBallsBoxesCrossesAndEllipsoidsAreExact) {
                     for (const Backend b : host_backends) {
                         const std::string spec = std::string(dilate ? "dilate" : "erode") + ":se=" + e.se + border;
                         const Image out = Pipeline({spec}).run(v, {.backend = b});
-                        expect_near(samples(out), want, 0, spec + " " + to_string(t) + " on " + to_string(b));
+                        expect_near(volume_samples(out), want, 0, spec + " " + to_string(t) + " on " + to_string(b));
                     }
                 }
             }
@@ -227,8 +218,8 @@ TEST(Volumes, DerivedMorphologyAndIterationsComposeTheVolumeSteps) {
     Image once = Pipeline({"dilate:se=ball:1"}).run(v, {.backend = Backend::cpu});
     const auto twice = morph3(once, 1, ball.inside, true, std::nullopt, 0);
     for (const Backend b : host_backends) {
-        expect_near(samples(Pipeline({"gradient:se=ball:1"}).run(v, {.backend = b})), gradient, 0, "gradient ball:1");
-        expect_near(samples(Pipeline({"dilate:se=ball:1,iterations=2"}).run(v, {.backend = b})), twice, 0, "dilate twice");
+        expect_near(volume_samples(Pipeline({"gradient:se=ball:1"}).run(v, {.backend = b})), gradient, 0, "gradient ball:1");
+        expect_near(volume_samples(Pipeline({"dilate:se=ball:1,iterations=2"}).run(v, {.backend = b})), twice, 0, "dilate twice");
     }
 }
 
@@ -238,7 +229,7 @@ TEST(Volumes, MasksDeeperThanTheVolumeAndSinglePlanes) {
         const Image v = random_volume(5, 4, 2, 1, PixelType::f32, 41);
         const std::string spec = std::string("gaussian:sigma=0.5,sigma_z=3,border=") + to_string(mode);
         const auto want = correlate3(v, outer3(gaussian_weights(0.5, 2), gaussian_weights(0.5, 2), gaussian_weights(3, 9)), mode, 0);
-        expect_near(samples(Pipeline({spec}).run(v, {.backend = Backend::cpu})), want, 2e-5, spec);
+        expect_near(volume_samples(Pipeline({spec}).run(v, {.backend = Backend::cpu})), want, 2e-5, spec);
     }
     // A 2-D image is a volume of one plane: sigma_z under reflect reads that plane alone.
     const Image flat = random_image(11, 9, 1, PixelType::f32, 3);
@@ -267,7 +258,7 @@ TEST(Volumes, NanIgnoreNormalisesOverTheWhole3DWindow) {
     std::vector<double> want;
     for (std::size_t k = 0; k < sums.size(); ++k) want.push_back(weights[k] > 1e-4 ? sums[k] / weights[k] : NAN);
     for (const Backend b : host_backends)
-        expect_near(samples(Pipeline({"gaussian:sigma=1,sigma_z=1,nan=ignore"}).run(v, {.backend = b})), want, 1e-4,
+        expect_near(volume_samples(Pipeline({"gaussian:sigma=1,sigma_z=1,nan=ignore"}).run(v, {.backend = b})), want, 1e-4,
                     std::string("nan=ignore on ") + to_string(b));
 }
 
