@@ -110,4 +110,28 @@ inline std::vector<double> volume_samples(ConstImageView v) {
     return out;
 }
 
+// A volume of random samples (fixed seed): f32 in -1..2 with a share of NaN, integers over their range; `levels`
+// > 0 draws from that many values (ties, and -0 beside +0, common).
+inline Image random_volume(int w, int h, int d, int c, PixelType t, std::uint32_t seed, double nan_fraction = 0, int levels = 0) {
+    Image v(ImageShape{w, h, c, t, d});
+    std::mt19937 rng(seed);
+    with_type(t, [&]<class T>() {
+        for (int y = 0; y < int(v.shape().rows()); ++y)
+            for (int k = 0; k < w * c; ++k) {
+                T& s = v.row<T>(y)[k];
+                if constexpr (std::is_same_v<T, float>) {
+                    // A few levels make ties (and -0 / +0) common; otherwise any float in -1..2.
+                    s = levels ? float(int(rng() % unsigned(levels)) - levels / 2) * 0.5f
+                               : std::uniform_real_distribution<float>(-1.0f, 2.0f)(rng);
+                    if (s == 0 && rng() % 2) s = -0.0f;
+                    if (std::uniform_real_distribution<double>(0, 1)(rng) < nan_fraction) s = NAN;
+                } else {
+                    const int top = levels ? levels - 1 : int(highest_value<T>());
+                    s = T(std::uniform_int_distribution<int>(0, top)(rng));
+                }
+            }
+    });
+    return v;
+}
+
 } // namespace apron::test

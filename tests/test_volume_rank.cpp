@@ -24,28 +24,6 @@
 namespace apron::test {
 namespace {
 
-Image random_volume(int w, int h, int d, int c, PixelType t, std::uint32_t seed, double nan_fraction = 0, int levels = 0) {
-    Image v(ImageShape{w, h, c, t, d});
-    std::mt19937 rng(seed);
-    with_type(t, [&]<class T>() {
-        for (int y = 0; y < int(v.shape().rows()); ++y)
-            for (int k = 0; k < w * c; ++k) {
-                T& s = v.row<T>(y)[k];
-                if constexpr (std::is_same_v<T, float>) {
-                    // A few levels make ties (and -0 / +0) common; otherwise any float in -1..2.
-                    s = levels ? float(int(rng() % unsigned(levels)) - levels / 2) * 0.5f
-                               : std::uniform_real_distribution<float>(-1.0f, 2.0f)(rng);
-                    if (s == 0 && rng() % 2) s = -0.0f;
-                    if (std::uniform_real_distribution<double>(0, 1)(rng) < nan_fraction) s = NAN;
-                } else {
-                    const int top = levels ? levels - 1 : int(highest_value<T>());
-                    s = T(std::uniform_int_distribution<int>(0, top)(rng));
-                }
-            }
-    });
-    return v;
-}
-
 // A window: W x H x D cells about (W/2, H/2, D/2), `inside(i, j, k)` for the set ones (0-based in the box).
 struct Window {
     std::string se;

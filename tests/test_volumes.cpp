@@ -17,24 +17,6 @@
 namespace apron::test {
 namespace {
 
-Image random_volume(int w, int h, int d, int c, PixelType t, std::uint32_t seed, double nan_fraction = 0) {
-    Image v(ImageShape{w, h, c, t, d});
-    std::mt19937 rng(seed);
-    with_type(t, [&]<class T>() {
-        for (int y = 0; y < int(v.shape().rows()); ++y)
-            for (int k = 0; k < w * c; ++k) {
-                T& s = v.row<T>(y)[k];
-                if constexpr (std::is_same_v<T, float>) {
-                    s = std::uniform_real_distribution<float>(-1.0f, 2.0f)(rng);
-                    if (std::uniform_real_distribution<double>(0, 1)(rng) < nan_fraction) s = NAN;
-                } else {
-                    s = T(std::uniform_int_distribution<int>(0, int(highest_value<T>()))(rng));
-                }
-            }
-    });
-    return v;
-}
-
 double at(ConstImageView v, int x, int y, int z, int c) {
     return sample_at(v.plane(z), x, y, c);
 }
